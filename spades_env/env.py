@@ -1,0 +1,259 @@
+"""The PettingZoo AEC environment: a thin face over the engine, the encoder and the rewards."""
+
+from __future__ import annotations
+
+import random
+import warnings
+from typing import Any, Optional
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import AECEnv
+
+from .game import (NUM_ACTIONS, PHASE_HAND_OVER, PHASE_NAMES, PHASE_PLAY, IllegalActionError,
+                   SpadesGame, action_str)
+from .observation import ObservationEncoder
+from .rewards import RewardScheme
+from .rules import EPISODE_CHOICES, Rules, RulesError, make_rules
+
+RESET_OPTIONS = ("deal", "dealer", "scores", "bags")
+
+
+def _mask_lookup_table() -> list[bytes]:
+    """16-bit chunk -> 16 bytes of 0/1, to turn a legal-action bitmask into an int8 mask fast."""
+    table = []
+    for value in range(1 << 16):
+        table.append(bytes((value >> bit) & 1 for bit in range(16)))
+    return table
+
+
+_MASK_TABLE: list[bytes] = []
+
+
+def mask_array(legal: int) -> np.ndarray:
+    """The int8 action mask (68 entries) of a legal-action bitmask."""
+    t = _MASK_TABLE
+    if not t:
+        t.extend(_mask_lookup_table())
+    raw = t[legal & 0xFFFF] + t[(legal >> 16) & 0xFFFF] + t[(legal >> 32) & 0xFFFF] \
+        + t[(legal >> 48) & 0xFFFF] + t[(legal >> 64) & 0xF][:4]
+    return np.frombuffer(bytearray(raw), dtype=np.int8)
+
+
+_ZERO_MASK_BYTES = bytes(NUM_ACTIONS)
+
+
+class SpadesEnv(AECEnv):
+    """Four-player (or three-player) Spades as a PettingZoo AEC environment.
+
+    Args:
+        rules: a preset name, a YAML path, a mapping or a :class:`Rules`.
+        reward: ``"team_score"``, ``"team_diff"`` or ``"win"`` (see :mod:`spades_env.rewards`).
+        episode: ``"game"`` (to the end of the game; truncated at ``max_hands``) or ``"hand"``
+            (one hand, then termination); by default the rules' ``episode``.
+        render_mode: None, ``"ansi"`` (render returns a string) or ``"human"`` (prints it).
+        reward_scale: points to reward (0.01: a made bid of 5 is +0.5).
+        win_bonus: terminal win reward added to ``team_score``/``team_diff``.
+        shaping: weight of the potential-based per-trick shaping (0: off).
+        **rule_overrides: single rules, e.g. ``target_score=300``.
+    """
+
+    metadata = {"render_modes": ["ansi", "human"], "name": "spades_v0", "is_parallelizable": False,
+                "render_fps": 1}
+
+    def __init__(self, rules: Rules | str | dict | None = "standard", reward: str = "team_score",
+                 episode: Optional[str] = None, render_mode: Optional[str] = None,
+                 reward_scale: float = 0.01, win_bonus: float = 0.0, shaping: float = 0.0,
+                 **rule_overrides: Any) -> None:
+        super().__init__()
+        self.rules = make_rules(rules, **rule_overrides)
+        episode = self.rules.episode if episode is None else episode
+        if episode not in EPISODE_CHOICES:
+            raise RulesError(f"episode={episode!r}: expected one of {', '.join(EPISODE_CHOICES)}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode={render_mode!r}: expected None, 'ansi' or 'human'")
+        self.episode = episode
+        self.render_mode = render_mode
+        self.reward_scheme = RewardScheme(self.rules, reward, reward_scale, win_bonus, shaping)
+        self._shaping = self.reward_scheme.shaping > 0
+        n = self.rules.players
+        self.possible_agents = [f"player_{i}" for i in range(n)]
+        self.agent_name_mapping = {a: i for i, a in enumerate(self.possible_agents)}
+        self._encoder = ObservationEncoder(self.rules)
+        self.observation_layout = self._encoder.layout
+        size = self.observation_layout.obs_size
+        low = np.zeros(size, dtype=np.float32)
+        high = np.ones(size, dtype=np.float32)
+        for name in ("sides",):
+            block = self.observation_layout.obs_blocks[name]
+            low[block.slice] = -np.inf
+            high[block.slice] = np.inf
+        obs_space = spaces.Dict({
+            "observation": spaces.Box(low=low, high=high, dtype=np.float32),
+            "action_mask": spaces.Box(low=0, high=1, shape=(NUM_ACTIONS,), dtype=np.int8),
+        })
+        act_space = spaces.Discrete(NUM_ACTIONS)
+        self.observation_spaces = {a: obs_space for a in self.possible_agents}
+        self.action_spaces = {a: act_space for a in self.possible_agents}
+        state_size = self.observation_layout.state_size
+        self.state_space = spaces.Box(low=-np.inf, high=np.inf, shape=(state_size,), dtype=np.float32)
+        self._rng: Optional[random.Random] = None
+        self.game: Optional[SpadesGame] = None
+
+    # ------------------------------------------------------------------ spaces
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self.action_spaces[agent]
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, seed: Optional[int] = None, options: Optional[dict] = None) -> None:
+        if seed is not None or self._rng is None:
+            self._rng = random.Random(seed)
+        options = dict(options or {})
+        unknown = [k for k in options if k not in RESET_OPTIONS]
+        if unknown:
+            warnings.warn(f"reset: ignoring unknown option(s) {unknown}; known options: {', '.join(RESET_OPTIONS)}",
+                          stacklevel=2)
+        # Build the new game first: a malformed option raises before anything is changed.
+        game = SpadesGame(self.rules, self._rng, dealer=options.get("dealer"), scores=options.get("scores"),
+                          bags=options.get("bags"), deal=options.get("deal"))
+        self._start(game)
+
+    def _start(self, game: SpadesGame) -> None:
+        self.game = game
+        self.agents = self.possible_agents[:]
+        self.rewards = {a: 0.0 for a in self.agents}
+        self._cumulative_rewards = {a: 0.0 for a in self.agents}
+        self.terminations = {a: False for a in self.agents}
+        self.truncations = {a: False for a in self.agents}
+        self.infos = {a: {} for a in self.agents}
+        self._rewards_dirty = False
+        self._potential = [0.0] * self.rules.num_sides
+        self._encoder.encode_all(game)
+        self._done = False
+        self.agent_selection = self.agents[game.to_act]
+        if self.render_mode == "human":
+            self.render()
+
+    # ------------------------------------------------------------------ observe
+    def observe(self, agent: str) -> dict:
+        seat = self.agent_name_mapping[agent]
+        game = self.game
+        if seat == game.to_act and not self._done:
+            mask = mask_array(game.legal_mask())
+        else:
+            mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+        return {"observation": self._encoder.buffer[self._encoder.gather[seat]], "action_mask": mask}
+
+    def state(self) -> np.ndarray:
+        return self._encoder.state()
+
+    # ------------------------------------------------------------------ step
+    def step(self, action: Any) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        game = self.game
+        seat = game.to_act
+        phase = game.phase
+        game.apply(action)  # raises IllegalActionError naming the action, phase and legal actions
+        if type(action) is not int:
+            action = int(action)
+        self._cumulative_rewards[agent] = 0.0
+        if self._rewards_dirty:
+            self._clear_rewards()
+            self._rewards_dirty = False
+        if phase == PHASE_PLAY:
+            self._encoder.after_card(game, seat, action)
+            if not game.trick_cards:
+                self._trick_done(game)
+        else:
+            self._encoder.after_action(game, seat, action, phase)
+        if not self._done:
+            self.agent_selection = self.agents[game.to_act]
+        if self.render_mode == "human":
+            self.render()
+
+    def _trick_done(self, game: SpadesGame) -> None:
+        scheme = self.reward_scheme
+        shaping = None
+        if self._shaping:
+            after = scheme.potential(game) if game.phase == PHASE_PLAY else [0.0] * self.rules.num_sides
+            shaping = scheme.shaping_rewards(self._potential, after)
+            self._potential = after
+        if game.phase == PHASE_PLAY:
+            if shaping is not None:
+                self._add_rewards(shaping)
+            return
+        # The hand was scored.
+        rewards = scheme.hand_rewards(game)
+        if shaping is not None:
+            rewards = [r + f for r, f in zip(rewards, shaping)]
+        self._add_rewards(rewards)
+        if game.game_over or self.episode == "hand":
+            done = self.truncations if (game.truncated and self.episode == "game") else self.terminations
+            for a in self.agents:
+                done[a] = True
+            self._done = True
+            self._encoder.encode_all(game)
+            for a in self.agents:
+                self.infos[a] = self._final_info(game)
+        else:
+            game.next_hand()
+            self._encoder.encode_all(game)
+
+    def _add_rewards(self, values: list[float]) -> None:
+        rewards = self.rewards
+        cumulative = self._cumulative_rewards
+        for agent, value in zip(self.possible_agents, values):
+            if agent in rewards:
+                rewards[agent] = value
+                cumulative[agent] += value
+        self._rewards_dirty = True
+
+    def _final_info(self, game: SpadesGame) -> dict:
+        return {"scores": list(game.scores), "bags": list(game.bags), "winner": game.winner,
+                "hands_played": game.hand_number, "game_over": game.game_over}
+
+    # ------------------------------------------------------------------ records, rendering
+    def game_record(self) -> dict:
+        """A JSON-serializable record of the game so far (see :mod:`spades_env.record`)."""
+        record = self.game.record()
+        record["episode"] = self.episode
+        return record
+
+    @property
+    def scores(self) -> list[int]:
+        return list(self.game.scores)
+
+    @property
+    def bags(self) -> list[int]:
+        return list(self.game.bags)
+
+    @property
+    def phase(self) -> str:
+        return PHASE_NAMES[self.game.phase]
+
+    def legal_actions(self) -> list[int]:
+        """Legal action ids of the player to act (empty once the episode is over)."""
+        return [] if self._done else self.game.legal_actions()
+
+    def render(self) -> Optional[str]:
+        if self.render_mode is None:
+            warnings.warn("render() called without a render_mode; use render_mode='ansi' or 'human'", stacklevel=2)
+            return None
+        from .render import render_table
+        text = render_table(self.game, done=self._done)
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self) -> None:
+        pass
+
+    def describe_action(self, action: int) -> str:
+        return action_str(action)

@@ -1,0 +1,532 @@
+"""The pure Spades engine: deal, blind-nil decision, bidding, card passing, play, scoring.
+
+No PettingZoo, no observation arrays: just the game state and its transitions. Hands are 52-bit
+integers, legal actions a 68-bit integer (bit ``a`` set when action ``a`` is legal), so the
+per-card work is a handful of integer operations.
+
+Actions (one space for every phase):
+    0..51   play (or pass) the card with that id
+    52 + b  bid b tricks, b in 0..13 (52 is nil)
+    66      bid blind nil
+    67      decline blind nil and look at the cards
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Optional, Sequence
+
+from .cards import (FULL_DECK, NON_SPADES_MASK, NUM_CARDS, SUIT_MASKS, TWO_OF_CLUBS,
+                    card_str, mask_to_cards, parse_card)
+from .rules import Rules, make_rules
+from .scoring import SideResult, bags_in_score, game_winner, leader, score_hand
+
+NUM_ACTIONS = 68
+BID_ACTION_BASE = 52
+NIL_ACTION = 52
+BLIND_NIL_ACTION = 66
+LOOK_ACTION = 67
+BID_ACTIONS_MASK = ((1 << 14) - 1) << BID_ACTION_BASE
+
+PHASE_BLIND_DECISION = 0
+PHASE_BIDDING = 1
+PHASE_PASSING = 2
+PHASE_PLAY = 3
+PHASE_HAND_OVER = 4
+PHASE_GAME_OVER = 5
+PHASE_NAMES = ("blind_nil_decision", "bidding", "passing", "play", "hand_over", "game_over")
+NUM_PHASES = len(PHASE_NAMES)
+
+_SPADE_FIRST = 39
+
+
+class IllegalActionError(ValueError):
+    """An action that is not legal in the current state."""
+
+
+class DealError(ValueError):
+    """A malformed deal, dealer, score or bag setting."""
+
+
+def _as_action_id(value: Any) -> Optional[int]:
+    """An integer from an int-like value (numpy integers included), or None."""
+    if isinstance(value, bool) or isinstance(value, float):
+        return None
+    try:
+        return int(value.__index__())
+    except (AttributeError, TypeError):
+        return None
+
+
+def action_str(action: int) -> str:
+    """A readable name for an action id: ``"AS"``, ``"bid 4"``, ``"bid nil"``, ``"blind nil"``."""
+    if 0 <= action < NUM_CARDS:
+        return card_str(action)
+    if action == NIL_ACTION:
+        return "bid nil"
+    if BID_ACTION_BASE < action < BLIND_NIL_ACTION:
+        return f"bid {action - BID_ACTION_BASE}"
+    if action == BLIND_NIL_ACTION:
+        return "blind nil"
+    if action == LOOK_ACTION:
+        return "look at cards"
+    return f"<invalid action {action}>"
+
+
+def mask_to_actions(mask: int) -> list[int]:
+    """Action ids set in a legal-action bitmask, ascending."""
+    return mask_to_cards(mask)
+
+
+def parse_deal(deal: Any, rules: Rules) -> list[int]:
+    """Validate a deal (one list of cards per seat, ids or strings) into per-seat hand masks."""
+    n = rules.players
+    per_hand = rules.cards_per_hand
+    if isinstance(deal, (str, bytes)) or not isinstance(deal, Sequence) and not hasattr(deal, "__len__"):
+        raise DealError(f"deal must be {n} lists of {per_hand} cards, got {type(deal).__name__}")
+    deal = list(deal)
+    if len(deal) != n:
+        raise DealError(f"deal must have {n} hands (one per seat), got {len(deal)}")
+    masks = []
+    seen: dict[int, int] = {}
+    for seat, hand in enumerate(deal):
+        if isinstance(hand, (str, bytes)):
+            hand = hand.split()
+        hand = list(hand)
+        if len(hand) != per_hand:
+            raise DealError(f"deal: seat {seat} has {len(hand)} cards, expected {per_hand}")
+        mask = 0
+        for value in hand:
+            try:
+                card = parse_card(value)
+            except ValueError as exc:
+                raise DealError(f"deal: seat {seat}: {exc}") from None
+            if card in seen:
+                raise DealError(f"deal: card {card_str(card)} appears twice (seats {seen[card]} and {seat})")
+            if n == 3 and card == TWO_OF_CLUBS:
+                raise DealError("deal: the two of clubs is removed in the three-player game")
+            seen[card] = seat
+            mask |= 1 << card
+        masks.append(mask)
+    return masks
+
+
+class SpadesGame:
+    """One game of Spades: hands are dealt and played until a side wins (or ``max_hands``).
+
+    ``rng`` (a ``random.Random`` or a seed) shuffles the deals and draws the first dealer.
+    ``dealer``, ``scores``, ``bags`` and ``deal`` (the first hand's cards) may be given; they
+    are validated here and refused with a :class:`DealError` naming the problem.
+    After a hand is scored the phase is ``PHASE_HAND_OVER`` (call :meth:`next_hand`) or
+    ``PHASE_GAME_OVER``.
+    """
+
+    def __init__(self, rules: Rules | str | None = None, rng: random.Random | int | None = None, *,
+                 dealer: Optional[int] = None, scores: Optional[Sequence[int]] = None,
+                 bags: Optional[Sequence[int]] = None, deal: Any = None) -> None:
+        self.rules = rules if isinstance(rules, Rules) else make_rules(rules)
+        r = self.rules
+        self.rng = rng if isinstance(rng, random.Random) else random.Random(rng)
+        self.n = r.players
+        self.num_sides = r.num_sides
+        self.tricks_per_hand = r.tricks_per_hand
+        self.partner = [(s + 2) % 4 if r.partnerships else -1 for s in range(self.n)]
+        self.side_of = [r.side_of(s) for s in range(self.n)]
+        self._restricted_lead = r.spades_lead != "any"
+
+        first_deal = parse_deal(deal, r) if deal is not None else None
+        self.start_scores = self._check_side_values("scores", scores, 0)
+        self.scores = list(self.start_scores)
+        if r.bags_from_score_digit:
+            derived = [bags_in_score(s) for s in self.scores]
+            if bags is not None and list(bags) != derived:
+                raise DealError(f"bags={list(bags)}: under bags_from_score_digit the bags are the "
+                                f"scores' last digits, {derived}")
+            self.bags = derived
+        else:
+            self.bags = self._check_side_values("bags", bags, 0)
+            for side, b in enumerate(self.bags):
+                if not 0 <= b < r.bag_limit:
+                    raise DealError(f"bags={list(self.bags)}: side {side} has {b} bags, expected 0..{r.bag_limit - 1}")
+        self.start_bags = list(self.bags)
+        if r.fixed_dealer is not None:
+            if dealer is not None and dealer != r.fixed_dealer:
+                raise DealError(f"dealer={dealer!r}: the {r.name} rules fix the dealer at seat {r.fixed_dealer}")
+            dealer = r.fixed_dealer
+        elif dealer is None:
+            dealer = self.rng.randrange(self.n)
+        elif isinstance(dealer, bool) or not isinstance(dealer, int) or not 0 <= dealer < self.n:
+            raise DealError(f"dealer={dealer!r} is not a seat: expected an integer 0..{self.n - 1}")
+        self.start_dealer = dealer
+        self.dealer = dealer
+        self.hand_number = 0          # hands started so far
+        self.winner: Optional[int] = None
+        self.truncated = False
+        self.last_results: list[SideResult] = []
+        self.hand_records: list[dict] = []
+        self.deal_queue: list[list[int]] = []   # deals to use before drawing from rng (replay)
+        self._start_hand(first_deal)
+
+    # ------------------------------------------------------------------ setup
+    def _check_side_values(self, name: str, values: Optional[Sequence[int]], default: int) -> list[int]:
+        sides = self.num_sides
+        if values is None:
+            return [default] * sides
+        who = "partnership" if self.rules.partnerships else "player"
+        expected = f"expected a list of {sides} integers, one per {who}"
+        if isinstance(values, (str, bytes)):
+            raise DealError(f"{name}={values!r}: {expected}")
+        try:
+            values = list(values)
+        except TypeError:
+            raise DealError(f"{name}={values!r}: {expected}") from None
+        checked = [_as_action_id(v) for v in values]
+        if len(values) != sides or any(v is None for v in checked):
+            raise DealError(f"{name}={values!r}: {expected}")
+        return checked
+
+    def _draw_deal(self) -> list[int]:
+        if self.deal_queue:
+            return self.deal_queue.pop(0)
+        deck = [c for c in range(NUM_CARDS) if not (self.n == 3 and c == TWO_OF_CLUBS)]
+        self.rng.shuffle(deck)
+        k = self.rules.cards_per_hand
+        hands = []
+        for seat in range(self.n):
+            mask = 0
+            for c in deck[seat * k:(seat + 1) * k]:
+                mask |= 1 << c
+            hands.append(mask)
+        return hands
+
+    def _start_hand(self, deal: Optional[list[int]] = None) -> None:
+        r = self.rules
+        n = self.n
+        hands = list(deal) if deal is not None else self._draw_deal()
+        self.hands = hands
+        self.deal = list(hands)
+        self.hand_number += 1
+        self.bids = [-1] * n
+        self.blind = [False] * n
+        self.passed = [0] * n
+        self.received = [0] * n
+        self.pass_queue: list[tuple[int, int]] = []
+        self.played = [0] * n
+        self.voids = [0] * n
+        self.tricks_taken = [0] * n
+        self.tricks_played = 0
+        self.trick_cards: list[int] = []
+        self.trick_leader = -1
+        self.led_suit = -1
+        self.win_card = -1
+        self.win_seat = -1
+        self.spades_broken = False
+        self.actions: list[tuple[int, int]] = []
+        self.tricks: list[dict] = []
+        self.passes: list[tuple[int, int, int]] = []
+        # A seat whose side may bid blind nil sees no card until its bidding turn.
+        eligible_side = [self._side_may_bid_blind(side) for side in range(self.num_sides)]
+        self.looked = [not eligible_side[self.side_of[s]] for s in range(n)]
+        self._legal = -1
+        self.phase = PHASE_BIDDING
+        self.to_act = (self.dealer + 1) % n
+        self._begin_bidding_turn()
+
+    def next_hand(self) -> None:
+        """Deal the next hand (the deal passes to the left unless the dealer is fixed)."""
+        if self.phase != PHASE_HAND_OVER:
+            raise IllegalActionError(f"next_hand() needs a finished hand, the phase is {PHASE_NAMES[self.phase]}")
+        if self.rules.fixed_dealer is None:
+            self.dealer = (self.dealer + 1) % self.n
+        self._start_hand()
+
+    # ------------------------------------------------------------------ queries
+    def _side_may_bid_blind(self, side: int) -> bool:
+        r = self.rules
+        if not r.blind_nil:
+            return False
+        other = max(s for i, s in enumerate(self.scores) if i != side)
+        return other - self.scores[side] >= r.blind_nil_min_deficit
+
+    def legal_mask(self) -> int:
+        """Legal actions of the player to act, as a bitmask over the 68 action ids."""
+        m = self._legal
+        if m < 0:
+            m = self._legal = self._compute_legal()
+        return m
+
+    def legal_actions(self) -> list[int]:
+        return mask_to_cards(self.legal_mask())
+
+    def _compute_legal(self) -> int:
+        phase = self.phase
+        if phase == PHASE_PLAY:
+            return self._legal_cards()
+        if phase == PHASE_BIDDING:
+            return self._legal_bids(self.to_act) << BID_ACTION_BASE
+        if phase == PHASE_PASSING:
+            return self.hands[self.to_act]
+        if phase == PHASE_BLIND_DECISION:
+            return (1 << BLIND_NIL_ACTION) | (1 << LOOK_ACTION)
+        return 0
+
+    def _legal_cards(self) -> int:
+        r = self.rules
+        hand = self.hands[self.to_act]
+        first_trick = self.tricks_played == 0
+        if self.trick_cards:
+            follow = hand & SUIT_MASKS[self.led_suit]
+            if follow:
+                return follow
+            if first_trick and r.no_spades_first_trick and hand & NON_SPADES_MASK:
+                return hand & NON_SPADES_MASK
+            return hand
+        if first_trick and r.two_of_clubs_leads and hand & 1:
+            return 1
+        if hand & NON_SPADES_MASK:
+            if (self._restricted_lead and not (self.spades_broken and r.spades_lead == "broken")) \
+                    or (first_trick and r.no_spades_first_trick):
+                return hand & NON_SPADES_MASK
+        return hand
+
+    def _legal_bids(self, seat: int) -> int:
+        """Bits b (0..13) of the bids this seat may make."""
+        r = self.rules
+        low = 0 if r.nil else 1
+        high = r.max_bid
+        bids = 0
+        partner_bid = self.bids[self.partner[seat]] if r.partnerships else -1
+        nil_ok = r.nil
+        if partner_bid >= 0:
+            if r.min_team_bid:
+                low = max(low, r.min_team_bid - partner_bid)
+                nil_ok = nil_ok and partner_bid >= r.min_team_bid
+            if r.max_team_bid is not None:
+                high = min(high, r.max_team_bid - partner_bid)
+        elif r.partnerships and r.max_team_bid is not None:
+            # Leave the partner at least one legal bid.
+            high = min(high, r.max_team_bid - (0 if r.nil else 1))
+        for b in range(max(low, 1), high + 1):
+            bids |= 1 << b
+        if nil_ok:
+            bids |= 1
+        if not r.bids_may_total_13 and seat == self.dealer:
+            total = sum(b for i, b in enumerate(self.bids) if i != seat and b > 0)
+            forbidden = self.tricks_per_hand - total
+            if 0 <= forbidden <= 13 and bids & ~(1 << forbidden):
+                bids &= ~(1 << forbidden)
+        return bids
+
+    def _begin_bidding_turn(self) -> None:
+        """At a seat's bidding turn: offer blind nil, or let it see its cards and bid."""
+        seat = self.to_act
+        self._legal = -1
+        if not self.looked[seat]:
+            if self._side_may_bid_blind(self.side_of[seat]) and self._legal_bids(seat) & 1:
+                self.phase = PHASE_BLIND_DECISION
+                return
+            self.looked[seat] = True
+        self.phase = PHASE_BIDDING
+
+    @property
+    def is_over(self) -> bool:
+        return self.phase == PHASE_GAME_OVER
+
+    @property
+    def current_trick(self) -> list[tuple[int, int]]:
+        """(seat, card) pairs of the trick in progress, in play order."""
+        n = self.n
+        return [((self.trick_leader + i) % n, c) for i, c in enumerate(self.trick_cards)]
+
+    def contract(self, side: int) -> int:
+        return sum(max(self.bids[s], 0) for s in self.rules.side_members(side))
+
+    # ------------------------------------------------------------------ transitions
+    def apply(self, action: int) -> None:
+        """Apply the action of the player to act. Raises :class:`IllegalActionError` if illegal."""
+        if type(action) is not int:
+            coerced = _as_action_id(action)
+            if coerced is None:
+                self._raise_illegal(action)
+            action = coerced
+        legal = self._legal
+        if legal < 0:
+            legal = self._legal = self._compute_legal()
+        if action < 0 or not (legal >> action) & 1:
+            self._raise_illegal(action)
+        seat = self.to_act
+        self.actions.append((seat, action))
+        if self.phase == PHASE_PLAY:
+            self._play_card(seat, action)
+        elif self.phase == PHASE_BIDDING:
+            self._bid(seat, action - BID_ACTION_BASE, blind=False)
+        elif self.phase == PHASE_PASSING:
+            self._pass_card(seat, action)
+        else:  # blind-nil decision
+            if action == BLIND_NIL_ACTION:
+                self._bid(seat, 0, blind=True)
+            else:
+                self.looked[seat] = True
+                self.phase = PHASE_BIDDING
+                self._legal = -1
+
+    def _raise_illegal(self, action: Any) -> None:
+        phase = PHASE_NAMES[self.phase]
+        if self.phase >= PHASE_HAND_OVER:
+            raise IllegalActionError(f"action {action!r}: no action is expected, the {phase}")
+        legal = ", ".join(f"{a} ({action_str(a)})" for a in self.legal_actions())
+        shown = action_str(action) if isinstance(action, int) else "not an action id"
+        raise IllegalActionError(f"illegal action {action!r} ({shown}) for seat {self.to_act} "
+                                 f"in phase {phase}; legal actions: {legal}")
+
+    def _bid(self, seat: int, bid: int, blind: bool) -> None:
+        self.bids[seat] = bid
+        self.blind[seat] = blind
+        self._legal = -1
+        if seat != self.dealer:
+            self.to_act = (seat + 1) % self.n
+            self._begin_bidding_turn()
+            return
+        # Bidding is over: everyone sees their cards; blind nil brings card passing.
+        self.looked = [True] * self.n
+        k = self.rules.blind_nil_pass
+        queue = []
+        if k:
+            for i in range(1, self.n + 1):
+                bidder = (self.dealer + i) % self.n
+                partner = self.partner[bidder]
+                if self.blind[bidder] and not self.blind[partner]:
+                    queue += [(partner, bidder)] * k + [(bidder, partner)] * k
+        self.pass_queue = queue
+        if queue:
+            self.phase = PHASE_PASSING
+            self.to_act = queue[0][0]
+        else:
+            self._start_play()
+
+    def _pass_card(self, seat: int, card: int) -> None:
+        _, to_seat = self.pass_queue.pop(0)
+        bit = 1 << card
+        self.hands[seat] ^= bit
+        self.hands[to_seat] |= bit
+        self.passed[seat] |= bit
+        self.received[to_seat] |= bit
+        self.passes.append((seat, to_seat, card))
+        self._legal = -1
+        if self.pass_queue:
+            self.to_act = self.pass_queue[0][0]
+        else:
+            self._start_play()
+
+    def _start_play(self) -> None:
+        self.phase = PHASE_PLAY
+        self._legal = -1
+        if self.rules.two_of_clubs_leads:
+            self.to_act = next(s for s in range(self.n) if self.hands[s] & 1)
+        else:
+            self.to_act = (self.dealer + 1) % self.n
+        self.trick_leader = self.to_act
+
+    def _play_card(self, seat: int, card: int) -> None:
+        bit = 1 << card
+        self.hands[seat] ^= bit
+        self.played[seat] |= bit
+        self._legal = -1
+        trick = self.trick_cards
+        suit = card // 13
+        if trick:
+            if suit != self.led_suit:
+                self.voids[seat] |= 1 << self.led_suit
+            win = self.win_card
+            if (card > win and suit == win // 13) or (suit == 3 and win < _SPADE_FIRST):
+                self.win_card = card
+                self.win_seat = seat
+        else:
+            self.trick_leader = seat
+            self.led_suit = suit
+            self.win_card = card
+            self.win_seat = seat
+        if suit == 3:
+            self.spades_broken = True
+        trick.append(card)
+        if len(trick) < self.n:
+            self.to_act = (seat + 1) % self.n
+            return
+        winner = self.win_seat
+        self.tricks_taken[winner] += 1
+        self.tricks_played += 1
+        self.tricks.append({"leader": self.trick_leader, "cards": trick, "winner": winner})
+        self.trick_cards = []
+        self.to_act = winner
+        self.trick_leader = winner
+        if self.tricks_played == self.tricks_per_hand:
+            self._finish_hand()
+
+    def _finish_hand(self) -> None:
+        r = self.rules
+        scores_before = list(self.scores)
+        results = score_hand(r, self.bids, self.blind, self.tricks_taken, self.scores, self.bags)
+        self.last_results = results
+        for side, res in enumerate(results):
+            self.scores[side] += res.points
+            self.bags[side] = res.bags_after
+        self.winner = game_winner(r, self.scores)
+        if self.winner is None and r.max_hands is not None and self.hand_number >= r.max_hands:
+            self.truncated = True
+            self.winner = leader(self.scores)
+        self.phase = PHASE_GAME_OVER if (self.winner is not None or self.truncated) else PHASE_HAND_OVER
+        self._legal = 0
+        self.hand_records.append(self._hand_record(results, scores_before))
+
+    @property
+    def game_over(self) -> bool:
+        return self.phase == PHASE_GAME_OVER
+
+    # ------------------------------------------------------------------ records
+    def _hand_record(self, results: Optional[list[SideResult]], scores_before: list[int]) -> dict:
+        rec: dict[str, Any] = {
+            "number": self.hand_number,
+            "dealer": self.dealer,
+            "deal": [[card_str(c) for c in mask_to_cards(m)] for m in self.deal],
+            "actions": [[s, a] for s, a in self.actions],
+            "bids": [b if b >= 0 else None for b in self.bids],
+            "blind": list(self.blind),
+            "passes": [{"from": f, "to": t, "card": card_str(c)} for f, t, c in self.passes],
+            "tricks": [{"leader": t["leader"], "cards": [card_str(c) for c in t["cards"]],
+                        "winner": t["winner"]} for t in self.tricks],
+            "tricks_taken": list(self.tricks_taken),
+            "complete": results is not None,
+        }
+        if results is not None:
+            rec.update({
+                "score_change": [res.points for res in results],
+                "bags_taken": [res.bags_taken for res in results],
+                "bag_penalties": [res.bag_penalties for res in results],
+                "bags": list(self.bags),
+                "scores": list(self.scores),
+                "scores_before": scores_before,
+            })
+        return rec
+
+    def record(self) -> dict:
+        """A JSON-serializable record of the game so far (see ``spades_env.record``)."""
+        hands = list(self.hand_records)
+        if self.phase < PHASE_HAND_OVER:
+            hands.append(self._hand_record(None, list(self.scores)))
+        return {
+            "format": "spades-record/1",
+            "rules": self.rules.to_dict(),
+            "start": {"dealer": self.start_dealer, "scores": list(self.start_scores),
+                      "bags": list(self.start_bags)},
+            "hands": hands,
+            "scores": list(self.scores),
+            "bags": list(self.bags),
+            "game_over": self.phase == PHASE_GAME_OVER,
+            "truncated": self.truncated,
+            "winner": self.winner if self.phase == PHASE_GAME_OVER else None,
+        }
+
+    def clone(self) -> "SpadesGame":
+        """An independent copy (the random stream is copied too)."""
+        import copy
+        return copy.deepcopy(self)

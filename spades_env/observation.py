@@ -1,0 +1,327 @@
+"""Egocentric observations and the global state, as flat float32 vectors with named slices.
+
+The encoder keeps one *global* vector in the absolute frame (seat 0 first), updated in place
+after every action (a few writes per card). A seat's observation is one gather from it with a
+precomputed index: the seat's private blocks (its visible hand, the cards it passed and received)
+and every per-seat block rotated so that the observer comes first, then its left-hand opponent,
+its partner, its right-hand opponent. ``state()`` is a copy of the global vector, which also holds
+every true hand.
+
+Observation layout (``n`` seats, ``S`` sides: 2 partnerships, or ``n`` cutthroat players;
+``T`` tricks per hand). Relative seat ``r`` is ``(seat + r) % n``; relative side ``j`` is
+``(own side + j) % S``:
+
+=================  ==========  ==============================================================
+name               size        meaning
+=================  ==========  ==============================================================
+hand               52          own cards (all zero while the seat has not looked at them)
+phase              6           one-hot: blind-nil decision, bidding, passing, play, hand over,
+                               game over
+dealer             n           one-hot relative seat of the dealer
+to_act             n           one-hot relative seat of the player to act
+bids               n x 15      per relative seat: one-hot bid 0 (nil)..13, then a blind flag
+passed             52          cards this seat passed (blind-nil passing)
+received           52          cards this seat received
+tricks_taken       n x (T+1)   per relative seat: one-hot number of tricks taken this hand
+trick_leader       n           one-hot relative seat that led the current trick
+current_trick      n x 52      per relative seat: the card it played to the current trick
+played             n x 52      per relative seat: every card it played this hand
+voids              n x 4       per relative seat: suits it is known to be void in
+spades_broken      1           a spade has been played this hand
+sides              S x 7       per relative side: score / target, bags / bag_limit,
+                               (target - score) / target, (score - mercy) / target (0 without
+                               mercy), may bid blind nil, tricks counted toward the contract / T,
+                               contract (sum of non-nil bids) / T
+hand_progress      1           hands played / max_hands (0 without a limit)
+=================  ==========  ==============================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .cards import NUM_CARDS
+from .game import (NUM_PHASES, PHASE_BIDDING, PHASE_BLIND_DECISION, PHASE_HAND_OVER, PHASE_PASSING, PHASE_PLAY,
+                   SpadesGame)
+from .rules import Rules
+
+BID_SLOTS = 15  # bid 0..13 one-hot + blind flag
+SIDE_SLOTS = 7
+
+
+@dataclass(frozen=True)
+class Block:
+    name: str
+    offset: int
+    size: int
+    kind: str        # "shared", "seat" (n rotated rows), "side" (S rotated rows), "private" (n rows, own only)
+    width: int       # row width for seat/side/private blocks
+
+    @property
+    def slice(self) -> slice:
+        return slice(self.offset, self.offset + self.size)
+
+
+class Layout:
+    """Where every field lives in the global vector and in a seat's observation."""
+
+    def __init__(self, rules: Rules) -> None:
+        n, S, T = rules.players, rules.num_sides, rules.tricks_per_hand
+        self.n, self.num_sides, self.tricks_per_hand = n, S, T
+        spec = [
+            ("hand", "private", NUM_CARDS),
+            ("phase", "shared", NUM_PHASES),
+            ("dealer", "seat", 1),
+            ("to_act", "seat", 1),
+            ("bids", "seat", BID_SLOTS),
+            ("passed", "private", NUM_CARDS),
+            ("received", "private", NUM_CARDS),
+            ("tricks_taken", "seat", T + 1),
+            ("trick_leader", "seat", 1),
+            ("current_trick", "seat", NUM_CARDS),
+            ("played", "seat", NUM_CARDS),
+            ("voids", "seat", 4),
+            ("spades_broken", "shared", 1),
+            ("sides", "side", SIDE_SLOTS),
+            ("hand_progress", "shared", 1),
+        ]
+        self.global_blocks: dict[str, Block] = {}
+        self.obs_blocks: dict[str, Block] = {}
+        g_off = o_off = 0
+        for name, kind, width in spec:
+            rows = {"shared": 1, "seat": n, "side": S, "private": n}[kind]
+            self.global_blocks[name] = Block(name, g_off, rows * width, kind, width)
+            obs_rows = 1 if kind in ("shared", "private") else rows
+            self.obs_blocks[name] = Block(name, o_off, obs_rows * width, kind, width)
+            g_off += rows * width
+            o_off += obs_rows * width
+        # The true hands exist only in the global state (for centralized critics).
+        self.global_blocks["true_hands"] = Block("true_hands", g_off, n * NUM_CARDS, "private", NUM_CARDS)
+        g_off += n * NUM_CARDS
+        self.state_size = g_off
+        self.obs_size = o_off
+        self.gather = np.stack([self._gather_index(seat, rules) for seat in range(n)])
+
+    def _gather_index(self, seat: int, rules: Rules) -> np.ndarray:
+        n, S = self.n, self.num_sides
+        own_side = rules.side_of(seat)
+        index = []
+        for name, block in self.obs_blocks.items():
+            g = self.global_blocks[name]
+            w = g.width
+            if g.kind == "shared":
+                index.extend(range(g.offset, g.offset + g.size))
+            elif g.kind == "private":
+                index.extend(range(g.offset + seat * w, g.offset + (seat + 1) * w))
+            else:
+                rows, first = (n, seat) if g.kind == "seat" else (S, own_side)
+                for j in range(rows):
+                    row = (first + j) % rows
+                    index.extend(range(g.offset + row * w, g.offset + (row + 1) * w))
+        return np.asarray(index, dtype=np.intp)
+
+    @property
+    def slices(self) -> dict[str, slice]:
+        """Named slices into an observation vector."""
+        return {name: b.slice for name, b in self.obs_blocks.items()}
+
+    @property
+    def state_slices(self) -> dict[str, slice]:
+        """Named slices into the global state vector (absolute seats)."""
+        return {name: b.slice for name, b in self.global_blocks.items()}
+
+    def split(self, observation: np.ndarray) -> dict[str, np.ndarray]:
+        """An observation cut into its named fields, reshaped to (rows, width) where it has rows."""
+        out = {}
+        for name, b in self.obs_blocks.items():
+            part = observation[..., b.slice]
+            if b.kind in ("seat", "side"):
+                part = part.reshape(*part.shape[:-1], b.size // b.width, b.width)
+            out[name] = part
+        return out
+
+
+_LAYOUTS: dict[Rules, Layout] = {}
+
+
+def layout_for(rules: Rules) -> Layout:
+    layout = _LAYOUTS.get(rules)
+    if layout is None:
+        layout = _LAYOUTS[rules] = Layout(rules)
+    return layout
+
+
+class ObservationEncoder:
+    """Keeps the global vector in step with a :class:`SpadesGame`.
+
+    Call :meth:`encode_all` after a reset or a new hand, and :meth:`after_card` /
+    :meth:`after_action` after each action; :meth:`observe` gathers one seat's view.
+    """
+
+    def __init__(self, rules: Rules) -> None:
+        self.rules = rules
+        self.layout = layout = layout_for(rules)
+        self.buffer = np.zeros(layout.state_size, dtype=np.float32)
+        self.gather = layout.gather
+        g = layout.global_blocks
+        self.o_hand = g["hand"].offset
+        self.o_phase = g["phase"].offset
+        self.o_dealer = g["dealer"].offset
+        self.o_to_act = g["to_act"].offset
+        self.o_bids = g["bids"].offset
+        self.o_passed = g["passed"].offset
+        self.o_received = g["received"].offset
+        self.o_tricks = g["tricks_taken"].offset
+        self.w_tricks = g["tricks_taken"].width
+        self.o_leader = g["trick_leader"].offset
+        self.o_trick = g["current_trick"].offset
+        self.o_played = g["played"].offset
+        self.o_voids = g["voids"].offset
+        self.o_broken = g["spades_broken"].offset
+        self.o_sides = g["sides"].offset
+        self.o_progress = g["hand_progress"].offset
+        self.o_true = g["true_hands"].offset
+        self.trick_block = slice(self.o_trick, self.o_trick + g["current_trick"].size)
+
+    def observe(self, seat: int) -> np.ndarray:
+        """A fresh array: the seat's egocentric observation."""
+        return self.buffer[self.gather[seat]]
+
+    def state(self) -> np.ndarray:
+        return self.buffer.copy()
+
+    # ------------------------------------------------------------------ full encode
+    def encode_all(self, game: SpadesGame) -> None:
+        """Write the whole state from scratch (reset, new hand; also the reference in tests)."""
+        buf = self.buffer
+        buf[:] = 0.0
+        n = game.n
+        self._hand_shown = list(game.looked)
+        for seat in range(n):
+            self._write_cards(self.o_true + seat * NUM_CARDS, game.hands[seat])
+            if game.looked[seat]:
+                self._write_cards(self.o_hand + seat * NUM_CARDS, game.hands[seat])
+            self._write_cards(self.o_passed + seat * NUM_CARDS, game.passed[seat])
+            self._write_cards(self.o_received + seat * NUM_CARDS, game.received[seat])
+            self._write_cards(self.o_played + seat * NUM_CARDS, game.played[seat])
+            if game.bids[seat] >= 0:
+                buf[self.o_bids + seat * BID_SLOTS + game.bids[seat]] = 1.0
+                if game.blind[seat]:
+                    buf[self.o_bids + seat * BID_SLOTS + 14] = 1.0
+            buf[self.o_tricks + seat * self.w_tricks + game.tricks_taken[seat]] = 1.0
+            for suit in range(4):
+                if game.voids[seat] >> suit & 1:
+                    buf[self.o_voids + seat * 4 + suit] = 1.0
+        buf[self.o_phase + game.phase] = 1.0
+        buf[self.o_dealer + game.dealer] = 1.0
+        if game.phase < PHASE_HAND_OVER:
+            buf[self.o_to_act + game.to_act] = 1.0
+        if game.trick_cards:
+            for seat, card in game.current_trick:
+                buf[self.o_trick + seat * NUM_CARDS + card] = 1.0
+            buf[self.o_leader + game.trick_leader] = 1.0
+        elif game.phase == PHASE_PLAY:
+            buf[self.o_leader + game.to_act] = 1.0
+        buf[self.o_broken] = float(game.spades_broken)
+        self.encode_scores(game)
+
+    def _write_cards(self, offset: int, mask: int) -> None:
+        buf = self.buffer
+        while mask:
+            low = mask & -mask
+            buf[offset + low.bit_length() - 1] = 1.0
+            mask ^= low
+
+    def encode_scores(self, game: SpadesGame) -> None:
+        """The per-side block and hand progress (they change only between hands and on bids)."""
+        r = self.rules
+        buf = self.buffer
+        target = float(r.target_score)
+        T = float(game.tricks_per_hand)
+        for side in range(game.num_sides):
+            score = game.scores[side]
+            base = self.o_sides + side * SIDE_SLOTS
+            buf[base] = score / target
+            buf[base + 1] = game.bags[side] / r.bag_limit
+            buf[base + 2] = (target - score) / target
+            buf[base + 3] = (score - r.mercy_score) / target if r.mercy_score is not None else 0.0
+            buf[base + 4] = float(game._side_may_bid_blind(side))
+            buf[base + 5] = self._counted_tricks(game, side) / T
+            buf[base + 6] = game.contract(side) / T
+        hands_done = game.hand_number - (0 if game.phase >= PHASE_HAND_OVER else 1)
+        buf[self.o_progress] = hands_done / r.max_hands if r.max_hands else 0.0
+
+    @staticmethod
+    def _counted_tricks(game: SpadesGame, side: int) -> int:
+        r = game.rules
+        return sum(game.tricks_taken[s] for s in r.side_members(side)
+                   if r.nil_tricks_count_for_partner or game.bids[s] != 0)
+
+    # ------------------------------------------------------------------ incremental updates
+    def after_card(self, game: SpadesGame, seat: int, card: int) -> None:
+        """Update after ``seat`` played ``card`` (the hot path: a few scalar writes)."""
+        buf = self.buffer
+        buf[self.o_true + seat * NUM_CARDS + card] = 0.0
+        buf[self.o_hand + seat * NUM_CARDS + card] = 0.0
+        buf[self.o_played + seat * NUM_CARDS + card] = 1.0
+        buf[self.o_to_act + seat] = 0.0
+        if card >= 39:
+            buf[self.o_broken] = 1.0
+        trick = game.trick_cards
+        if trick:
+            buf[self.o_trick + seat * NUM_CARDS + card] = 1.0
+            if len(trick) > 1 and card // 13 != game.led_suit:
+                buf[self.o_voids + seat * 4 + game.led_suit] = 1.0
+            buf[self.o_to_act + game.to_act] = 1.0
+            return
+        # The trick is complete: clear it and credit the winner.
+        if card // 13 != game.led_suit:
+            buf[self.o_voids + seat * 4 + game.led_suit] = 1.0
+        buf[self.trick_block] = 0.0
+        buf[self.o_leader:self.o_leader + game.n] = 0.0
+        winner = game.win_seat
+        taken = game.tricks_taken[winner]
+        base = self.o_tricks + winner * self.w_tricks
+        buf[base + taken - 1] = 0.0
+        buf[base + taken] = 1.0
+        if game.phase == PHASE_PLAY:
+            buf[self.o_leader + winner] = 1.0
+            buf[self.o_to_act + winner] = 1.0
+            side = game.side_of[winner]
+            buf[self.o_sides + side * SIDE_SLOTS + 5] = self._counted_tricks(game, side) / game.tricks_per_hand
+
+    def after_action(self, game: SpadesGame, seat: int, action: int, phase_before: int) -> None:
+        """Update after a bid, a blind-nil decision or a pass (rarer, simpler to re-derive)."""
+        buf = self.buffer
+        n = game.n
+        if phase_before == PHASE_BLIND_DECISION and game.bids[seat] < 0:
+            pass  # looked at the cards: shown below
+        elif phase_before in (PHASE_BIDDING, PHASE_BLIND_DECISION):
+            buf[self.o_bids + seat * BID_SLOTS + game.bids[seat]] = 1.0
+            if game.blind[seat]:
+                buf[self.o_bids + seat * BID_SLOTS + 14] = 1.0
+            side = game.side_of[seat]
+            buf[self.o_sides + side * SIDE_SLOTS + 6] = game.contract(side) / game.tricks_per_hand
+        else:  # a pass: the card moved between two hands
+            frm, to, card = game.passes[-1]
+            for s in (frm, to):
+                buf[self.o_true + s * NUM_CARDS + card] = float(s == to)
+                buf[self.o_hand + s * NUM_CARDS + card] = float(s == to)
+            buf[self.o_passed + frm * NUM_CARDS + card] = 1.0
+            buf[self.o_received + to * NUM_CARDS + card] = 1.0
+        if game.phase != phase_before:
+            buf[self.o_phase:self.o_phase + NUM_PHASES] = 0.0
+            buf[self.o_phase + game.phase] = 1.0
+        if phase_before != PHASE_PASSING:
+            shown = self._hand_shown
+            for s in range(n):
+                if game.looked[s] and not shown[s]:  # became visible: its turn, or bidding over
+                    self._write_cards(self.o_hand + s * NUM_CARDS, game.hands[s])
+                    shown[s] = True
+        buf[self.o_to_act:self.o_to_act + n] = 0.0
+        buf[self.o_to_act + game.to_act] = 1.0
+        if game.phase == PHASE_PLAY:
+            buf[self.o_leader:self.o_leader + n] = 0.0
+            buf[self.o_leader + game.to_act] = 1.0

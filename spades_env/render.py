@@ -1,0 +1,67 @@
+"""A readable picture of the table: hands, bids, the trick in progress, tricks taken, the score."""
+
+from __future__ import annotations
+
+from .cards import format_hand
+from .game import PHASE_NAMES, PHASE_PLAY, SpadesGame, action_str
+from .cards import card_pretty
+
+SEAT_NAMES = ("North", "East", "South", "West")
+
+
+def seat_name(seat: int, n: int = 4) -> str:
+    return f"{SEAT_NAMES[seat]} ({seat})" if n == 4 else f"Player {seat}"
+
+
+def bid_text(game: SpadesGame, seat: int) -> str:
+    bid = game.bids[seat]
+    if bid < 0:
+        return "-"
+    if bid == 0:
+        return "blind nil" if game.blind[seat] else "nil"
+    return str(bid)
+
+
+def render_table(game: SpadesGame, done: bool = False, show_hands: bool = True) -> str:
+    """The table as text. ``show_hands`` shows every hand (a spectator's view)."""
+    r = game.rules
+    n = game.n
+    lines = []
+    phase = PHASE_NAMES[game.phase]
+    lines.append(f"Spades ({r.name}) - hand {game.hand_number}, dealer {seat_name(game.dealer, n)}, phase: {phase}")
+    if r.partnerships:
+        lines.append(f"Score  N/S {game.scores[0]:>5} ({game.bags[0]} bags)   "
+                     f"E/W {game.scores[1]:>5} ({game.bags[1]} bags)   target {r.target_score}")
+    else:
+        lines.append("Score  " + "   ".join(f"P{s} {game.scores[s]} ({game.bags[s]} bags)" for s in range(n)))
+    lines.append("")
+    trick = dict(game.current_trick)
+    for seat in range(n):
+        marker = ">" if (seat == game.to_act and not done and game.phase < 4) else " "
+        hand = format_hand(game.hands[seat], pretty=True) if show_hands else f"{bin(game.hands[seat]).count('1')} cards"
+        if not game.looked[seat]:
+            hand += "   (not looked at)"
+        played = card_pretty(trick[seat]) if seat in trick else ""
+        lines.append(f"{marker} {seat_name(seat, n):<10} bid {bid_text(game, seat):<9} tricks "
+                     f"{game.tricks_taken[seat]:>2}  {played:<4} | {hand}")
+    if game.phase == PHASE_PLAY:
+        lines.append("")
+        broken = "broken" if game.spades_broken else "not broken"
+        lines.append(f"Trick {game.tricks_played + 1}/{game.tricks_per_hand}, spades {broken}")
+    if game.hand_records and (game.phase >= 4 or (game.phase < 2 and not any(b >= 0 for b in game.bids))):
+        last = game.hand_records[-1]
+        if "score_change" in last:
+            lines.append(f"Last hand (#{last['number']}): score change {last['score_change']}, "
+                         f"scores {last['scores']}")
+    if game.game_over:
+        if game.winner is None:
+            lines.append("Game over: tied at the top")
+        elif r.partnerships:
+            lines.append(f"Game over: {'N/S' if game.winner == 0 else 'E/W'} win"
+                         + (" (truncated at max_hands)" if game.truncated else ""))
+        else:
+            lines.append(f"Game over: player {game.winner} wins")
+    elif game.actions:
+        seat, action = game.actions[-1]
+        lines.append(f"Last action: {seat_name(seat, n)} {action_str(action)}")
+    return "\n".join(lines)

@@ -1,0 +1,293 @@
+"""The rules object: every variant in RULES.md, named presets, YAML loading, validation.
+
+``Rules`` is an immutable dataclass. Build one with :func:`make_rules`, which accepts a preset
+name, a path to a YAML file, a mapping, or an existing ``Rules``, plus keyword overrides of
+single rules. Unknown or contradictory settings raise :class:`RulesError` at construction,
+naming the setting and what was expected.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+SPADES_LEAD_CHOICES = ("broken", "any", "forced_only")
+EPISODE_CHOICES = ("game", "hand")
+
+
+class RulesError(ValueError):
+    """An unknown, mistyped or contradictory rule setting."""
+
+
+@dataclass(frozen=True)
+class Rules:
+    """One complete rule set. Field names follow ``RULES.md``; defaults are the standard game."""
+
+    name: str = "standard"
+    """Label of the rule set (the preset it came from, ``+`` when overridden)."""
+    players: int = 4
+    """4, or 3 (the two of clubs is removed, 17 cards each, no partnerships)."""
+    partnerships: bool = True
+    """Seats 0+2 and 1+3 play together; false is cutthroat (every player scores alone)."""
+    nil: bool = True
+    """Nil bids (promise to take no trick) are allowed."""
+    blind_nil: bool = True
+    """Blind nil (declared before looking at the cards) is offered to trailing partnerships."""
+    blind_nil_min_deficit: int = 100
+    """A side may bid blind nil while it trails the other by at least this many points."""
+    blind_nil_pass: int = 2
+    """Cards the partner passes to a blind-nil bidder, and it passes back (0..3)."""
+    min_team_bid: int = 0
+    """The second partner to bid must bring the side's total to at least this (0: no minimum)."""
+    max_team_bid: Optional[int] = None
+    """Partners' bids may total at most this (None: no maximum; OpenSpiel uses 13)."""
+    bids_may_total_13: bool = True
+    """False is the Oh Hell rule: the dealer may not make all bids total the tricks in a hand."""
+    no_spades_first_trick: bool = False
+    """No spade may be played to the first trick unless the player holds nothing else."""
+    two_of_clubs_leads: bool = False
+    """The holder of the two of clubs leads it to the first trick."""
+    spades_lead: str = "broken"
+    """When spades may be led: "broken" (after a spade was played, or holding only spades),
+    "any" (always), "forced_only" (only by a player holding nothing else, the whole hand)."""
+    nil_tricks_count_for_partner: bool = False
+    """A nil bidder's tricks count toward the partner's contract (else they are bags)."""
+    nil_bonus: int = 100
+    """Points won for a kept nil, lost for a broken one."""
+    blind_nil_bonus: int = 200
+    """Points won for a kept blind nil, lost for a broken one."""
+    bags: bool = True
+    """Overtricks score 1 point each and accumulate toward the bag penalty; false: they score nothing."""
+    bag_limit: int = 10
+    """Bags that trigger the penalty; the counter drops by this much each time."""
+    bag_penalty: int = 100
+    """Points lost each time the bag counter reaches ``bag_limit``."""
+    bags_from_score_digit: bool = False
+    """Read the bag count from the score's last digit, as OpenSpiel does (C++ remainder)."""
+    target_score: int = 500
+    """A side at or above this with more points than the other wins."""
+    mercy_score: Optional[int] = -200
+    """A side at or below this loses at once (None: no mercy rule)."""
+    max_hands: Optional[int] = None
+    """End the game (truncated) after this many hands (None: no limit)."""
+    fixed_dealer: Optional[int] = None
+    """Always this dealer, never rotating (OpenSpiel: 3); None draws the first dealer at random
+    and passes the deal to the left after every hand."""
+    episode: str = "game"
+    """Default episode of the environment: "game" (to the end of the game) or "hand"."""
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    # Derived quantities, used everywhere.
+    @property
+    def cards_per_hand(self) -> int:
+        return 52 // self.players
+
+    @property
+    def tricks_per_hand(self) -> int:
+        return 52 // self.players
+
+    @property
+    def num_sides(self) -> int:
+        return 2 if self.partnerships else self.players
+
+    def side_of(self, seat: int) -> int:
+        return seat % 2 if self.partnerships else seat
+
+    def side_members(self, side: int) -> tuple[int, ...]:
+        return (side, side + 2) if self.partnerships else (side,)
+
+    @property
+    def max_bid(self) -> int:
+        """The highest single bid the action space can express (52 + 13)."""
+        return 13
+
+    def replace(self, **overrides: Any) -> "Rules":
+        return make_rules(self, **overrides)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+RULE_NAMES = tuple(f.name for f in fields(Rules))
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "standard": {},
+    "basic": {"nil": False, "blind_nil": False},
+    "tournament": {"min_team_bid": 4, "no_spades_first_trick": True},
+    "cutthroat": {"partnerships": False, "blind_nil": False, "blind_nil_pass": 0},
+    "openspiel": {
+        "blind_nil": False,
+        "fixed_dealer": 3,
+        "max_team_bid": 13,
+        "nil_tricks_count_for_partner": True,
+        "spades_lead": "forced_only",
+        "target_score": 500,
+        "mercy_score": -350,
+        "bags_from_score_digit": True,
+        "episode": "hand",
+    },
+}
+PRESET_NAMES = tuple(PRESETS)
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "rules"
+
+_OPTIONAL_INT = {"max_team_bid", "mercy_score", "max_hands", "fixed_dealer"}
+
+
+def _validate(rules: Rules) -> None:
+    def fail(name: str, expected: str) -> None:
+        raise RulesError(f"rule {name}={getattr(rules, name)!r} is invalid: expected {expected}")
+
+    for f in fields(Rules):
+        value = getattr(rules, f.name)
+        if f.name in ("name", "spades_lead", "episode"):
+            if not isinstance(value, str):
+                fail(f.name, "a string")
+        elif isinstance(f.default, bool):
+            if not isinstance(value, bool):
+                fail(f.name, "true or false")
+        elif f.name in _OPTIONAL_INT:
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                fail(f.name, "an integer or null")
+        elif isinstance(value, bool) or not isinstance(value, int):
+            fail(f.name, "an integer")
+
+    if rules.players not in (3, 4):
+        fail("players", "3 or 4")
+    if rules.spades_lead not in SPADES_LEAD_CHOICES:
+        fail("spades_lead", f"one of {', '.join(SPADES_LEAD_CHOICES)}")
+    if rules.episode not in EPISODE_CHOICES:
+        fail("episode", f"one of {', '.join(EPISODE_CHOICES)}")
+    if not 0 <= rules.blind_nil_pass <= 3:
+        fail("blind_nil_pass", "0..3")
+    if rules.blind_nil_min_deficit < 0:
+        fail("blind_nil_min_deficit", "a number of points >= 0")
+    if not 0 <= rules.min_team_bid <= 13:
+        fail("min_team_bid", "0..13 (0 means no minimum)")
+    if rules.max_team_bid is not None and not 1 <= rules.max_team_bid <= 26:
+        fail("max_team_bid", "1..26 or null")
+    if rules.bag_limit < 1:
+        fail("bag_limit", "a positive number of bags")
+    if rules.bag_penalty < 0:
+        fail("bag_penalty", "a number of points >= 0")
+    if rules.nil_bonus < 0 or rules.blind_nil_bonus < 0:
+        fail("nil_bonus" if rules.nil_bonus < 0 else "blind_nil_bonus", "a number of points >= 0")
+    if rules.target_score <= 0:
+        fail("target_score", "a positive number of points")
+    if rules.mercy_score is not None and rules.mercy_score >= rules.target_score:
+        fail("mercy_score", f"below target_score ({rules.target_score}) or null")
+    if rules.max_hands is not None and rules.max_hands < 1:
+        fail("max_hands", "a positive number of hands or null")
+    if rules.fixed_dealer is not None and not 0 <= rules.fixed_dealer < rules.players:
+        fail("fixed_dealer", f"a seat 0..{rules.players - 1} or null")
+
+    def contradiction(message: str) -> None:
+        raise RulesError(f"contradictory rules: {message}")
+
+    if rules.players == 3 and rules.partnerships:
+        contradiction("players=3 has no partnerships; set partnerships=false")
+    if rules.players == 3 and rules.two_of_clubs_leads:
+        contradiction("players=3 removes the two of clubs, so two_of_clubs_leads must be false")
+    if rules.blind_nil and not rules.nil:
+        contradiction("blind_nil=true needs nil=true (blind nil is a nil bid)")
+    if rules.blind_nil and not rules.partnerships:
+        contradiction("blind_nil needs partnerships (it is offered to a trailing side and "
+                      "brings card passing with the partner); set blind_nil=false")
+    if not rules.partnerships and (rules.min_team_bid or rules.max_team_bid is not None):
+        contradiction("min_team_bid and max_team_bid need partnerships")
+    if rules.max_team_bid is not None and rules.min_team_bid > rules.max_team_bid:
+        contradiction(f"min_team_bid={rules.min_team_bid} exceeds max_team_bid={rules.max_team_bid}")
+    if rules.bags_from_score_digit and (not rules.bags or rules.bag_limit != 10):
+        contradiction("bags_from_score_digit reads bags from the score's last digit, so it needs "
+                      "bags=true and bag_limit=10")
+
+
+def _check_keys(settings: Mapping[str, Any], source: str) -> None:
+    for key in settings:
+        if key not in RULE_NAMES:
+            close = difflib.get_close_matches(str(key), RULE_NAMES, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise RulesError(f"unknown rule {key!r} in {source}{hint}; known rules: {', '.join(RULE_NAMES)}")
+
+
+def load_rules_file(path: str | os.PathLike) -> dict[str, Any]:
+    """Settings from a YAML file: a mapping of rule names, optionally with ``preset: NAME`` as base."""
+    import yaml
+
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise RulesError(f"rules file not found: {path}") from None
+    except yaml.YAMLError as exc:
+        raise RulesError(f"rules file {path} is not valid YAML: {exc}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise RulesError(f"rules file {path} must hold a mapping of rule names to values, got {type(data).__name__}")
+    settings = dict(data)
+    base = settings.pop("preset", None)
+    _check_keys(settings, f"rules file {path}")
+    resolved = dict(PRESETS[_preset_name(base)]) if base is not None else {}
+    resolved.setdefault("name", str(base) if base else path.stem)
+    resolved.update(settings)
+    if base is not None and "name" not in settings:
+        resolved["name"] = path.stem
+    return resolved
+
+
+def _preset_name(name: Any) -> str:
+    if name not in PRESETS:
+        close = difflib.get_close_matches(str(name), PRESET_NAMES, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise RulesError(f"unknown rules preset {name!r}{hint}; presets: {', '.join(PRESET_NAMES)}; "
+                         "or give a path to a YAML file")
+    return name
+
+
+def make_rules(rules: "Rules | str | os.PathLike | Mapping[str, Any] | None" = "standard", **overrides: Any) -> Rules:
+    """Build a validated :class:`Rules`.
+
+    ``rules`` is a preset name (``standard``, ``basic``, ``tournament``, ``cutthroat``,
+    ``openspiel``), a path to a YAML file (``.yaml``/``.yml``), a mapping of rule settings, or a
+    ``Rules``; keyword arguments override single rules.
+    """
+    if rules is None:
+        rules = "standard"
+    if isinstance(rules, Rules):
+        settings = rules.to_dict()
+    elif isinstance(rules, Mapping):
+        settings = dict(rules)
+        base = settings.pop("preset", None)
+        _check_keys(settings, "the rules mapping")
+        merged = dict(PRESETS[_preset_name(base)]) if base is not None else {}
+        merged.setdefault("name", str(base) if base is not None else "custom")
+        merged.update(settings)
+        settings = merged
+    elif isinstance(rules, (str, os.PathLike)):
+        text = os.fspath(rules)
+        if text in PRESETS:
+            settings = dict(PRESETS[text])
+            settings["name"] = text
+        elif text.endswith((".yaml", ".yml")) or os.sep in text or Path(text).exists():
+            settings = load_rules_file(text)
+        else:
+            _preset_name(text)  # raises with the list of presets
+            raise AssertionError("unreachable")
+    else:
+        raise RulesError(f"rules must be a preset name, a YAML path, a mapping or a Rules object, got {type(rules).__name__}")
+
+    if overrides:
+        _check_keys(overrides, "the keyword overrides")
+        changed = {k: v for k, v in overrides.items() if k == "name" or settings.get(k, getattr(Rules, k)) != v}
+        settings.update(overrides)
+        if changed and "name" not in overrides:
+            base_name = settings.get("name", "custom")
+            settings["name"] = base_name if base_name.endswith("+") else base_name + "+"
+    return Rules(**settings)
