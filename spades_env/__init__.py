@@ -8,6 +8,7 @@ from .observation import Layout, layout_for
 from .record import ReplayError, iter_replay, load_record, replay, save_record
 from .rewards import REWARD_SCHEMES, RewardError
 from .rules import PRESET_NAMES, PRESETS, Rules, RulesError, make_rules
+from .single_agent import SpadesSingleAgentEnv
 
 __version__ = "0.1.0"
 
@@ -16,5 +17,5 @@ __all__ = [
     "IllegalActionError", "DealError", "RewardError", "ReplayError", "REWARD_SCHEMES",
     "replay", "iter_replay", "save_record", "load_record", "Layout", "layout_for",
     "card_str", "parse_card", "format_hand", "action_str",
-    "NUM_ACTIONS", "BID_ACTION_BASE", "BLIND_NIL_ACTION", "LOOK_ACTION",
+    "NUM_ACTIONS", "BID_ACTION_BASE", "BLIND_NIL_ACTION", "LOOK_ACTION", "SpadesSingleAgentEnv",
 ]

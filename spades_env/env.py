@@ -10,8 +10,8 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
-from .game import (NUM_ACTIONS, PHASE_HAND_OVER, PHASE_NAMES, PHASE_PLAY, IllegalActionError,
-                   SpadesGame, action_str)
+from .cards import NUM_CARDS
+from .game import NUM_ACTIONS, PHASE_NAMES, PHASE_PLAY, SpadesGame, action_str
 from .observation import ObservationEncoder
 from .rewards import RewardScheme
 from .rules import EPISODE_CHOICES, Rules, RulesError, make_rules
@@ -19,28 +19,22 @@ from .rules import EPISODE_CHOICES, Rules, RulesError, make_rules
 RESET_OPTIONS = ("deal", "dealer", "scores", "bags")
 
 
-def _mask_lookup_table() -> list[bytes]:
-    """16-bit chunk -> 16 bytes of 0/1, to turn a legal-action bitmask into an int8 mask fast."""
-    table = []
-    for value in range(1 << 16):
-        table.append(bytes((value >> bit) & 1 for bit in range(16)))
-    return table
-
-
-_MASK_TABLE: list[bytes] = []
+_SUIT_BYTES = [bytes((value >> bit) & 1 for bit in range(13)) for value in range(1 << 13)]
+_NO_BIDS = bytes(NUM_ACTIONS - NUM_CARDS)
 
 
 def mask_array(legal: int) -> np.ndarray:
-    """The int8 action mask (68 entries) of a legal-action bitmask."""
-    t = _MASK_TABLE
-    if not t:
-        t.extend(_mask_lookup_table())
-    raw = t[legal & 0xFFFF] + t[(legal >> 16) & 0xFFFF] + t[(legal >> 32) & 0xFFFF] \
-        + t[(legal >> 48) & 0xFFFF] + t[(legal >> 64) & 0xF][:4]
-    return np.frombuffer(bytearray(raw), dtype=np.int8)
+    """The int8 action mask (68 entries, writable) of a legal-action bitmask."""
+    t = _SUIT_BYTES
+    tail = t[(legal >> 52) & 8191] + t[(legal >> 65) & 7][:3] if legal >> NUM_CARDS else _NO_BIDS
+    return np.frombuffer(bytearray(b"".join((t[legal & 8191], t[(legal >> 13) & 8191], t[(legal >> 26) & 8191],
+                                             t[(legal >> 39) & 8191], tail))), dtype=np.int8)
 
 
-_ZERO_MASK_BYTES = bytes(NUM_ACTIONS)
+def _agent_iter(env, max_iter: int):
+    while env.agents and max_iter > 0:
+        max_iter -= 1
+        yield env.agent_selection
 
 
 class SpadesEnv(AECEnv):
@@ -74,12 +68,15 @@ class SpadesEnv(AECEnv):
             raise ValueError(f"render_mode={render_mode!r}: expected None, 'ansi' or 'human'")
         self.episode = episode
         self.render_mode = render_mode
+        self._human = render_mode == "human"
         self.reward_scheme = RewardScheme(self.rules, reward, reward_scale, win_bonus, shaping)
         self._shaping = self.reward_scheme.shaping > 0
         n = self.rules.players
         self.possible_agents = [f"player_{i}" for i in range(n)]
         self.agent_name_mapping = {a: i for i, a in enumerate(self.possible_agents)}
         self._encoder = ObservationEncoder(self.rules)
+        self._buffer = self._encoder.buffer
+        self._gather = self._encoder.gather
         self.observation_layout = self._encoder.layout
         size = self.observation_layout.obs_size
         low = np.zeros(size, dtype=np.float32)
@@ -99,6 +96,7 @@ class SpadesEnv(AECEnv):
         self.state_space = spaces.Box(low=-np.inf, high=np.inf, shape=(state_size,), dtype=np.float32)
         self._rng: Optional[random.Random] = None
         self.game: Optional[SpadesGame] = None
+        self._done = True
 
     # ------------------------------------------------------------------ spaces
     def observation_space(self, agent: str) -> spaces.Space:
@@ -141,19 +139,40 @@ class SpadesEnv(AECEnv):
     def observe(self, agent: str) -> dict:
         seat = self.agent_name_mapping[agent]
         game = self.game
+        if game is None:
+            raise RuntimeError("observe() before reset(): call env.reset() first")
         if seat == game.to_act and not self._done:
-            mask = mask_array(game.legal_mask())
+            legal = game._legal
+            if legal < 0:
+                legal = game._compute_legal()
+            t = _SUIT_BYTES
+            mask = np.frombuffer(bytearray(b"".join((
+                t[legal & 8191], t[(legal >> 13) & 8191], t[(legal >> 26) & 8191], t[(legal >> 39) & 8191],
+                t[(legal >> 52) & 8191] + t[(legal >> 65) & 7][:3] if legal >> NUM_CARDS else _NO_BIDS))),
+                dtype=np.int8)
         else:
             mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
-        return {"observation": self._encoder.buffer[self._encoder.gather[seat]], "action_mask": mask}
+        return {"observation": self._buffer.take(self._gather[seat]), "action_mask": mask}
+
+    def agent_iter(self, max_iter: int = 2**63):
+        """Yield the agent to act until every agent is done (PettingZoo's AECIterator, as a
+        generator: the same semantics, a fraction of the per-step cost)."""
+        return _agent_iter(self, max_iter)
+
+    def last(self, observe: bool = True) -> tuple:
+        agent = self.agent_selection
+        return (self.observe(agent) if observe else None, self._cumulative_rewards[agent],
+                self.terminations[agent], self.truncations[agent], self.infos[agent])
 
     def state(self) -> np.ndarray:
-        return self._encoder.state()
+        return self._encoder.state(self.game)
 
     # ------------------------------------------------------------------ step
     def step(self, action: Any) -> None:
         agent = self.agent_selection
-        if self.terminations[agent] or self.truncations[agent]:
+        if self._done:
+            if self.game is None:
+                raise RuntimeError("step() before reset(): call env.reset() first")
             self._was_dead_step(action)
             return
         game = self.game
@@ -173,8 +192,8 @@ class SpadesEnv(AECEnv):
         else:
             self._encoder.after_action(game, seat, action, phase)
         if not self._done:
-            self.agent_selection = self.agents[game.to_act]
-        if self.render_mode == "human":
+            self.agent_selection = self.possible_agents[game.to_act]
+        if self._human:
             self.render()
 
     def _trick_done(self, game: SpadesGame) -> None:

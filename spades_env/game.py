@@ -38,6 +38,7 @@ PHASE_NAMES = ("blind_nil_decision", "bidding", "passing", "play", "hand_over", 
 NUM_PHASES = len(PHASE_NAMES)
 
 _SPADE_FIRST = 39
+_CARD_BITS = [1 << c for c in range(NUM_CARDS)]
 
 
 class IllegalActionError(ValueError):
@@ -133,6 +134,7 @@ class SpadesGame:
         self.partner = [(s + 2) % 4 if r.partnerships else -1 for s in range(self.n)]
         self.side_of = [r.side_of(s) for s in range(self.n)]
         self._restricted_lead = r.spades_lead != "any"
+        self._deck = [c for c in range(NUM_CARDS) if not (self.n == 3 and c == TWO_OF_CLUBS)]
 
         first_deal = parse_deal(deal, r) if deal is not None else None
         self.start_scores = self._check_side_values("scores", scores, 0)
@@ -163,7 +165,7 @@ class SpadesGame:
         self.winner: Optional[int] = None
         self.truncated = False
         self.last_results: list[SideResult] = []
-        self.hand_records: list[dict] = []
+        self._hand_logs: list[tuple] = []    # completed hands, raw; turned into dicts on demand
         self.deal_queue: list[list[int]] = []   # deals to use before drawing from rng (replay)
         self._start_hand(first_deal)
 
@@ -188,16 +190,11 @@ class SpadesGame:
     def _draw_deal(self) -> list[int]:
         if self.deal_queue:
             return self.deal_queue.pop(0)
-        deck = [c for c in range(NUM_CARDS) if not (self.n == 3 and c == TWO_OF_CLUBS)]
+        deck = self._deck[:]
         self.rng.shuffle(deck)
         k = self.rules.cards_per_hand
-        hands = []
-        for seat in range(self.n):
-            mask = 0
-            for c in deck[seat * k:(seat + 1) * k]:
-                mask |= 1 << c
-            hands.append(mask)
-        return hands
+        bits = _CARD_BITS
+        return [sum([bits[c] for c in deck[seat * k:(seat + 1) * k]]) for seat in range(self.n)]
 
     def _start_hand(self, deal: Optional[list[int]] = None) -> None:
         r = self.rules
@@ -222,7 +219,7 @@ class SpadesGame:
         self.win_seat = -1
         self.spades_broken = False
         self.actions: list[tuple[int, int]] = []
-        self.tricks: list[dict] = []
+        self.tricks: list[tuple[int, list[int], int]] = []   # (leader, cards in play order, winner)
         self.passes: list[tuple[int, int, int]] = []
         # A seat whose side may bid blind nil sees no card until its bidding turn.
         eligible_side = [self._side_may_bid_blind(side) for side in range(self.num_sides)]
@@ -245,42 +242,52 @@ class SpadesGame:
         r = self.rules
         if not r.blind_nil:
             return False
-        other = max(s for i, s in enumerate(self.scores) if i != side)
-        return other - self.scores[side] >= r.blind_nil_min_deficit
+        scores = self.scores
+        return scores[1 - side] - scores[side] >= r.blind_nil_min_deficit  # blind nil needs partnerships
 
     def legal_mask(self) -> int:
         """Legal actions of the player to act, as a bitmask over the 68 action ids."""
         m = self._legal
         if m < 0:
-            m = self._legal = self._compute_legal()
+            m = self._compute_legal()
         return m
 
     def legal_actions(self) -> list[int]:
         return mask_to_cards(self.legal_mask())
 
     def _compute_legal(self) -> int:
+        """Compute (and cache) the legal-action bitmask."""
         phase = self.phase
         if phase == PHASE_PLAY:
-            return self._legal_cards()
-        if phase == PHASE_BIDDING:
-            return self._legal_bids(self.to_act) << BID_ACTION_BASE
-        if phase == PHASE_PASSING:
-            return self.hands[self.to_act]
-        if phase == PHASE_BLIND_DECISION:
-            return (1 << BLIND_NIL_ACTION) | (1 << LOOK_ACTION)
-        return 0
+            if self.trick_cards:  # following: the led suit if possible (the common case)
+                hand = self.hands[self.to_act]
+                m = hand & SUIT_MASKS[self.led_suit]
+                if not m:
+                    m = self._legal_cards()
+            else:
+                m = self._legal_cards()
+        elif phase == PHASE_BIDDING:
+            m = self._legal_bids(self.to_act) << BID_ACTION_BASE
+        elif phase == PHASE_PASSING:
+            m = self.hands[self.to_act]
+        elif phase == PHASE_BLIND_DECISION:
+            m = (1 << BLIND_NIL_ACTION) | (1 << LOOK_ACTION)
+        else:
+            m = 0
+        self._legal = m
+        return m
 
     def _legal_cards(self) -> int:
-        r = self.rules
         hand = self.hands[self.to_act]
-        first_trick = self.tricks_played == 0
         if self.trick_cards:
             follow = hand & SUIT_MASKS[self.led_suit]
             if follow:
                 return follow
-            if first_trick and r.no_spades_first_trick and hand & NON_SPADES_MASK:
+            if self.tricks_played == 0 and self.rules.no_spades_first_trick and hand & NON_SPADES_MASK:
                 return hand & NON_SPADES_MASK
             return hand
+        r = self.rules
+        first_trick = self.tricks_played == 0
         if first_trick and r.two_of_clubs_leads and hand & 1:
             return 1
         if hand & NON_SPADES_MASK:
@@ -339,7 +346,11 @@ class SpadesGame:
         return [((self.trick_leader + i) % n, c) for i, c in enumerate(self.trick_cards)]
 
     def contract(self, side: int) -> int:
-        return sum(max(self.bids[s], 0) for s in self.rules.side_members(side))
+        """The side's contract so far: the sum of its members' non-nil bids."""
+        bids = self.bids
+        if self.num_sides == 2:
+            return max(bids[side], 0) + max(bids[side + 2], 0)
+        return max(bids[side], 0)
 
     # ------------------------------------------------------------------ transitions
     def apply(self, action: int) -> None:
@@ -351,24 +362,52 @@ class SpadesGame:
             action = coerced
         legal = self._legal
         if legal < 0:
-            legal = self._legal = self._compute_legal()
+            legal = self._compute_legal()
         if action < 0 or not (legal >> action) & 1:
             self._raise_illegal(action)
         seat = self.to_act
         self.actions.append((seat, action))
-        if self.phase == PHASE_PLAY:
-            self._play_card(seat, action)
-        elif self.phase == PHASE_BIDDING:
-            self._bid(seat, action - BID_ACTION_BASE, blind=False)
-        elif self.phase == PHASE_PASSING:
-            self._pass_card(seat, action)
-        else:  # blind-nil decision
-            if action == BLIND_NIL_ACTION:
-                self._bid(seat, 0, blind=True)
+        phase = self.phase
+        if phase == PHASE_PLAY:
+            # Playing a card (inlined: this is the hot path of every environment).
+            bit = 1 << action
+            self.hands[seat] ^= bit
+            self.played[seat] |= bit
+            self._legal = -1
+            trick = self.trick_cards
+            suit = action // 13
+            if suit == 3:
+                self.spades_broken = True
+            if not trick:
+                trick.append(action)
+                self.trick_leader = seat
+                self.led_suit = suit
+                self.win_card = action
+                self.win_seat = seat
+                self.to_act = (seat + 1) % self.n
+                return
+            trick.append(action)
+            led = self.led_suit
+            if suit != led:
+                self.voids[seat] |= 1 << led
+            win = self.win_card
+            if (action > win and suit == win // 13) or (suit == 3 and win < _SPADE_FIRST):
+                self.win_card = action
+                self.win_seat = seat
+            if len(trick) < self.n:
+                self.to_act = (seat + 1) % self.n
             else:
-                self.looked[seat] = True
-                self.phase = PHASE_BIDDING
-                self._legal = -1
+                self._finish_trick()
+        elif phase == PHASE_BIDDING:
+            self._bid(seat, action - BID_ACTION_BASE, blind=False)
+        elif phase == PHASE_PASSING:
+            self._pass_card(seat, action)
+        elif action == BLIND_NIL_ACTION:
+            self._bid(seat, 0, blind=True)
+        else:  # looked at the cards; now bids normally
+            self.looked[seat] = True
+            self.phase = PHASE_BIDDING
+            self._legal = -1
 
     def _raise_illegal(self, action: Any) -> None:
         phase = PHASE_NAMES[self.phase]
@@ -427,35 +466,11 @@ class SpadesGame:
             self.to_act = (self.dealer + 1) % self.n
         self.trick_leader = self.to_act
 
-    def _play_card(self, seat: int, card: int) -> None:
-        bit = 1 << card
-        self.hands[seat] ^= bit
-        self.played[seat] |= bit
-        self._legal = -1
-        trick = self.trick_cards
-        suit = card // 13
-        if trick:
-            if suit != self.led_suit:
-                self.voids[seat] |= 1 << self.led_suit
-            win = self.win_card
-            if (card > win and suit == win // 13) or (suit == 3 and win < _SPADE_FIRST):
-                self.win_card = card
-                self.win_seat = seat
-        else:
-            self.trick_leader = seat
-            self.led_suit = suit
-            self.win_card = card
-            self.win_seat = seat
-        if suit == 3:
-            self.spades_broken = True
-        trick.append(card)
-        if len(trick) < self.n:
-            self.to_act = (seat + 1) % self.n
-            return
+    def _finish_trick(self) -> None:
         winner = self.win_seat
         self.tricks_taken[winner] += 1
         self.tricks_played += 1
-        self.tricks.append({"leader": self.trick_leader, "cards": trick, "winner": winner})
+        self.tricks.append((self.trick_leader, self.trick_cards, winner))
         self.trick_cards = []
         self.to_act = winner
         self.trick_leader = winner
@@ -476,25 +491,33 @@ class SpadesGame:
             self.winner = leader(self.scores)
         self.phase = PHASE_GAME_OVER if (self.winner is not None or self.truncated) else PHASE_HAND_OVER
         self._legal = 0
-        self.hand_records.append(self._hand_record(results, scores_before))
+        self._hand_logs.append(self._hand_log(results, scores_before))
 
     @property
     def game_over(self) -> bool:
         return self.phase == PHASE_GAME_OVER
 
     # ------------------------------------------------------------------ records
-    def _hand_record(self, results: Optional[list[SideResult]], scores_before: list[int]) -> dict:
+    def _hand_log(self, results: Optional[list[SideResult]], scores_before: list[int]) -> tuple:
+        return (self.hand_number, self.dealer, self.deal, self.actions, list(self.bids), list(self.blind),
+                self.passes, self.tricks, list(self.tricks_taken), results, scores_before,
+                list(self.scores), list(self.bags))
+
+    @staticmethod
+    def _log_to_dict(log: tuple) -> dict:
+        (number, dealer, deal, actions, bids, blind, passes, tricks, taken, results, scores_before,
+         scores, bags) = log
         rec: dict[str, Any] = {
-            "number": self.hand_number,
-            "dealer": self.dealer,
-            "deal": [[card_str(c) for c in mask_to_cards(m)] for m in self.deal],
-            "actions": [[s, a] for s, a in self.actions],
-            "bids": [b if b >= 0 else None for b in self.bids],
-            "blind": list(self.blind),
-            "passes": [{"from": f, "to": t, "card": card_str(c)} for f, t, c in self.passes],
-            "tricks": [{"leader": t["leader"], "cards": [card_str(c) for c in t["cards"]],
-                        "winner": t["winner"]} for t in self.tricks],
-            "tricks_taken": list(self.tricks_taken),
+            "number": number,
+            "dealer": dealer,
+            "deal": [[card_str(c) for c in mask_to_cards(m)] for m in deal],
+            "actions": [[s, a] for s, a in actions],
+            "bids": [b if b >= 0 else None for b in bids],
+            "blind": list(blind),
+            "passes": [{"from": f, "to": t, "card": card_str(c)} for f, t, c in passes],
+            "tricks": [{"leader": leader, "cards": [card_str(c) for c in cards], "winner": winner}
+                       for leader, cards, winner in tricks],
+            "tricks_taken": list(taken),
             "complete": results is not None,
         }
         if results is not None:
@@ -502,17 +525,30 @@ class SpadesGame:
                 "score_change": [res.points for res in results],
                 "bags_taken": [res.bags_taken for res in results],
                 "bag_penalties": [res.bag_penalties for res in results],
-                "bags": list(self.bags),
-                "scores": list(self.scores),
-                "scores_before": scores_before,
+                "bags": list(bags),
+                "scores": list(scores),
+                "scores_before": list(scores_before),
             })
         return rec
 
+    @property
+    def hands_completed(self) -> int:
+        return len(self._hand_logs)
+
+    def hand_record(self, index: int) -> dict:
+        """The record of a completed hand (0 = the first of this game)."""
+        return self._log_to_dict(self._hand_logs[index])
+
+    @property
+    def hand_records(self) -> list[dict]:
+        """Records of the completed hands, oldest first."""
+        return [self._log_to_dict(log) for log in self._hand_logs]
+
     def record(self) -> dict:
         """A JSON-serializable record of the game so far (see ``spades_env.record``)."""
-        hands = list(self.hand_records)
+        hands = self.hand_records
         if self.phase < PHASE_HAND_OVER:
-            hands.append(self._hand_record(None, list(self.scores)))
+            hands.append(self._log_to_dict(self._hand_log(None, list(self.scores))))
         return {
             "format": "spades-record/1",
             "rules": self.rules.to_dict(),

@@ -101,6 +101,7 @@ class Layout:
         self.global_blocks["true_hands"] = Block("true_hands", g_off, n * NUM_CARDS, "private", NUM_CARDS)
         g_off += n * NUM_CARDS
         self.state_size = g_off
+        self.public_size = g_off - n * NUM_CARDS   # the encoder's buffer: everything but true_hands
         self.obs_size = o_off
         self.gather = np.stack([self._gather_index(seat, rules) for seat in range(n)])
 
@@ -143,6 +144,13 @@ class Layout:
         return out
 
 
+def cards_matrix(masks) -> np.ndarray:
+    """Rows of 52 float32 0/1 cells, one per card bitmask."""
+    packed = np.frombuffer(b"".join(m.to_bytes(8, "little") for m in masks), dtype=np.uint8)
+    bits = np.unpackbits(packed.reshape(len(masks), 8), axis=1, count=NUM_CARDS, bitorder="little")
+    return bits.astype(np.float32)
+
+
 _LAYOUTS: dict[Rules, Layout] = {}
 
 
@@ -163,7 +171,7 @@ class ObservationEncoder:
     def __init__(self, rules: Rules) -> None:
         self.rules = rules
         self.layout = layout = layout_for(rules)
-        self.buffer = np.zeros(layout.state_size, dtype=np.float32)
+        self.buffer = np.zeros(layout.public_size, dtype=np.float32)
         self.gather = layout.gather
         g = layout.global_blocks
         self.o_hand = g["hand"].offset
@@ -182,15 +190,22 @@ class ObservationEncoder:
         self.o_broken = g["spades_broken"].offset
         self.o_sides = g["sides"].offset
         self.o_progress = g["hand_progress"].offset
-        self.o_true = g["true_hands"].offset
         self.trick_block = slice(self.o_trick, self.o_trick + g["current_trick"].size)
+        self._nil_tricks_count = rules.nil_tricks_count_for_partner
+        self._counted = [0] * rules.num_sides   # tricks counting toward each side's contract
+        n = rules.players
+        # Per seat: (its hand row, played row, current-trick row, to_act cell, voids row).
+        self.seat_offsets = [(self.o_hand + s * NUM_CARDS, self.o_played + s * NUM_CARDS,
+                              self.o_trick + s * NUM_CARDS, self.o_to_act + s, self.o_voids + s * 4)
+                             for s in range(n)]
 
     def observe(self, seat: int) -> np.ndarray:
         """A fresh array: the seat's egocentric observation."""
         return self.buffer[self.gather[seat]]
 
-    def state(self) -> np.ndarray:
-        return self.buffer.copy()
+    def state(self, game: SpadesGame) -> np.ndarray:
+        """The global state: the public vector plus every true hand."""
+        return np.concatenate([self.buffer, cards_matrix(game.hands).ravel()])
 
     # ------------------------------------------------------------------ full encode
     def encode_all(self, game: SpadesGame) -> None:
@@ -199,13 +214,15 @@ class ObservationEncoder:
         buf[:] = 0.0
         n = game.n
         self._hand_shown = list(game.looked)
+        rows = NUM_CARDS * n
+        buf[self.o_hand:self.o_hand + rows] = cards_matrix(
+            [h if seen else 0 for h, seen in zip(game.hands, game.looked)]).ravel()
+        if game.passes:
+            buf[self.o_passed:self.o_passed + rows] = cards_matrix(game.passed).ravel()
+            buf[self.o_received:self.o_received + rows] = cards_matrix(game.received).ravel()
+        if game.tricks_played or game.trick_cards:
+            buf[self.o_played:self.o_played + rows] = cards_matrix(game.played).ravel()
         for seat in range(n):
-            self._write_cards(self.o_true + seat * NUM_CARDS, game.hands[seat])
-            if game.looked[seat]:
-                self._write_cards(self.o_hand + seat * NUM_CARDS, game.hands[seat])
-            self._write_cards(self.o_passed + seat * NUM_CARDS, game.passed[seat])
-            self._write_cards(self.o_received + seat * NUM_CARDS, game.received[seat])
-            self._write_cards(self.o_played + seat * NUM_CARDS, game.played[seat])
             if game.bids[seat] >= 0:
                 buf[self.o_bids + seat * BID_SLOTS + game.bids[seat]] = 1.0
                 if game.blind[seat]:
@@ -228,6 +245,7 @@ class ObservationEncoder:
         self.encode_scores(game)
 
     def _write_cards(self, offset: int, mask: int) -> None:
+        """Set the 52 cells at ``offset`` for the cards in ``mask`` (cells assumed zero)."""
         buf = self.buffer
         while mask:
             low = mask & -mask
@@ -248,7 +266,8 @@ class ObservationEncoder:
             buf[base + 2] = (target - score) / target
             buf[base + 3] = (score - r.mercy_score) / target if r.mercy_score is not None else 0.0
             buf[base + 4] = float(game._side_may_bid_blind(side))
-            buf[base + 5] = self._counted_tricks(game, side) / T
+            self._counted[side] = self._counted_tricks(game, side)
+            buf[base + 5] = self._counted[side] / T
             buf[base + 6] = game.contract(side) / T
         hands_done = game.hand_number - (0 if game.phase >= PHASE_HAND_OVER else 1)
         buf[self.o_progress] = hands_done / r.max_hands if r.max_hands else 0.0
@@ -263,24 +282,22 @@ class ObservationEncoder:
     def after_card(self, game: SpadesGame, seat: int, card: int) -> None:
         """Update after ``seat`` played ``card`` (the hot path: a few scalar writes)."""
         buf = self.buffer
-        buf[self.o_true + seat * NUM_CARDS + card] = 0.0
-        buf[self.o_hand + seat * NUM_CARDS + card] = 0.0
-        buf[self.o_played + seat * NUM_CARDS + card] = 1.0
-        buf[self.o_to_act + seat] = 0.0
+        hand_row, played_row, trick_row, to_act_cell, voids_row = self.seat_offsets[seat]
+        buf[hand_row + card] = 0.0
+        buf[played_row + card] = 1.0
+        buf[to_act_cell] = 0.0
         if card >= 39:
             buf[self.o_broken] = 1.0
-        trick = game.trick_cards
-        if trick:
-            buf[self.o_trick + seat * NUM_CARDS + card] = 1.0
-            if len(trick) > 1 and card // 13 != game.led_suit:
-                buf[self.o_voids + seat * 4 + game.led_suit] = 1.0
+        led = game.led_suit
+        if card // 13 != led:
+            buf[voids_row + led] = 1.0
+        if game.trick_cards:
+            buf[trick_row + card] = 1.0
             buf[self.o_to_act + game.to_act] = 1.0
             return
-        # The trick is complete: clear it and credit the winner.
-        if card // 13 != game.led_suit:
-            buf[self.o_voids + seat * 4 + game.led_suit] = 1.0
+        # The trick is complete: clear it, move the lead to the winner and credit it.
         buf[self.trick_block] = 0.0
-        buf[self.o_leader:self.o_leader + game.n] = 0.0
+        buf[self.o_leader + (seat + 1) % game.n] = 0.0   # the last card is played just before the leader
         winner = game.win_seat
         taken = game.tricks_taken[winner]
         base = self.o_tricks + winner * self.w_tricks
@@ -289,8 +306,11 @@ class ObservationEncoder:
         if game.phase == PHASE_PLAY:
             buf[self.o_leader + winner] = 1.0
             buf[self.o_to_act + winner] = 1.0
-            side = game.side_of[winner]
-            buf[self.o_sides + side * SIDE_SLOTS + 5] = self._counted_tricks(game, side) / game.tricks_per_hand
+            if self._nil_tricks_count or game.bids[winner] != 0:
+                side = game.side_of[winner]
+                counted = self._counted
+                counted[side] += 1
+                buf[self.o_sides + side * SIDE_SLOTS + 5] = counted[side] / game.tricks_per_hand
 
     def after_action(self, game: SpadesGame, seat: int, action: int, phase_before: int) -> None:
         """Update after a bid, a blind-nil decision or a pass (rarer, simpler to re-derive)."""
@@ -306,9 +326,8 @@ class ObservationEncoder:
             buf[self.o_sides + side * SIDE_SLOTS + 6] = game.contract(side) / game.tricks_per_hand
         else:  # a pass: the card moved between two hands
             frm, to, card = game.passes[-1]
-            for s in (frm, to):
-                buf[self.o_true + s * NUM_CARDS + card] = float(s == to)
-                buf[self.o_hand + s * NUM_CARDS + card] = float(s == to)
+            buf[self.o_hand + frm * NUM_CARDS + card] = 0.0
+            buf[self.o_hand + to * NUM_CARDS + card] = 1.0
             buf[self.o_passed + frm * NUM_CARDS + card] = 1.0
             buf[self.o_received + to * NUM_CARDS + card] = 1.0
         if game.phase != phase_before:

@@ -78,7 +78,7 @@ def iter_replay(record: dict, render_mode: Optional[str] = None, **env_kwargs: A
             yield env, seat, action
             env.step(action)
         if hand.get("complete") and "score_change" in hand:
-            played = env.game.hand_records[number - 1]
+            played = env.game.hand_record(number - 1)
             for key in ("score_change", "scores", "bags"):
                 if played[key] != hand[key]:
                     raise ReplayError(f"hand {number}: replayed {key} {played[key]} differ from the record's {hand[key]}")

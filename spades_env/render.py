@@ -48,8 +48,8 @@ def render_table(game: SpadesGame, done: bool = False, show_hands: bool = True) 
         lines.append("")
         broken = "broken" if game.spades_broken else "not broken"
         lines.append(f"Trick {game.tricks_played + 1}/{game.tricks_per_hand}, spades {broken}")
-    if game.hand_records and (game.phase >= 4 or (game.phase < 2 and not any(b >= 0 for b in game.bids))):
-        last = game.hand_records[-1]
+    if game.hands_completed and (game.phase >= 4 or (game.phase < 2 and not any(b >= 0 for b in game.bids))):
+        last = game.hand_record(-1)
         if "score_change" in last:
             lines.append(f"Last hand (#{last['number']}): score change {last['score_change']}, "
                          f"scores {last['scores']}")

@@ -104,6 +104,16 @@ class FastAssertOutOfBoundsWrapper(_FastAttributes, AssertOutOfBoundsWrapper):
         self.env.step(action)
 
 
+def _order_enforcing_iter(wrapper, max_iter: int):
+    raw = wrapper._raw
+    while raw.agents and max_iter > 0:
+        max_iter -= 1
+        agent = raw.agent_selection
+        assert wrapper._has_updated, "need to call step() or reset() in a loop over `agent_iter`"
+        wrapper._has_updated = False
+        yield agent
+
+
 class FastOrderEnforcingWrapper(_FastAttributes, OrderEnforcingWrapper):
     _GUARDED = frozenset({"rewards", "terminations", "truncations", "infos", "agent_selection",
                           "num_agents", "agents"})
@@ -142,6 +152,12 @@ class FastOrderEnforcingWrapper(_FastAttributes, OrderEnforcingWrapper):
         else:
             self._has_updated = True
             self.env.step(action)
+
+    def agent_iter(self, max_iter: int = 2**63):
+        """PettingZoo's AECOrderEnforcingIterator as a generator: same checks, less overhead."""
+        if not self._has_reset:
+            EnvLogger.error_agent_iter_before_reset()
+        return _order_enforcing_iter(self, max_iter)
 
     def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict]:
         raw = self._raw

@@ -1,0 +1,79 @@
+"""``spades-demo``: one rendered game between random players, then a short benchmark.
+
+This is the README's main command until trained agents exist: it shows the table as a game
+unfolds (bids, the trick as it forms, the score after every hand) and how fast the env runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from typing import Optional
+
+import numpy as np
+
+from . import spades_v0
+from .game import BID_ACTION_BASE, PHASE_PLAY
+from .render import render_table
+
+
+def simple_bid(hand: np.ndarray, mask: np.ndarray) -> int:
+    """A quick trick estimate from the observation's hand (aces, kings, long spades), legal-clamped."""
+    cards = np.flatnonzero(hand)
+    ranks, suits = cards % 13, cards // 13
+    estimate = int(round((ranks == 12).sum() + 0.5 * (ranks == 11).sum() + max(0, (suits == 3).sum() - 3)))
+    bids = np.flatnonzero(mask[BID_ACTION_BASE:BID_ACTION_BASE + 14])
+    return int(BID_ACTION_BASE + bids[np.abs(bids - max(estimate, 1)).argmin()])
+
+
+def play_demo_game(seed: int = 0, rules: str = "standard", max_hands: int = 3, show_tricks: int = 2) -> dict:
+    """Random card play with a simple bidder; prints the table when the bidding ends, after the
+    first tricks of every hand, and every hand's result. Returns the game record."""
+    env = spades_v0.env(rules=rules, max_hands=max_hands or None)
+    env.reset(seed=seed)
+    hand_slice = env.unwrapped.observation_layout.slices["hand"]
+    pick = random.Random(seed)
+    reported = 0
+    for agent in env.agent_iter():
+        obs, reward, termination, truncation, info = env.last()
+        if termination or truncation:
+            env.step(None)
+            continue
+        mask = obs["action_mask"]
+        if mask[BID_ACTION_BASE:BID_ACTION_BASE + 14].any():
+            action = simple_bid(obs["observation"][hand_slice], mask)
+        else:
+            legal = mask.nonzero()[0]
+            action = int(legal[pick.randrange(len(legal))])
+        env.step(action)
+        game = env.unwrapped.game
+        if game.phase == PHASE_PLAY and not game.trick_cards and game.tricks_played <= show_tricks:
+            print(render_table(game), end="\n\n")
+        if game.hands_completed > reported:
+            hand = game.hand_record(reported)
+            reported += 1
+            print(f"--- Hand {hand['number']} scored: bids {hand['bids']}, tricks {hand['tricks_taken']}, "
+                  f"score change {hand['score_change']}, scores {hand['scores']}, bags {hand['bags']}\n")
+    print(render_table(env.unwrapped.game, done=True))
+    return env.unwrapped.game_record()
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="spades-demo", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rules", default="standard")
+    parser.add_argument("--hands", type=int, default=3, help="play at most this many hands (0: the whole game)")
+    parser.add_argument("--no-bench", action="store_true", help="skip the short benchmark")
+    args = parser.parse_args(argv)
+    play_demo_game(args.seed, args.rules, args.hands)
+    if not args.no_bench:
+        from .bench import main as bench_main
+        print()
+        bench_main(["--quick", "--rules", args.rules])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
