@@ -23,12 +23,17 @@ _SUIT_BYTES = [bytes((value >> bit) & 1 for bit in range(13)) for value in range
 _NO_BIDS = bytes(NUM_ACTIONS - NUM_CARDS)
 
 
+_EMPTY = bytearray()
+_INT8 = np.dtype(np.int8)
+_frombuffer = np.frombuffer  # positional dtype and a local name: measurably faster per call
+
+
 def mask_array(legal: int) -> np.ndarray:
     """The int8 action mask (68 entries, writable) of a legal-action bitmask."""
     t = _SUIT_BYTES
     tail = t[(legal >> 52) & 8191] + t[(legal >> 65) & 7][:3] if legal >> NUM_CARDS else _NO_BIDS
-    return np.frombuffer(bytearray(b"".join((t[legal & 8191], t[(legal >> 13) & 8191], t[(legal >> 26) & 8191],
-                                             t[(legal >> 39) & 8191], tail))), dtype=np.int8)
+    return _frombuffer(_EMPTY.join((t[legal & 8191], t[(legal >> 13) & 8191], t[(legal >> 26) & 8191],
+                                    t[(legal >> 39) & 8191], tail)), _INT8)
 
 
 def _agent_iter(env, max_iter: int):
@@ -76,7 +81,7 @@ class SpadesEnv(AECEnv):
         self.agent_name_mapping = {a: i for i, a in enumerate(self.possible_agents)}
         self._encoder = ObservationEncoder(self.rules)
         self._buffer = self._encoder.buffer
-        self._gather = self._encoder.gather
+        self._gather = list(self._encoder.gather)  # a list of rows: indexing a 2-D array costs a view
         self.observation_layout = self._encoder.layout
         size = self.observation_layout.obs_size
         low = np.zeros(size, dtype=np.float32)
@@ -107,16 +112,17 @@ class SpadesEnv(AECEnv):
 
     # ------------------------------------------------------------------ reset
     def reset(self, seed: Optional[int] = None, options: Optional[dict] = None) -> None:
-        if seed is not None or self._rng is None:
-            self._rng = random.Random(seed)
+        # A new seed takes effect only if the reset succeeds (nothing half-applied).
+        rng = random.Random(seed) if seed is not None or self._rng is None else self._rng
         options = dict(options or {})
         unknown = [k for k in options if k not in RESET_OPTIONS]
         if unknown:
             warnings.warn(f"reset: ignoring unknown option(s) {unknown}; known options: {', '.join(RESET_OPTIONS)}",
                           stacklevel=2)
         # Build the new game first: a malformed option raises before anything is changed.
-        game = SpadesGame(self.rules, self._rng, dealer=options.get("dealer"), scores=options.get("scores"),
+        game = SpadesGame(self.rules, rng, dealer=options.get("dealer"), scores=options.get("scores"),
                           bags=options.get("bags"), deal=options.get("deal"))
+        self._rng = rng
         self._start(game)
 
     def _start(self, game: SpadesGame) -> None:
@@ -145,11 +151,7 @@ class SpadesEnv(AECEnv):
             legal = game._legal
             if legal < 0:
                 legal = game._compute_legal()
-            t = _SUIT_BYTES
-            mask = np.frombuffer(bytearray(b"".join((
-                t[legal & 8191], t[(legal >> 13) & 8191], t[(legal >> 26) & 8191], t[(legal >> 39) & 8191],
-                t[(legal >> 52) & 8191] + t[(legal >> 65) & 7][:3] if legal >> NUM_CARDS else _NO_BIDS))),
-                dtype=np.int8)
+            mask = mask_array(legal)
         else:
             mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
         return {"observation": self._buffer.take(self._gather[seat]), "action_mask": mask}
@@ -217,7 +219,7 @@ class SpadesEnv(AECEnv):
             for a in self.agents:
                 done[a] = True
             self._done = True
-            self._encoder.encode_all(game)
+            self._encoder.after_hand(game)
             for a in self.agents:
                 self.infos[a] = self._final_info(game)
         else:

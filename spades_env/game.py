@@ -16,6 +16,8 @@ from __future__ import annotations
 import random
 from typing import Any, Optional, Sequence
 
+import numpy as np
+
 from .cards import (FULL_DECK, NON_SPADES_MASK, NUM_CARDS, SUIT_MASKS, TWO_OF_CLUBS,
                     card_str, mask_to_cards, parse_card)
 from .rules import Rules, make_rules
@@ -38,7 +40,6 @@ PHASE_NAMES = ("blind_nil_decision", "bidding", "passing", "play", "hand_over", 
 NUM_PHASES = len(PHASE_NAMES)
 
 _SPADE_FIRST = 39
-_CARD_BITS = [1 << c for c in range(NUM_CARDS)]
 
 
 class IllegalActionError(ValueError):
@@ -134,7 +135,8 @@ class SpadesGame:
         self.partner = [(s + 2) % 4 if r.partnerships else -1 for s in range(self.n)]
         self.side_of = [r.side_of(s) for s in range(self.n)]
         self._restricted_lead = r.spades_lead != "any"
-        self._deck = [c for c in range(NUM_CARDS) if not (self.n == 3 and c == TWO_OF_CLUBS)]
+        deck = [c for c in range(NUM_CARDS) if not (self.n == 3 and c == TWO_OF_CLUBS)]
+        self._deck_bits = np.array([1 << c for c in deck], dtype=np.uint64)
 
         first_deal = parse_deal(deal, r) if deal is not None else None
         self.start_scores = self._check_side_values("scores", scores, 0)
@@ -151,6 +153,8 @@ class SpadesGame:
                 if not 0 <= b < r.bag_limit:
                     raise DealError(f"bags={list(self.bags)}: side {side} has {b} bags, expected 0..{r.bag_limit - 1}")
         self.start_bags = list(self.bags)
+        if dealer is not None and _as_action_id(dealer) is not None:
+            dealer = _as_action_id(dealer)
         if r.fixed_dealer is not None:
             if dealer is not None and dealer != r.fixed_dealer:
                 raise DealError(f"dealer={dealer!r}: the {r.name} rules fix the dealer at seat {r.fixed_dealer}")
@@ -190,11 +194,12 @@ class SpadesGame:
     def _draw_deal(self) -> list[int]:
         if self.deal_queue:
             return self.deal_queue.pop(0)
-        deck = self._deck[:]
-        self.rng.shuffle(deck)
-        k = self.rules.cards_per_hand
-        bits = _CARD_BITS
-        return [sum([bits[c] for c in deck[seat * k:(seat + 1) * k]]) for seat in range(self.n)]
+        # A uniform shuffle: sort the deck by 64-bit random keys from the seeded stdlib stream
+        # (reproducible across platforms and numpy versions; ~2x faster than random.shuffle).
+        deck = self._deck_bits
+        keys = np.frombuffer(self.rng.getrandbits(64 * len(deck)).to_bytes(8 * len(deck), "little"), dtype=np.uint64)
+        order = keys.argsort(kind="stable").reshape(self.n, -1)
+        return deck[order].sum(axis=1).tolist()
 
     def _start_hand(self, deal: Optional[list[int]] = None) -> None:
         r = self.rules
@@ -334,10 +339,6 @@ class SpadesGame:
                 return
             self.looked[seat] = True
         self.phase = PHASE_BIDDING
-
-    @property
-    def is_over(self) -> bool:
-        return self.phase == PHASE_GAME_OVER
 
     @property
     def current_trick(self) -> list[tuple[int, int]]:

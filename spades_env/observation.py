@@ -244,6 +244,14 @@ class ObservationEncoder:
         buf[self.o_broken] = float(game.spades_broken)
         self.encode_scores(game)
 
+    def after_hand(self, game: SpadesGame) -> None:
+        """Update after the last trick of an episode's final hand: the phase and the scores
+        (after_card has already cleared the trick and the player to act)."""
+        buf = self.buffer
+        buf[self.o_phase:self.o_phase + NUM_PHASES] = 0.0
+        buf[self.o_phase + game.phase] = 1.0
+        self.encode_scores(game)
+
     def _write_cards(self, offset: int, mask: int) -> None:
         """Set the 52 cells at ``offset`` for the cards in ``mask`` (cells assumed zero)."""
         buf = self.buffer

@@ -49,8 +49,9 @@ def _check_record(record: Any) -> None:
 def iter_replay(record: dict, render_mode: Optional[str] = None, **env_kwargs: Any) -> Iterator[tuple[Any, int, int]]:
     """Play a record back step by step, yielding ``(env, seat, action)`` before each action.
 
-    The env is a raw :class:`~spades_env.env.SpadesEnv` with the record's rules; every hand's
-    score change is checked against the record (:class:`ReplayError` on a mismatch).
+    The env is a raw :class:`~spades_env.env.SpadesEnv` with the record's rules. Everything the
+    record states (bids, tricks, scores, bags, winner...) is checked against what the replay
+    produces; a mismatch raises :class:`ReplayError` naming the entry.
     """
     from .env import SpadesEnv
 
@@ -77,11 +78,20 @@ def iter_replay(record: dict, render_mode: Optional[str] = None, **env_kwargs: A
                                   f"seat {game.to_act} in hand {game.hand_number}")
             yield env, seat, action
             env.step(action)
-        if hand.get("complete") and "score_change" in hand:
-            played = env.game.hand_record(number - 1)
-            for key in ("score_change", "scores", "bags"):
-                if played[key] != hand[key]:
-                    raise ReplayError(f"hand {number}: replayed {key} {played[key]} differ from the record's {hand[key]}")
+        if hand.get("complete"):
+            _compare(f"hand {number}", env.game.hand_record(number - 1), hand)
+    replayed = env.game_record()
+    if not hands[-1].get("complete"):
+        _compare(f"hand {len(hands)}", replayed["hands"][-1], hands[-1])
+    _compare("the game", {k: v for k, v in replayed.items() if k != "hands"},
+             {k: v for k, v in record.items() if k != "hands"})
+
+
+def _compare(where: str, replayed: dict, recorded: dict) -> None:
+    """Every entry the record states must be what the replay produced."""
+    for key, value in recorded.items():
+        if key in replayed and replayed[key] != value:
+            raise ReplayError(f"{where}: the record says {key}={value!r}, the replay gives {replayed[key]!r}")
 
 
 def replay(record: dict, render_mode: Optional[str] = None,

@@ -66,9 +66,13 @@ class RewardScheme:
     # ------------------------------------------------------------------ per side -> per seat
     def _per_seat(self, side_values: Sequence[float]) -> list[float]:
         if self._zero_sum:
-            total = sum(side_values)
-            others = self.num_sides - 1
-            diff = [v - (total - v) / others for v in side_values]
+            if self.num_sides == 2:  # computed as a - b and b - a: exact negatives
+                a, b = side_values
+                diff = [a - b, b - a]
+            else:
+                total = sum(side_values)
+                others = self.num_sides - 1
+                diff = [v - (total - v) / others for v in side_values]
             return [diff[self.side_of[s]] for s in range(self.n)]
         return [float(side_values[self.side_of[s]]) for s in range(self.n)]
 

@@ -195,7 +195,8 @@ def _validate(rules: Rules) -> None:
     if rules.players == 3 and rules.two_of_clubs_leads:
         contradiction("players=3 removes the two of clubs, so two_of_clubs_leads must be false")
     if rules.blind_nil and not rules.nil:
-        contradiction("blind_nil=true needs nil=true (blind nil is a nil bid)")
+        contradiction("blind_nil=true needs nil=true (blind nil is a nil bid): pass blind_nil=False "
+                      "as well, or use the 'basic' preset")
     if rules.blind_nil and not rules.partnerships:
         contradiction("blind_nil needs partnerships (it is offered to a trailing side and "
                       "brings card passing with the partner); set blind_nil=false")

@@ -5,14 +5,12 @@ A *side* is a partnership (seats 0+2 = side 0, seats 1+3 = side 1) or, in cutthr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 from .rules import Rules
 
 
-@dataclass(frozen=True)
-class SideResult:
+class SideResult(NamedTuple):
     """How one side's hand was scored."""
 
     contract: int          # sum of the side's non-nil bids

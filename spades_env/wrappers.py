@@ -82,6 +82,8 @@ class FastTerminateIllegalWrapper(_FastAttributes, TerminateIllegalWrapper):
             raw._accumulate_rewards()
             raw._deads_step_first()
             self._terminated = True
+            if hasattr(raw, "_done"):  # SpadesEnv: the episode is over, every mask is now zero
+                raw._done = True
         else:
             self.env.step(action)
 
