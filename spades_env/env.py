@@ -75,6 +75,10 @@ class SpadesEnv(AECEnv):
         self.render_mode = render_mode
         self._human = render_mode == "human"
         self.reward_scheme = RewardScheme(self.rules, reward, reward_scale, win_bonus, shaping)
+        if episode == "hand" and (reward == "win" or win_bonus):
+            warnings.warn("win rewards are paid only when a hand ends the game, so with episode='hand' "
+                          "most episodes pay nothing; use episode='game' or reward='team_score'/'team_diff'",
+                          stacklevel=3)
         self._shaping = self.reward_scheme.shaping > 0
         n = self.rules.players
         self.possible_agents = [f"player_{i}" for i in range(n)]

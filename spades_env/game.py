@@ -47,7 +47,10 @@ class IllegalActionError(ValueError):
 
 
 class DealError(ValueError):
-    """A malformed deal, dealer, score or bag setting."""
+    """A malformed reset option: the deal, the dealer, the scores or the bags."""
+
+
+ResetOptionError = DealError  # the same error, under a name that says what it covers
 
 
 def _as_action_id(value: Any) -> Optional[int]:

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-from .game import SpadesGame, parse_deal
+from .game import IllegalActionError, parse_deal
 from .rules import make_rules
 
 RECORD_FORMAT = "spades-record/1"
@@ -77,7 +77,11 @@ def iter_replay(record: dict, render_mode: Optional[str] = None, **env_kwargs: A
                 raise ReplayError(f"hand {number}: the record has seat {seat} acting, the game expects "
                                   f"seat {game.to_act} in hand {game.hand_number}")
             yield env, seat, action
-            env.step(action)
+            try:
+                env.step(action)
+            except IllegalActionError as exc:
+                raise ReplayError(f"hand {number}: the record's action {action} by seat {seat} is not "
+                                  f"legal in the replayed game ({exc})") from None
         if hand.get("complete"):
             _compare(f"hand {number}", env.game.hand_record(number - 1), hand)
     replayed = env.game_record()
