@@ -78,12 +78,11 @@ def run_openspiel(decisions: int, seed: int = 0) -> Optional[dict]:
                 state.apply_action(legal[int(pick() * len(legal))])
                 continue
             player = state.current_player()
-            observation = np.asarray(state.observation_tensor(player), dtype=np.float32)
-            mask = np.asarray(state.legal_actions_mask(player), dtype=np.int8)
-            legal = mask.nonzero()[0]
+            obs = {"observation": np.asarray(state.observation_tensor(player), dtype=np.float32),
+                   "action_mask": np.asarray(state.legal_actions_mask(player), dtype=np.int8)}
+            legal = obs["action_mask"].nonzero()[0]
             state.apply_action(int(legal[int(pick() * len(legal))]))
             done += 1
-            del observation
         hands += 1
     elapsed = time.perf_counter() - start
     return {"decisions": done, "seconds": elapsed, "decisions_per_s": done / elapsed,

@@ -18,11 +18,9 @@ from .rules import EPISODE_CHOICES, Rules, RulesError, make_rules
 
 RESET_OPTIONS = ("deal", "dealer", "scores", "bags")
 
-
+# Turning a legal-action bitmask into an int8 mask: 13-bit chunks looked up as bytes, joined.
 _SUIT_BYTES = [bytes((value >> bit) & 1 for bit in range(13)) for value in range(1 << 13)]
 _NO_BIDS = bytes(NUM_ACTIONS - NUM_CARDS)
-
-
 _EMPTY = bytearray()
 _INT8 = np.dtype(np.int8)
 _frombuffer = np.frombuffer  # positional dtype and a local name: measurably faster per call
@@ -90,10 +88,8 @@ class SpadesEnv(AECEnv):
         size = self.observation_layout.obs_size
         low = np.zeros(size, dtype=np.float32)
         high = np.ones(size, dtype=np.float32)
-        for name in ("sides",):
-            block = self.observation_layout.obs_blocks[name]
-            low[block.slice] = -np.inf
-            high[block.slice] = np.inf
+        scores = self.observation_layout.obs_blocks["sides"].slice  # scores are unbounded
+        low[scores], high[scores] = -np.inf, np.inf
         obs_space = spaces.Dict({
             "observation": spaces.Box(low=low, high=high, dtype=np.float32),
             "action_mask": spaces.Box(low=0, high=1, shape=(NUM_ACTIONS,), dtype=np.int8),

@@ -18,7 +18,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .cards import (FULL_DECK, NON_SPADES_MASK, NUM_CARDS, SUIT_MASKS, TWO_OF_CLUBS,
+from .cards import (NON_SPADES_MASK, NUM_CARDS, SUIT_MASKS, TWO_OF_CLUBS,
                     card_str, mask_to_cards, parse_card)
 from .rules import Rules, make_rules
 from .scoring import SideResult, bags_in_score, game_winner, leader, score_hand
@@ -200,12 +200,11 @@ class SpadesGame:
         # A uniform shuffle: sort the deck by 64-bit random keys from the seeded stdlib stream
         # (reproducible across platforms and numpy versions; ~2x faster than random.shuffle).
         deck = self._deck_bits
-        keys = np.frombuffer(self.rng.getrandbits(64 * len(deck)).to_bytes(8 * len(deck), "little"), dtype=np.uint64)
+        keys = np.frombuffer(self.rng.getrandbits(64 * len(deck)).to_bytes(8 * len(deck), "little"), dtype="<u8")
         order = keys.argsort(kind="stable").reshape(self.n, -1)
         return deck[order].sum(axis=1).tolist()
 
     def _start_hand(self, deal: Optional[list[int]] = None) -> None:
-        r = self.rules
         n = self.n
         hands = list(deal) if deal is not None else self._draw_deal()
         self.hands = hands
@@ -216,7 +215,6 @@ class SpadesGame:
         self.passed = [0] * n
         self.received = [0] * n
         self.pass_queue: list[tuple[int, int]] = []
-        self.played = [0] * n
         self.voids = [0] * n
         self.tricks_taken = [0] * n
         self.tricks_played = 0
@@ -349,6 +347,15 @@ class SpadesGame:
         n = self.n
         return [((self.trick_leader + i) % n, c) for i, c in enumerate(self.trick_cards)]
 
+    @property
+    def played(self) -> list[int]:
+        """Cards each seat has played this hand, as bitmasks."""
+        played = [0] * self.n
+        for first, cards, _ in self.tricks + [(self.trick_leader, self.trick_cards, -1)]:
+            for i, card in enumerate(cards):
+                played[(first + i) % self.n] |= 1 << card
+        return played
+
     def contract(self, side: int) -> int:
         """The side's contract so far: the sum of its members' non-nil bids."""
         bids = self.bids
@@ -374,34 +381,35 @@ class SpadesGame:
         phase = self.phase
         if phase == PHASE_PLAY:
             # Playing a card (inlined: this is the hot path of every environment).
-            bit = 1 << action
-            self.hands[seat] ^= bit
-            self.played[seat] |= bit
-            self._legal = -1
+            hands = self.hands
+            hands[seat] ^= 1 << action
             trick = self.trick_cards
             suit = action // 13
             if suit == 3:
                 self.spades_broken = True
-            if not trick:
+            if trick:
+                trick.append(action)
+                led = self.led_suit
+                if suit != led:
+                    self.voids[seat] |= 1 << led
+                win = self.win_card
+                if (action > win and suit == win // 13) or (suit == 3 and win < _SPADE_FIRST):
+                    self.win_card = action
+                    self.win_seat = seat
+                if len(trick) == self.n:
+                    self._legal = -1
+                    self._finish_trick()
+                    return
+            else:
                 trick.append(action)
                 self.trick_leader = seat
-                self.led_suit = suit
+                self.led_suit = led = suit
                 self.win_card = action
                 self.win_seat = seat
-                self.to_act = (seat + 1) % self.n
-                return
-            trick.append(action)
-            led = self.led_suit
-            if suit != led:
-                self.voids[seat] |= 1 << led
-            win = self.win_card
-            if (action > win and suit == win // 13) or (suit == 3 and win < _SPADE_FIRST):
-                self.win_card = action
-                self.win_seat = seat
-            if len(trick) < self.n:
-                self.to_act = (seat + 1) % self.n
-            else:
-                self._finish_trick()
+            # The next player follows suit if it can: its legal cards, computed while at hand.
+            self.to_act = nxt = (seat + 1) % self.n
+            follow = hands[nxt] & SUIT_MASKS[led]
+            self._legal = follow if follow else -1
         elif phase == PHASE_BIDDING:
             self._bid(seat, action - BID_ACTION_BASE, blind=False)
         elif phase == PHASE_PASSING:

@@ -4,8 +4,8 @@ The encoder keeps one *global* vector in the absolute frame (seat 0 first), upda
 after every action (a few writes per card). A seat's observation is one gather from it with a
 precomputed index: the seat's private blocks (its visible hand, the cards it passed and received)
 and every per-seat block rotated so that the observer comes first, then its left-hand opponent,
-its partner, its right-hand opponent. ``state()`` is a copy of the global vector, which also holds
-every true hand.
+its partner, its right-hand opponent. ``state()`` is a copy of the global vector followed by
+every seat's true hand (block ``true_hands`` of ``Layout.state_slices``), for centralized critics.
 
 Observation layout (``n`` seats, ``S`` sides: 2 partnerships, or ``n`` cutthroat players;
 ``T`` tricks per hand). Relative seat ``r`` is ``(seat + r) % n``; relative side ``j`` is

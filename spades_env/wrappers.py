@@ -10,32 +10,29 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 from pettingzoo.utils.env_logger import EnvLogger
 from pettingzoo.utils.wrappers import (AssertOutOfBoundsWrapper, OrderEnforcingWrapper,
                                        TerminateIllegalWrapper)
 
 
-def _forward(name: str) -> property:
+def _forward(name: str, guard_before_reset: bool = False) -> property:
+    """A property reading ``name`` straight from the unwrapped env (optionally refusing, like
+    OrderEnforcingWrapper, to be read before ``reset``)."""
     def get(self):
+        if guard_before_reset and not self._has_reset:
+            raise AttributeError(f"{name} cannot be accessed before reset")
         return getattr(self._raw, name)
     get.__name__ = name
     return property(get)
 
 
-class _FastAttributes:
-    """Direct reads of the attributes every AEC loop touches."""
+_HOT_ATTRIBUTES = ("agent_selection", "agents", "possible_agents", "rewards", "terminations",
+                   "truncations", "infos", "_cumulative_rewards", "observation_spaces", "action_spaces")
+_GUARDED_BEFORE_RESET = ("rewards", "terminations", "truncations", "infos", "agent_selection", "agents")
 
-    agent_selection = _forward("agent_selection")
-    agents = _forward("agents")
-    possible_agents = _forward("possible_agents")
-    rewards = _forward("rewards")
-    terminations = _forward("terminations")
-    truncations = _forward("truncations")
-    infos = _forward("infos")
-    _cumulative_rewards = _forward("_cumulative_rewards")
-    observation_spaces = _forward("observation_spaces")
-    action_spaces = _forward("action_spaces")
+
+class _FastAttributes:
+    """Direct reads of the attributes every AEC loop touches (set below from _HOT_ATTRIBUTES)."""
 
     def observation_space(self, agent):
         return self._raw.observation_spaces[agent]
@@ -117,28 +114,9 @@ def _order_enforcing_iter(wrapper, max_iter: int):
 
 
 class FastOrderEnforcingWrapper(_FastAttributes, OrderEnforcingWrapper):
-    _GUARDED = frozenset({"rewards", "terminations", "truncations", "infos", "agent_selection",
-                          "num_agents", "agents"})
-
     def __init__(self, env) -> None:
         OrderEnforcingWrapper.__init__(self, env)
         self._raw = env.unwrapped
-
-    def _guard(name: str) -> property:  # noqa: N805 - helper used at class creation
-        def get(self):
-            if not self._has_reset:
-                raise AttributeError(f"{name} cannot be accessed before reset")
-            return getattr(self._raw, name)
-        get.__name__ = name
-        return property(get)
-
-    agent_selection = _guard("agent_selection")
-    agents = _guard("agents")
-    rewards = _guard("rewards")
-    terminations = _guard("terminations")
-    truncations = _guard("truncations")
-    infos = _guard("infos")
-    del _guard
 
     def observe(self, agent):
         if not self._has_reset:
@@ -168,6 +146,13 @@ class FastOrderEnforcingWrapper(_FastAttributes, OrderEnforcingWrapper):
         observation = self.observe(agent) if observe else None
         return (observation, raw._cumulative_rewards[agent], raw.terminations[agent],
                 raw.truncations[agent], raw.infos[agent])
+
+
+for _name in _HOT_ATTRIBUTES:
+    setattr(_FastAttributes, _name, _forward(_name))
+for _name in _GUARDED_BEFORE_RESET:
+    setattr(FastOrderEnforcingWrapper, _name, _forward(_name, guard_before_reset=True))
+del _name
 
 
 def wrap(raw_env, illegal_reward: float = -1.0):
