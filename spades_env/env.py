@@ -88,8 +88,9 @@ class SpadesEnv(AECEnv):
         size = self.observation_layout.obs_size
         low = np.zeros(size, dtype=np.float32)
         high = np.ones(size, dtype=np.float32)
-        scores = self.observation_layout.obs_blocks["sides"].slice  # scores are unbounded
-        low[scores], high[scores] = -np.inf, np.inf
+        for unbounded in ("sides", "game"):  # scores and the rules' constants
+            block = self.observation_layout.obs_blocks[unbounded].slice
+            low[block], high[block] = -np.inf, np.inf
         obs_space = spaces.Dict({
             "observation": spaces.Box(low=low, high=high, dtype=np.float32),
             "action_mask": spaces.Box(low=0, high=1, shape=(NUM_ACTIONS,), dtype=np.int8),

@@ -32,13 +32,16 @@ sides              S x 7       per relative side: score / target, bags / bag_lim
                                (target - score) / target, (score - mercy) / target (0 without
                                mercy), may bid blind nil, tricks counted toward the contract / T,
                                contract (sum of non-nil bids) / T
-hand_progress      1           hands played / max_hands (0 without a limit)
+game               5           target_score / 1000, mercy_score / 1000 (0 without mercy), 1 if
+                               there is a mercy score, bag_limit / 100, hands played / max_hands
+                               (0 without a limit)
 =================  ==========  ==============================================================
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -85,7 +88,7 @@ class Layout:
             ("voids", "seat", 4),
             ("spades_broken", "shared", 1),
             ("sides", "side", SIDE_SLOTS),
-            ("hand_progress", "shared", 1),
+            ("game", "shared", 5),
         ]
         self.global_blocks: dict[str, Block] = {}
         self.obs_blocks: dict[str, Block] = {}
@@ -189,7 +192,7 @@ class ObservationEncoder:
         self.o_voids = g["voids"].offset
         self.o_broken = g["spades_broken"].offset
         self.o_sides = g["sides"].offset
-        self.o_progress = g["hand_progress"].offset
+        self.o_game = g["game"].offset
         self.trick_block = slice(self.o_trick, self.o_trick + g["current_trick"].size)
         self._nil_tricks_count = rules.nil_tricks_count_for_partner
         self._counted = [0] * rules.num_sides   # tricks counting toward each side's contract
@@ -278,7 +281,12 @@ class ObservationEncoder:
             buf[base + 5] = self._counted[side] / T
             buf[base + 6] = game.contract(side) / T
         hands_done = game.hand_number - (0 if game.phase >= PHASE_HAND_OVER else 1)
-        buf[self.o_progress] = hands_done / r.max_hands if r.max_hands else 0.0
+        o = self.o_game
+        buf[o] = r.target_score / 1000.0
+        buf[o + 1] = r.mercy_score / 1000.0 if r.mercy_score is not None else 0.0
+        buf[o + 2] = float(r.mercy_score is not None)
+        buf[o + 3] = r.bag_limit / 100.0
+        buf[o + 4] = hands_done / r.max_hands if r.max_hands else 0.0
 
     @staticmethod
     def _counted_tricks(game: SpadesGame, side: int) -> int:
@@ -352,3 +360,107 @@ class ObservationEncoder:
         if game.phase == PHASE_PLAY:
             buf[self.o_leader:self.o_leader + n] = 0.0
             buf[self.o_leader + game.to_act] = 1.0
+
+
+# ---------------------------------------------------------------------- reading observations
+@dataclass(frozen=True)
+class ObservationView:
+    """One observation read back into plain values. Seats and sides are relative to the observer
+    (0 = itself, 1 = its left-hand opponent, 2 = its partner, 3 = its right-hand opponent; side 0
+    is its own). Cards are ids 0..51."""
+
+    players: int
+    partnerships: bool
+    hand: list[int]                      # own cards (empty before looking at them)
+    phase: int                           # spades_env.game.PHASE_* (PHASE_NAMES[phase] names it)
+    dealer: int
+    to_act: Optional[int]                # None once the episode is over
+    bids: list[Optional[int]]            # None: not bid yet; 0: nil
+    blind: list[bool]                    # the bid was blind nil
+    passed: list[int]
+    received: list[int]
+    tricks_taken: list[int]
+    trick_leader: Optional[int]          # None outside the play phase
+    current_trick: list[tuple[int, int]]  # (relative seat, card) in play order
+    played: list[list[int]]              # every card each seat played this hand
+    voids: list[set[int]]                # suits each seat is known to be void in
+    spades_broken: bool
+    scores: list[int]                    # per relative side, in points
+    bags: list[int]
+    may_bid_blind_nil: list[bool]        # per relative side
+    target_score: int
+    mercy_score: Optional[int]
+
+    @property
+    def tricks_played(self) -> int:
+        return sum(self.tricks_taken)
+
+    def partner_bid(self) -> Optional[int]:
+        return self.bids[2] if self.partnerships else None
+
+
+def layout_for_size(size: int) -> Layout:
+    """The layout of an observation vector from its length (partnerships: 742, four-player
+    cutthroat: 756, three players: 621)."""
+    from .rules import make_rules
+
+    for rules in (make_rules("standard"), make_rules("cutthroat"), make_rules("cutthroat", players=3)):
+        layout = layout_for(rules)
+        if layout.obs_size == size:
+            return layout
+    raise ValueError(f"no observation layout has {size} values (expected 742, 756 or 621)")
+
+
+def _cards(row: np.ndarray) -> list[int]:
+    return [int(c) for c in np.flatnonzero(row > 0.5)]
+
+
+def decode_observation(observation: np.ndarray, layout: Optional[Layout] = None) -> ObservationView:
+    """Read an observation vector (``obs["observation"]``) back into an :class:`ObservationView`."""
+    observation = np.asarray(observation)
+    if layout is None:
+        layout = layout_for_size(observation.shape[-1])
+    f = layout.split(observation)
+    n = layout.n
+
+    def one_hot(row: np.ndarray) -> Optional[int]:
+        hits = np.flatnonzero(row > 0.5)
+        return int(hits[0]) if len(hits) else None
+
+    game = f["game"]
+    target = int(round(float(game[0]) * 1000.0))
+    mercy = int(round(float(game[1]) * 1000.0)) if game[2] > 0.5 else None
+    bag_limit = int(round(float(game[3]) * 100.0))
+    bids = [one_hot(row[:14]) for row in f["bids"]]
+    leader = one_hot(f["trick_leader"])
+    trick_cards = {r: c for r in range(n) for c in _cards(f["current_trick"][r])}
+    current = []
+    if leader is not None:
+        for i in range(n):
+            seat = (leader + i) % n
+            if seat in trick_cards:
+                current.append((seat, trick_cards[seat]))
+    sides = f["sides"]
+    return ObservationView(
+        players=n,
+        partnerships=layout.num_sides == 2,
+        hand=_cards(f["hand"]),
+        phase=one_hot(f["phase"]),
+        dealer=one_hot(f["dealer"]),
+        to_act=one_hot(f["to_act"]),
+        bids=bids,
+        blind=[bool(row[14] > 0.5) for row in f["bids"]],
+        passed=_cards(f["passed"]),
+        received=_cards(f["received"]),
+        tricks_taken=[one_hot(row) or 0 for row in f["tricks_taken"]],
+        trick_leader=leader,
+        current_trick=current,
+        played=[_cards(row) for row in f["played"]],
+        voids=[{int(s) for s in np.flatnonzero(row > 0.5)} for row in f["voids"]],
+        spades_broken=bool(f["spades_broken"][0] > 0.5),
+        scores=[int(round(float(row[0]) * target)) for row in sides],
+        bags=[int(round(float(row[1]) * bag_limit)) for row in sides],
+        may_bid_blind_nil=[bool(row[4] > 0.5) for row in sides],
+        target_score=target,
+        mercy_score=mercy,
+    )
