@@ -4,7 +4,7 @@ from . import spades_v0
 from .cards import card_str, format_hand, parse_card
 from .game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, NUM_ACTIONS, DealError,
                    IllegalActionError, ResetOptionError, SpadesGame, action_str)
-from .observation import Layout, ObservationView, decode_observation, layout_for
+from .observation import Layout, ObservationView, decode_observation, layout_for, view_from_game
 from .record import ReplayError, iter_replay, load_record, replay, save_record
 from .rewards import REWARD_SCHEMES, RewardError
 from .rules import PRESET_NAMES, PRESETS, Rules, RulesError, make_rules
@@ -16,7 +16,7 @@ __all__ = [
     "spades_v0", "SpadesGame", "Rules", "make_rules", "PRESETS", "PRESET_NAMES", "RulesError",
     "IllegalActionError", "DealError", "ResetOptionError", "RewardError", "ReplayError", "REWARD_SCHEMES",
     "replay", "iter_replay", "save_record", "load_record", "Layout", "layout_for",
-    "decode_observation", "ObservationView",
+    "decode_observation", "ObservationView", "view_from_game",
     "card_str", "parse_card", "format_hand", "action_str",
     "NUM_ACTIONS", "BID_ACTION_BASE", "BLIND_NIL_ACTION", "LOOK_ACTION", "SpadesSingleAgentEnv",
 ]

@@ -464,3 +464,45 @@ def decode_observation(observation: np.ndarray, layout: Optional[Layout] = None)
         target_score=target,
         mercy_score=mercy,
     )
+
+
+def view_from_game(game: SpadesGame, seat: int) -> ObservationView:
+    """What ``seat`` may know, straight from the engine (no encoding): equal to
+    ``decode_observation`` of that seat's observation, and much cheaper (for search rollouts)."""
+    from .cards import mask_to_cards
+
+    r = game.rules
+    n = game.n
+    rel = [(seat + k) % n for k in range(n)]
+    sides = game.num_sides
+    own = game.side_of[seat]
+    side_order = [(own + j) % sides for j in range(sides)]
+    in_play = game.phase == PHASE_PLAY
+    done = game.phase >= PHASE_HAND_OVER
+    trick_leader = None
+    if in_play:
+        trick_leader = (game.trick_leader if game.trick_cards else game.to_act)
+    played = game.played
+    return ObservationView(
+        players=n,
+        partnerships=r.partnerships,
+        hand=mask_to_cards(game.hands[seat]) if game.looked[seat] else [],
+        phase=game.phase,
+        dealer=(game.dealer - seat) % n,
+        to_act=None if done else (game.to_act - seat) % n,
+        bids=[game.bids[s] if game.bids[s] >= 0 else None for s in rel],
+        blind=[game.blind[s] for s in rel],
+        passed=mask_to_cards(game.passed[seat]),
+        received=mask_to_cards(game.received[seat]),
+        tricks_taken=[game.tricks_taken[s] for s in rel],
+        trick_leader=None if trick_leader is None else (trick_leader - seat) % n,
+        current_trick=[((s - seat) % n, c) for s, c in game.current_trick],
+        played=[mask_to_cards(played[s]) for s in rel],
+        voids=[{x for x in range(4) if game.voids[s] >> x & 1} for s in rel],
+        spades_broken=game.spades_broken,
+        scores=[game.scores[s] for s in side_order],
+        bags=[game.bags[s] for s in side_order],
+        may_bid_blind_nil=[game._side_may_bid_blind(s) for s in side_order],
+        target_score=r.target_score,
+        mercy_score=r.mercy_score,
+    )

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from spades_env import decode_observation, spades_v0
+from spades_env import decode_observation, spades_v0, view_from_game
 from spades_env.cards import mask_to_cards
 from spades_env.game import PHASE_PLAY
 
@@ -30,6 +30,7 @@ def test_decode_matches_the_game(kwargs):
             n = game.n
             for viewer in range(n):
                 view = decode_observation(env.observe(f"player_{viewer}")["observation"])
+                assert view_from_game(game, viewer) == view
                 rel = [(viewer + r) % n for r in range(n)]
                 assert view.players == n
                 assert view.hand == (mask_to_cards(game.hands[viewer]) if game.looked[viewer] else [])

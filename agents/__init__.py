@@ -1,0 +1,10 @@
+"""Spades agents behind one registry: ``agents.make(name, **options)``.
+
+    import agents
+    bot = agents.make("random", seed=0)
+    action = bot.act(obs, info)        # exactly what env.last() gave this seat
+"""
+
+from .base import Agent, RandomAgent, available, legal_actions, make, register
+
+__all__ = ["Agent", "RandomAgent", "available", "legal_actions", "make", "register"]

@@ -1,0 +1,91 @@
+"""The agent protocol and the registry behind ``agents.make``.
+
+An agent acts from exactly what ``env.last()`` hands its own seat::
+
+    action = agent.act(obs, info)     # obs = {"observation": float32[...], "action_mask": int8[68]}
+
+and nothing else: no access to the env, the engine or other seats. Agents are deterministic
+given their seed (the same sequence of observations gives the same actions).
+"""
+
+from __future__ import annotations
+
+import difflib
+import random
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+
+class Agent:
+    """Base class. Subclasses implement :meth:`act`; :meth:`reset` is called between episodes."""
+
+    name = "agent"
+
+    def __init__(self, seed: Optional[int] = None) -> None:
+        self.seed = seed
+        self.rng = random.Random(seed)
+
+    def act(self, obs: dict, info: Optional[dict] = None) -> int:
+        raise NotImplementedError
+
+    def reset(self, seed: Optional[int] = None) -> None:
+        """Start a new episode; a seed restarts the agent's random stream."""
+        if seed is not None:
+            self.seed = seed
+            self.rng = random.Random(seed)
+
+    def __call__(self, obs: dict, info: Optional[dict] = None) -> int:
+        return self.act(obs, info)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(seed={self.seed!r})"
+
+
+def legal_actions(obs: dict) -> list[int]:
+    """The legal action ids in an observation's mask."""
+    return [int(a) for a in np.flatnonzero(obs["action_mask"])]
+
+
+class RandomAgent(Agent):
+    """Uniformly random among the legal actions."""
+
+    name = "random"
+
+    def act(self, obs: dict, info: Optional[dict] = None) -> int:
+        legal = np.flatnonzero(obs["action_mask"])
+        if len(legal) == 0:
+            raise ValueError("RandomAgent.act: the action mask is empty (is it this agent's turn?)")
+        return int(legal[self.rng.randrange(len(legal))])
+
+
+_REGISTRY: dict[str, Callable[..., Agent]] = {}
+
+
+def register(name: str, factory: Optional[Callable[..., Agent]] = None):
+    """Register an agent factory under ``name`` (usable as a decorator)."""
+    def add(f: Callable[..., Agent]) -> Callable[..., Agent]:
+        _REGISTRY[name] = f
+        return f
+    return add(factory) if factory is not None else add
+
+
+def available() -> list[str]:
+    """Names ``make`` accepts."""
+    return sorted(_REGISTRY)
+
+
+def make(name: str, **options: Any) -> Agent:
+    """Build a registered agent: ``agents.make("heuristic", seed=0)``."""
+    factory = _REGISTRY.get(name)
+    if factory is None:
+        close = difflib.get_close_matches(str(name), list(_REGISTRY), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"unknown agent {name!r}{hint}; available: {', '.join(available())}")
+    try:
+        return factory(**options)
+    except TypeError as exc:
+        raise TypeError(f"agents.make({name!r}): bad options {sorted(options)}: {exc}") from None
+
+
+register("random", RandomAgent)
