@@ -1,0 +1,802 @@
+"""The batched engine: many Spades tables stepped at once as fixed-shape torch tensors.
+
+``SpadesVectorEnv`` runs ``num_envs`` independent games with no Python loop over tables (the
+pgx approach, in PyTorch so that the policy and the engine share one device). Every table always
+has exactly one player to act; ``step(actions)`` takes one action per table and returns, for
+each table, the observation and action mask of the player to act next (the same encoding as
+the AEC env, value for value), the rewards of all four seats, and which tables finished. A
+finished table starts a new game by itself; its final rewards and scores are still reported.
+
+Hands, played cards and passed cards are int64 bitboards along the batch; all rules are applied
+with ``torch.where`` so one code path serves every phase (blind-nil decision, bidding, passing,
+play, scoring, the next hand, the next game). It runs unchanged on CPU and GPU, in eager mode or
+under ``torch.compile`` (``compile=True``).
+
+Supported: every partnership preset (standard, basic, tournament, openspiel) and their variants,
+with nil, blind nil and the card passing it brings, bags, the end of the game. Not supported:
+cutthroat and three players (refused with a clear error).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, Optional
+
+import torch
+
+from .game import (NUM_ACTIONS, PHASE_BIDDING, PHASE_BLIND_DECISION, PHASE_HAND_OVER, PHASE_PASSING,
+                   PHASE_PLAY, parse_deal)
+from .observation import BID_SLOTS, SIDE_SLOTS, layout_for
+from .rewards import RewardScheme
+from .rules import Rules, RulesError, make_rules
+
+I64 = torch.int64
+F32 = torch.float32
+F64 = torch.float64
+NUM_SEATS = 4
+SEATS = range(NUM_SEATS)
+
+
+class VectorEnvError(ValueError):
+    """A rule set, option or action the batched engine cannot take."""
+
+
+@dataclass
+class VecState:
+    """Every table's state; each field has the batch as its first dimension."""
+
+    hands: torch.Tensor          # (B, 4) bitboards of the cards each seat holds
+    deal: torch.Tensor           # (B, 4) the hand's deal (before passing)
+    phase: torch.Tensor          # (B,) PHASE_*
+    to_act: torch.Tensor         # (B,)
+    dealer: torch.Tensor         # (B,)
+    bids: torch.Tensor           # (B, 4) -1 before bidding, 0 nil
+    blind: torch.Tensor          # (B, 4) 1 for blind nil
+    looked: torch.Tensor         # (B, 4) 1 once the seat has seen its cards
+    passed: torch.Tensor         # (B, 4) bitboards
+    received: torch.Tensor       # (B, 4) bitboards
+    pass_from: torch.Tensor      # (B, Q) the passing order
+    pass_to: torch.Tensor        # (B, Q)
+    pass_len: torch.Tensor       # (B,)
+    pass_pos: torch.Tensor       # (B,)
+    trick: torch.Tensor          # (B, 4) card each seat played to the current trick, -1 none
+    trick_len: torch.Tensor      # (B,)
+    leader: torch.Tensor         # (B,) leader of the current trick
+    led_suit: torch.Tensor       # (B,)
+    win_card: torch.Tensor       # (B,)
+    win_seat: torch.Tensor       # (B,)
+    tricks_taken: torch.Tensor   # (B, 4)
+    tricks_played: torch.Tensor  # (B,)
+    played: torch.Tensor         # (B, 4) bitboards
+    voids: torch.Tensor          # (B, 4) 4-bit suit sets
+    broken: torch.Tensor         # (B,) spades broken
+    scores: torch.Tensor         # (B, 2)
+    bags: torch.Tensor           # (B, 2)
+    hand_number: torch.Tensor    # (B,) hands started in this game
+    deal_index: torch.Tensor     # (B,) next entry of the table's deal queue
+    potential: torch.Tensor      # (B, 2) shaping potential (points)
+
+    def clone(self) -> "VecState":
+        return VecState(**{f.name: getattr(self, f.name).clone() for f in fields(self)})
+
+    def replace(self, **changes: torch.Tensor) -> "VecState":
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update(changes)
+        return VecState(**values)
+
+
+def _bits_to_bytes_table(device: torch.device) -> torch.Tensor:
+    """(256, 8) uint8: the bits of every byte, least significant first."""
+    values = torch.arange(256, dtype=torch.int32)
+    return ((values[:, None] >> torch.arange(8, dtype=torch.int32)) & 1).to(torch.uint8).to(device)
+
+
+class SpadesVectorEnv:
+    """``num_envs`` Spades tables stepped together.
+
+    Args:
+        num_envs: number of tables (the batch size).
+        rules: a partnership rule set (preset name, YAML path, mapping or ``Rules``); keyword
+            overrides of single rules go in ``rule_overrides``.
+        reward, reward_scale, win_bonus, shaping: as in the AEC env (:mod:`spades_env.rewards`).
+        episode: ``"game"`` or ``"hand"`` (default: the rules').
+        device: where the tensors live (``"cpu"``, ``"cuda"``...).
+        seed: seeds the deals and the first dealers (reproducible on a given device).
+        compile: run the step under ``torch.compile`` (faster for large batches after a warm-up).
+        check_actions: verify every action against the mask (a clear error names the tables).
+    """
+
+    def __init__(self, num_envs: int, rules: Rules | str | dict | None = "standard",
+                 reward: str = "team_score", episode: Optional[str] = None, device: str | torch.device = "cpu",
+                 seed: Optional[int] = None, reward_scale: float = 0.01, win_bonus: float = 0.0,
+                 shaping: float = 0.0, compile: bool = False, check_actions: bool = True,
+                 deal_pool_size: Optional[int] = None, **rule_overrides: Any) -> None:
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
+            raise VectorEnvError(f"num_envs={num_envs!r}: expected a positive integer")
+        self.rules = r = make_rules(rules, **rule_overrides)
+        if not r.partnerships or r.players != 4:
+            raise VectorEnvError(f"the batched engine runs four-player partnership games; rules {r.name!r} "
+                                 f"have players={r.players}, partnerships={r.partnerships} (use the AEC env)")
+        self.episode = r.episode if episode is None else episode
+        if self.episode not in ("game", "hand"):
+            raise RulesError(f"episode={self.episode!r}: expected 'game' or 'hand'")
+        self.reward_scheme = RewardScheme(r, reward, reward_scale, win_bonus, shaping)
+        self.num_envs = B = num_envs
+        self.device = torch.device(device)
+        self.check_actions = check_actions
+        self.layout = layout_for(r)
+        self.obs_size = self.layout.obs_size
+        dev = self.device
+        self._generator = torch.Generator(device=dev)
+        self._generator.manual_seed(seed if seed is not None else torch.seed() % (2 ** 62))
+        self._seed = seed
+        self._byte_bits = _bits_to_bytes_table(dev)
+        self._suit_masks = torch.tensor([((1 << 13) - 1) << (13 * s) for s in range(4)], dtype=I64, device=dev)
+        self._seat_range = torch.arange(NUM_SEATS, dtype=I64, device=dev)
+        self._bid_range = torch.arange(14, dtype=I64, device=dev)
+        self._pass_slots = 8 * max(r.blind_nil_pass, 1)
+        self._deal_pool_size = deal_pool_size or max(4 * B, 1024)
+        self._deal_pool = torch.empty(0, NUM_SEATS, dtype=I64, device=dev)
+        self._deal_pool_next = 0
+        self._deal_queue = torch.zeros(B, 0, NUM_SEATS, dtype=I64, device=dev)
+        self._start_scores = torch.zeros(B, 2, dtype=I64, device=dev)
+        self._start_bags = torch.zeros(B, 2, dtype=I64, device=dev)
+        self._fixed_start_dealer: Optional[torch.Tensor] = None
+        self._step_fn = torch.compile(self._step_impl, dynamic=False) if compile else self._step_impl
+        self.state: Optional[VecState] = None
+
+    # ------------------------------------------------------------------ deals
+    def _draw_deals(self, count: int) -> torch.Tensor:
+        """``count`` uniformly random deals as (count, 4) bitboards."""
+        keys = torch.rand(count, 52, generator=self._generator, device=self.device)
+        order = keys.argsort(dim=1)
+        bits = torch.ones_like(order) << order
+        return bits.view(count, NUM_SEATS, 13).sum(dim=2)
+
+    def _take_deals(self, need: torch.Tensor, deal_index: torch.Tensor) -> torch.Tensor:
+        """Deals for the tables in ``need``: the table's queue first, then the seeded pool."""
+        B = self.num_envs
+        count = int(need.sum()) if need.dtype == torch.bool else int(need.sum())
+        deals = torch.zeros(B, NUM_SEATS, dtype=I64, device=self.device)
+        if count == 0:
+            return deals
+        if self._deal_pool.shape[0] - self._deal_pool_next < count:
+            fresh = self._draw_deals(max(self._deal_pool_size, count))
+            self._deal_pool = torch.cat([self._deal_pool[self._deal_pool_next:], fresh])
+            self._deal_pool_next = 0
+        need_b = need.bool()
+        rank = torch.cumsum(need_b.to(I64), 0) - 1
+        pooled = self._deal_pool[(self._deal_pool_next + rank).clamp(min=0)]
+        self._deal_pool_next += count
+        queue_len = self._deal_queue.shape[1]
+        if queue_len:
+            from_queue = deal_index < queue_len
+            queued = self._deal_queue[torch.arange(B, device=self.device), deal_index.clamp(max=queue_len - 1)]
+            pooled = torch.where(from_queue[:, None], queued, pooled)
+        return torch.where(need_b[:, None], pooled, deals)
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, seed: Optional[int] = None, deals: Any = None, dealer: Any = None,
+              scores: Any = None, bags: Any = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Start a new game at every table; returns ``(observation, action_mask)``.
+
+        ``deals``: per table a sequence of hands' deals in the AEC env's format (four lists of 13
+        cards, ids or strings), either one deal per table (B x 4 x 13) or several hands per table
+        (B x H x 4 x 13); tables use them in order, then seeded deals. ``dealer``: the first
+        dealer (an int or one per table). ``scores``/``bags``: starting values per partnership
+        (a pair, or one pair per table).
+        """
+        B, dev, r = self.num_envs, self.device, self.rules
+        if seed is not None:
+            self._generator.manual_seed(seed)
+            self._deal_pool = self._deal_pool[:0]
+            self._deal_pool_next = 0
+        self._deal_queue = self._parse_deals(deals) if deals is not None else torch.zeros(B, 0, NUM_SEATS, dtype=I64, device=dev)
+        self._start_scores = self._per_table_pair("scores", scores)
+        self._start_bags = self._per_table_pair("bags", bags)
+        if r.bags_from_score_digit:
+            digit = torch.fmod(self._start_scores, 10)
+            if bags is not None and not torch.equal(digit, self._start_bags):
+                raise VectorEnvError("bags: under bags_from_score_digit the bags are the scores' last digits")
+            self._start_bags = digit
+        elif bool(((self._start_bags < 0) | (self._start_bags >= r.bag_limit)).any()):
+            raise VectorEnvError(f"bags must be 0..{r.bag_limit - 1}")
+        if dealer is not None:
+            d = torch.as_tensor(dealer, dtype=I64, device=dev).expand(B).clone()
+            if bool(((d < 0) | (d > 3)).any()):
+                raise VectorEnvError(f"dealer={dealer!r}: expected seats 0..3")
+            if r.fixed_dealer is not None and bool((d != r.fixed_dealer).any()):
+                raise VectorEnvError(f"dealer: the {r.name} rules fix the dealer at seat {r.fixed_dealer}")
+            self._fixed_start_dealer = d
+        else:
+            self._fixed_start_dealer = None
+        everyone = torch.ones(B, dtype=torch.bool, device=dev)
+        self.state = self._new_games(self._empty_state(), everyone)
+        obs, self._mask = self.observe()
+        return obs, self._mask
+
+    def _per_table_pair(self, name: str, value: Any) -> torch.Tensor:
+        B, dev = self.num_envs, self.device
+        if value is None:
+            return torch.zeros(B, 2, dtype=I64, device=dev)
+        t = torch.as_tensor(value, device=dev)
+        if t.dtype.is_floating_point or t.dtype == torch.bool:
+            raise VectorEnvError(f"{name}: expected integers per partnership, got {t.dtype}")
+        t = t.to(I64)
+        if t.shape == (2,):
+            t = t.expand(B, 2)
+        if t.shape != (B, 2):
+            raise VectorEnvError(f"{name}: expected a pair or one pair per table ({B}, 2), got shape {tuple(t.shape)}")
+        return t.clone()
+
+    def _parse_deals(self, deals: Any) -> torch.Tensor:
+        """(B, H, 4) bitboards from the AEC env's deal format (or bitboards already)."""
+        B, dev = self.num_envs, self.device
+        if isinstance(deals, torch.Tensor) and deals.dtype == I64 and deals.dim() in (2, 3) and deals.shape[-1] == 4:
+            t = deals.to(dev)
+            return (t[:, None] if t.dim() == 2 else t).clone()
+        deals = list(deals)
+        if len(deals) != B:
+            raise VectorEnvError(f"deals: expected one entry per table ({B}), got {len(deals)}")
+        per_table = []
+        for b, entry in enumerate(deals):
+            hands_seq = entry if _is_hand_sequence(entry) else [entry]
+            try:
+                per_table.append([parse_deal(d, self.rules) for d in hands_seq])
+            except ValueError as exc:
+                raise VectorEnvError(f"deals: table {b}: {exc}") from None
+        depth = max(len(p) for p in per_table)
+        if any(len(p) != depth for p in per_table):
+            raise VectorEnvError("deals: every table needs the same number of hands")
+        return torch.tensor(per_table, dtype=I64, device=dev)
+
+    def _empty_state(self) -> VecState:
+        B, dev = self.num_envs, self.device
+        z = lambda *shape: torch.zeros(*shape, dtype=I64, device=dev)  # noqa: E731
+        Q = self._pass_slots
+        return VecState(hands=z(B, 4), deal=z(B, 4), phase=z(B), to_act=z(B), dealer=z(B), bids=z(B, 4) - 1,
+                        blind=z(B, 4), looked=z(B, 4), passed=z(B, 4), received=z(B, 4), pass_from=z(B, Q),
+                        pass_to=z(B, Q), pass_len=z(B), pass_pos=z(B), trick=z(B, 4) - 1, trick_len=z(B),
+                        leader=z(B), led_suit=z(B), win_card=z(B), win_seat=z(B), tricks_taken=z(B, 4),
+                        tricks_played=z(B), played=z(B, 4), voids=z(B, 4), broken=z(B), scores=z(B, 2),
+                        bags=z(B, 2), hand_number=z(B), deal_index=z(B),
+                        potential=torch.zeros(B, 2, dtype=F64, device=dev))
+
+    def _new_games(self, s: VecState, which: torch.Tensor) -> VecState:
+        """Start a new game at the tables in ``which`` (scores, dealer, first hand)."""
+        r = self.rules
+        w = which
+        w2 = w[:, None]
+        if r.fixed_dealer is not None:
+            first_dealer = torch.full_like(s.dealer, r.fixed_dealer)
+        elif self._fixed_start_dealer is not None:
+            first_dealer = self._fixed_start_dealer
+        else:
+            first_dealer = torch.randint(0, 4, s.dealer.shape, generator=self._generator, device=self.device)
+        s = s.replace(scores=torch.where(w2, self._start_scores, s.scores),
+                      bags=torch.where(w2, self._start_bags, s.bags),
+                      hand_number=torch.where(w, torch.zeros_like(s.hand_number), s.hand_number),
+                      dealer=torch.where(w, first_dealer, s.dealer))
+        return self._new_hands(s, w)
+
+    def _new_hands(self, s: VecState, which: torch.Tensor) -> VecState:
+        """Deal a new hand at the tables in ``which`` (the dealer is already set)."""
+        w = which
+        w2 = w[:, None]
+        deals = self._take_deals(w, s.deal_index)
+        zeros4 = torch.zeros_like(s.bids)
+        may_blind = self._side_may_blind(s.scores)                      # (B, 2)
+        looked = 1 - may_blind.repeat(1, 2)                              # seats 0,1,2,3 -> sides 0,1,0,1
+        leader0 = (s.dealer + 1) % 4
+        s = s.replace(
+            hands=torch.where(w2, deals, s.hands), deal=torch.where(w2, deals, s.deal),
+            bids=torch.where(w2, zeros4 - 1, s.bids), blind=torch.where(w2, zeros4, s.blind),
+            looked=torch.where(w2, looked, s.looked), passed=torch.where(w2, zeros4, s.passed),
+            received=torch.where(w2, zeros4, s.received),
+            pass_len=torch.where(w, torch.zeros_like(s.pass_len), s.pass_len),
+            pass_pos=torch.where(w, torch.zeros_like(s.pass_pos), s.pass_pos),
+            trick=torch.where(w2, zeros4 - 1, s.trick), trick_len=torch.where(w, torch.zeros_like(s.trick_len), s.trick_len),
+            tricks_taken=torch.where(w2, zeros4, s.tricks_taken),
+            tricks_played=torch.where(w, torch.zeros_like(s.tricks_played), s.tricks_played),
+            played=torch.where(w2, zeros4, s.played), voids=torch.where(w2, zeros4, s.voids),
+            broken=torch.where(w, torch.zeros_like(s.broken), s.broken),
+            hand_number=s.hand_number + w.to(I64), deal_index=s.deal_index + w.to(I64),
+            to_act=torch.where(w, leader0, s.to_act), leader=torch.where(w, leader0, s.leader),
+            potential=torch.where(w2, torch.zeros_like(s.potential), s.potential),
+            phase=torch.where(w, torch.full_like(s.phase, PHASE_BIDDING), s.phase))
+        return self._begin_bidding_turn(s, w)
+
+    # ------------------------------------------------------------------ rule helpers
+    def _side_may_blind(self, scores: torch.Tensor) -> torch.Tensor:
+        """(B, 2) 1 where the side may bid blind nil (trails by at least the deficit)."""
+        r = self.rules
+        if not r.blind_nil:
+            return torch.zeros_like(scores)
+        deficit = scores.flip(1) - scores
+        return (deficit >= r.blind_nil_min_deficit).to(I64)
+
+    def _legal_bids(self, s: VecState, seat: torch.Tensor) -> torch.Tensor:
+        """(B, 14) 1 for the bids (0 = nil .. 13) ``seat`` may make."""
+        r = self.rules
+        b = self._bid_range[None, :]
+        partner_bid = s.bids.gather(1, ((seat + 2) % 4)[:, None])[:, 0]
+        has_partner = partner_bid >= 0
+        low = torch.full_like(seat, 1)
+        high = torch.full_like(seat, 13)
+        nil_ok = torch.full_like(seat, int(r.nil))
+        if r.min_team_bid:
+            low = torch.where(has_partner, torch.clamp(r.min_team_bid - partner_bid, min=1), low)
+            nil_ok = nil_ok * (~has_partner | (partner_bid >= r.min_team_bid)).to(I64)
+        if r.max_team_bid is not None:
+            high = torch.where(has_partner, torch.clamp(r.max_team_bid - partner_bid, max=13),
+                               torch.full_like(seat, min(13, r.max_team_bid - (0 if r.nil else 1))))
+        legal = ((b >= low[:, None]) & (b <= high[:, None]) & (b >= 1)).to(I64)
+        legal[:, 0] = nil_ok
+        if not r.bids_may_total_13:
+            others = torch.where(self._seat_range[None, :] == seat[:, None], 0, s.bids.clamp(min=0)).sum(1)
+            forbidden = 13 - others
+            is_dealer = seat == s.dealer
+            hit = ((b == forbidden[:, None]) & is_dealer[:, None] & (forbidden[:, None] >= 0)).to(I64)
+            without = legal * (1 - hit)
+            keep = (without.sum(1) > 0)[:, None]
+            legal = torch.where(keep, without, legal)
+        return legal
+
+    def _begin_bidding_turn(self, s: VecState, where: torch.Tensor) -> VecState:
+        """At ``to_act``'s bidding turn: offer blind nil, or show its cards (tables in ``where``)."""
+        seat = s.to_act
+        looked_now = s.looked.gather(1, seat[:, None])[:, 0]
+        side_may = self._side_may_blind(s.scores).gather(1, (seat % 2)[:, None])[:, 0]
+        nil_legal = self._legal_bids(s, seat)[:, 0]
+        offer = where & (looked_now == 0) & (side_may == 1) & (nil_legal == 1)
+        show = where & (looked_now == 0) & ~offer
+        seat_oh = self._seat_range[None, :] == seat[:, None]
+        looked = torch.where(show[:, None] & seat_oh, torch.ones_like(s.looked), s.looked)
+        phase = torch.where(offer, torch.full_like(s.phase, PHASE_BLIND_DECISION),
+                            torch.where(where, torch.full_like(s.phase, PHASE_BIDDING), s.phase))
+        return s.replace(looked=looked, phase=phase)
+
+    # ------------------------------------------------------------------ legal actions
+    def legal_mask(self, s: Optional[VecState] = None) -> torch.Tensor:
+        """(B, 68) bool: the legal actions of the player to act at every table."""
+        s = self.state if s is None else s
+        cards = self._legal_cards(s)
+        mask = torch.zeros(self.num_envs, NUM_ACTIONS, dtype=torch.bool, device=self.device)
+        mask[:, :52] = self._unpack(cards[:, None])[:, 0].bool()
+        bids = self._legal_bids(s, s.to_act)
+        in_bidding = (s.phase == PHASE_BIDDING)[:, None]
+        mask[:, 52:66] = (bids == 1) & in_bidding
+        in_blind = s.phase == PHASE_BLIND_DECISION
+        mask[:, 66] = in_blind
+        mask[:, 67] = in_blind
+        return mask
+
+    def _legal_cards(self, s: VecState) -> torch.Tensor:
+        """(B,) bitboard of the cards the player to act may play or pass (0 in other phases)."""
+        r = self.rules
+        hand = s.hands.gather(1, s.to_act[:, None])[:, 0]
+        spades = self._suit_masks[3]
+        non_spades = hand & ~spades
+        has_non_spades = non_spades != 0
+        following = s.trick_len > 0
+        first_trick = s.tricks_played == 0
+        follow = hand & self._suit_masks[s.led_suit.clamp(0, 3)]
+        follow_legal = torch.where(follow != 0, follow, hand)
+        if r.no_spades_first_trick:
+            follow_legal = torch.where((follow == 0) & first_trick & has_non_spades, non_spades, follow_legal)
+        restrict = torch.zeros_like(has_non_spades)
+        if r.spades_lead == "broken":
+            restrict = s.broken == 0
+        elif r.spades_lead == "forced_only":
+            restrict = torch.ones_like(has_non_spades)
+        if r.no_spades_first_trick:
+            restrict = restrict | first_trick
+        lead_legal = torch.where(restrict & has_non_spades, non_spades, hand)
+        if r.two_of_clubs_leads:
+            lead_legal = torch.where(first_trick & ((hand & 1) != 0), torch.ones_like(hand), lead_legal)
+        play = torch.where(following, follow_legal, lead_legal)
+        cards = torch.where(s.phase == PHASE_PLAY, play, torch.zeros_like(hand))
+        return torch.where(s.phase == PHASE_PASSING, hand, cards)
+
+    # ------------------------------------------------------------------ observation
+    def _unpack(self, boards: torch.Tensor) -> torch.Tensor:
+        """(..., K) int64 bitboards -> (..., K, 52) uint8 cells (byte lookup, little-endian)."""
+        as_bytes = boards.contiguous().view(torch.uint8).view(*boards.shape, 8)
+        bits = self._byte_bits[as_bytes.to(I64)]                     # (..., K, 8, 8)
+        return bits.view(*boards.shape, 64)[..., :52]
+
+    def observe(self, s: Optional[VecState] = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(observation (B, obs_size) float32, action mask (B, 68) bool) of the players to act."""
+        s = self.state if s is None else s
+        return self._observation(s), self.legal_mask(s)
+
+    def _observation(self, s: VecState) -> torch.Tensor:
+        B = self.num_envs
+        o = s.to_act
+        rot = (o[:, None] + self._seat_range[None, :]) % 4              # (B, 4) absolute seat of relative r
+        own_side = o % 2
+        side_rot = torch.stack([own_side, 1 - own_side], 1)              # (B, 2)
+        g = lambda t: t.gather(1, rot)                                   # noqa: E731
+        mine = lambda t: t.gather(1, o[:, None])[:, 0]                   # noqa: E731
+        done = s.phase >= PHASE_HAND_OVER
+        boards = torch.cat([torch.stack([mine(s.hands) * mine(s.looked), mine(s.passed), mine(s.received)], 1),
+                            g(s.played)], 1)                             # (B, 7)
+        cells = self._unpack(boards).to(F32)                            # (B, 7, 52)
+        to_act = torch.zeros(B, 4, dtype=F32, device=self.device)
+        to_act[:, 0] = (~done).to(F32)
+        parts = {
+            "hand": cells[:, 0],
+            "phase": _one_hot(s.phase, 6),
+            "dealer": _one_hot((s.dealer - o) % 4, 4),
+            "to_act": to_act,
+            "bids": self._bid_cells(g(s.bids), g(s.blind)),
+            "passed": cells[:, 1],
+            "received": cells[:, 2],
+            "tricks_taken": _one_hot(g(s.tricks_taken), 14).view(B, 56),
+            "trick_leader": self._leader_cells(s, o),
+            "current_trick": self._trick_cells(g(s.trick)),
+            "played": cells[:, 3:].reshape(B, 208),
+            "voids": self._void_cells(g(s.voids)),
+            "spades_broken": s.broken.to(F32)[:, None],
+            "sides": self._side_features(s).gather(1, side_rot[..., None].expand(B, 2, SIDE_SLOTS)).view(B, 2 * SIDE_SLOTS),
+            "game": self._game_cells(s),
+        }
+        return torch.cat([parts[name] for name in self.layout.obs_blocks], 1)
+
+    @staticmethod
+    def _bid_cells(bids: torch.Tensor, blind: torch.Tensor) -> torch.Tensor:
+        """(B, 4) bids and blind flags -> (B, 60): per seat a one-hot bid 0..13 and a blind flag."""
+        cells = _one_hot(bids.clamp(min=0), BID_SLOTS) * (bids >= 0).to(F32)[..., None]
+        cells[..., 14] = blind.to(F32)
+        return cells.view(bids.shape[0], 4 * BID_SLOTS)
+
+    @staticmethod
+    def _trick_cells(trick: torch.Tensor) -> torch.Tensor:
+        """(B, 4) card per seat (-1 none) -> (B, 208) one-hot cards."""
+        return (_one_hot(trick.clamp(min=0), 52) * (trick >= 0).to(F32)[..., None]).view(trick.shape[0], 208)
+
+    def _void_cells(self, voids: torch.Tensor) -> torch.Tensor:
+        return ((voids[..., None] >> torch.arange(4, device=self.device)) & 1).to(F32).view(voids.shape[0], 16)
+
+    def _leader_cells(self, s: VecState, frame: torch.Tensor) -> torch.Tensor:
+        """One-hot leader of the current trick relative to ``frame`` (the next leader between
+        tricks; zeros outside the play phase)."""
+        leader = torch.where(s.trick_len > 0, s.leader, s.to_act)
+        return _one_hot((leader - frame) % 4, 4) * (s.phase == PHASE_PLAY).to(F32)[:, None]
+
+    def _game_cells(self, s: VecState) -> torch.Tensor:
+        r = self.rules
+        game = torch.zeros(self.num_envs, 5, dtype=F32, device=self.device)
+        game[:, 0] = r.target_score / 1000.0
+        game[:, 1] = r.mercy_score / 1000.0 if r.mercy_score is not None else 0.0
+        game[:, 2] = float(r.mercy_score is not None)
+        game[:, 3] = r.bag_limit / 100.0
+        if r.max_hands:
+            hands_done = s.hand_number - (s.phase < PHASE_HAND_OVER).to(I64)
+            game[:, 4] = hands_done.to(F64).div(r.max_hands).to(F32)
+        return game
+
+    def _side_features(self, s: VecState) -> torch.Tensor:
+        """(B, 2, 7) per absolute side: the observation's ``sides`` block."""
+        r = self.rules
+        target = torch.tensor(float(r.target_score), dtype=F32, device=self.device)
+        scores = s.scores
+        f = torch.zeros(self.num_envs, 2, SIDE_SLOTS, dtype=F32, device=self.device)
+        f[..., 0] = scores.to(F32) / target
+        f[..., 1] = s.bags.to(F32) / float(r.bag_limit)
+        f[..., 2] = (r.target_score - scores).to(F32) / target
+        if r.mercy_score is not None:
+            f[..., 3] = (scores - r.mercy_score).to(F32) / target
+        f[..., 4] = self._side_may_blind(scores).to(F32)
+        counted, contract = self._counted_and_contract(s)
+        f[..., 5] = counted.to(F32) / 13.0
+        f[..., 6] = contract.to(F32) / 13.0
+        return f
+
+    def _counted_and_contract(self, s: VecState) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, 2) tricks counting toward each side's contract, and the contract."""
+        bids = _by_side(s.bids)                                        # (B, 2 sides, 2 members)
+        taken = _by_side(s.tricks_taken)
+        counts = torch.ones_like(bids) if self.rules.nil_tricks_count_for_partner else (bids != 0).to(I64)
+        return (taken * counts).sum(2), bids.clamp(min=0).sum(2)
+
+    def state_tensor(self, s: Optional[VecState] = None) -> torch.Tensor:
+        """(B, state_size) float32: the AEC env's ``state()`` of every table (centralized critics):
+        the public vector in the absolute frame (every seat's private blocks included), then every
+        true hand."""
+        s = self.state if s is None else s
+        B = self.num_envs
+        done = s.phase >= PHASE_HAND_OVER
+        boards = torch.cat([s.hands * s.looked, s.passed, s.received, s.played, s.hands], 1)   # (B, 20)
+        cells = self._unpack(boards).to(F32)
+        parts = {
+            "hand": cells[:, 0:4].reshape(B, 208),
+            "phase": _one_hot(s.phase, 6),
+            "dealer": _one_hot(s.dealer, 4),
+            "to_act": _one_hot(s.to_act, 4) * (~done).to(F32)[:, None],
+            "bids": self._bid_cells(s.bids, s.blind),
+            "passed": cells[:, 4:8].reshape(B, 208),
+            "received": cells[:, 8:12].reshape(B, 208),
+            "tricks_taken": _one_hot(s.tricks_taken, 14).view(B, 56),
+            "trick_leader": self._leader_cells(s, torch.zeros_like(s.to_act)),
+            "current_trick": self._trick_cells(s.trick),
+            "played": cells[:, 12:16].reshape(B, 208),
+            "voids": self._void_cells(s.voids),
+            "spades_broken": s.broken.to(F32)[:, None],
+            "sides": self._side_features(s).view(B, 2 * SIDE_SLOTS),
+            "game": self._game_cells(s),
+        }
+        return torch.cat([parts[name] for name in self.layout.obs_blocks] + [cells[:, 16:20].reshape(B, 208)], 1)
+
+    # ------------------------------------------------------------------ step
+    def step(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict]:
+        """Apply one action per table. Returns ``(observation, mask, rewards (B, 4), done (B,), info)``.
+
+        ``done`` marks tables whose episode ended at this step; they have already started a new
+        one (the observation is its first decision). ``info["final_scores"]`` holds the scores
+        at the end of the finished episode (and the current scores elsewhere); ``info["winner"]``
+        the winning side (-1: none yet / tied).
+        """
+        if self.state is None:
+            raise VectorEnvError("step() before reset(): call reset() first")
+        actions = torch.as_tensor(actions, device=self.device).to(I64).view(-1)
+        if actions.shape[0] != self.num_envs:
+            raise VectorEnvError(f"actions: expected one per table ({self.num_envs}), got {actions.shape[0]}")
+        if self.check_actions:
+            mask = self._mask
+            ok = (actions >= 0) & (actions < NUM_ACTIONS)
+            ok = ok & mask.gather(1, actions.clamp(0, NUM_ACTIONS - 1)[:, None])[:, 0]
+            if not bool(ok.all()):
+                bad = torch.nonzero(~ok)[:5, 0].tolist()
+                raise VectorEnvError(f"illegal actions at tables {bad}: "
+                                     + "; ".join(f"table {b}: action {int(actions[b])}, legal "
+                                                 f"{torch.nonzero(mask[b])[:, 0].tolist()}" for b in bad))
+        state, rewards, hand_done, episode_over, final_scores, winner = self._step_fn(self.state, actions)
+        next_hand = (hand_done & ~episode_over).bool()
+        finished = episode_over.bool()
+        if bool(next_hand.any()):
+            state = self._new_hands(state, next_hand)
+        if bool(finished.any()):
+            state = self._new_games(state, finished)
+        self.state = state
+        obs, mask = self.observe()
+        self._mask = mask
+        return obs, mask, rewards, finished, {"final_scores": final_scores, "winner": winner}
+
+    def _step_impl(self, s: VecState, a: torch.Tensor):
+        r = self.rules
+        B, dev = self.num_envs, self.device
+        phase = s.phase
+        seat = s.to_act
+        seat_oh = self._seat_range[None, :] == seat[:, None]           # (B, 4)
+        is_play = phase == PHASE_PLAY
+        is_bid = phase == PHASE_BIDDING
+        is_blind = phase == PHASE_BLIND_DECISION
+        is_pass = phase == PHASE_PASSING
+        card = a.clamp(0, 51)
+        bit = torch.ones_like(card) << card
+
+        # -- play a card
+        hands = torch.where(seat_oh & is_play[:, None], s.hands ^ bit[:, None], s.hands)
+        played = torch.where(seat_oh & is_play[:, None], s.played | bit[:, None], s.played)
+        suit = card // 13
+        leading = s.trick_len == 0
+        led = torch.where(leading, suit, s.led_suit)
+        void_bit = torch.where(~leading & (suit != led), torch.ones_like(led) << led, torch.zeros_like(led))
+        voids = torch.where(seat_oh & is_play[:, None], s.voids | void_bit[:, None], s.voids)
+        beats = leading | ((suit == s.win_card // 13) & (card > s.win_card)) | ((suit == 3) & (s.win_card < 39))
+        win_card = torch.where(is_play & beats, card, s.win_card)
+        win_seat = torch.where(is_play & beats, seat, s.win_seat)
+        trick = torch.where(seat_oh & is_play[:, None], card[:, None].expand(B, 4), s.trick)
+        trick_len = s.trick_len + is_play.to(I64)
+        leader = torch.where(is_play & leading, seat, s.leader)
+        broken = s.broken | (is_play & (suit == 3)).to(I64)
+        trick_done = is_play & (trick_len == 4)
+        winner_oh = self._seat_range[None, :] == win_seat[:, None]
+        tricks_taken = s.tricks_taken + (winner_oh & trick_done[:, None]).to(I64)
+        tricks_played = s.tricks_played + trick_done.to(I64)
+        hand_done = trick_done & (tricks_played == 13)
+        next_in_play = torch.where(trick_done, win_seat, (seat + 1) % 4)
+        s = s.replace(hands=hands, played=played, voids=voids, win_card=win_card, win_seat=win_seat,
+                      led_suit=torch.where(is_play, led, s.led_suit),
+                      trick=torch.where(trick_done[:, None], torch.full_like(trick, -1), trick),
+                      trick_len=torch.where(trick_done, torch.zeros_like(trick_len), trick_len),
+                      leader=torch.where(trick_done, win_seat, leader), broken=broken,
+                      tricks_taken=tricks_taken, tricks_played=tricks_played)
+
+        # -- passing a card
+        pass_to = s.pass_to.gather(1, s.pass_pos.clamp(max=self._pass_slots - 1)[:, None])[:, 0]
+        to_oh = self._seat_range[None, :] == pass_to[:, None]
+        moving = is_pass[:, None]
+        hands = torch.where(seat_oh & moving, s.hands ^ bit[:, None], s.hands)
+        hands = torch.where(to_oh & moving, hands | bit[:, None], hands)
+        passed = torch.where(seat_oh & moving, s.passed | bit[:, None], s.passed)
+        received = torch.where(to_oh & moving, s.received | bit[:, None], s.received)
+        pass_pos = s.pass_pos + is_pass.to(I64)
+        passing_over = is_pass & (pass_pos >= s.pass_len)
+        next_passer = s.pass_from.gather(1, pass_pos.clamp(max=self._pass_slots - 1)[:, None])[:, 0]
+        s = s.replace(hands=hands, passed=passed, received=received, pass_pos=pass_pos)
+
+        # -- bids and the blind-nil decision
+        bid_value = torch.where(is_blind, torch.zeros_like(a), a - 52)
+        makes_bid = is_bid | (is_blind & (a == 66))
+        looks = is_blind & (a == 67)
+        bids = torch.where(seat_oh & makes_bid[:, None], bid_value[:, None].expand(B, 4), s.bids)
+        blind = torch.where(seat_oh & (is_blind & (a == 66))[:, None], torch.ones_like(s.blind), s.blind)
+        looked = torch.where(seat_oh & looks[:, None], torch.ones_like(s.looked), s.looked)
+        bidding_over = makes_bid & (seat == s.dealer)
+        looked = torch.where(bidding_over[:, None], torch.ones_like(looked), looked)
+        s = s.replace(bids=bids, blind=blind, looked=looked)
+        pass_from_q, pass_to_q, pass_len_q = self._pass_queue(s)
+        starts_passing = bidding_over & (pass_len_q > 0)
+        s = s.replace(pass_from=torch.where(starts_passing[:, None], pass_from_q, s.pass_from),
+                      pass_to=torch.where(starts_passing[:, None], pass_to_q, s.pass_to),
+                      pass_len=torch.where(starts_passing, pass_len_q, s.pass_len),
+                      pass_pos=torch.where(starts_passing, torch.zeros_like(s.pass_pos), s.pass_pos))
+        play_starts = (bidding_over & (pass_len_q == 0)) | passing_over
+        first_leader = (s.dealer + 1) % 4
+        if r.two_of_clubs_leads:
+            first_leader = ((s.hands & 1) != 0).to(I64).argmax(1)
+
+        # -- who acts next, in which phase
+        next_bidder = (seat + 1) % 4
+        to_act = torch.where(is_play, next_in_play, seat)
+        to_act = torch.where(makes_bid & ~bidding_over, next_bidder, to_act)
+        to_act = torch.where(starts_passing, pass_from_q[:, 0], to_act)
+        to_act = torch.where(is_pass & ~passing_over, next_passer, to_act)
+        to_act = torch.where(play_starts, first_leader, to_act)
+        new_phase = torch.where(looks, torch.full_like(phase, PHASE_BIDDING), phase)
+        new_phase = torch.where(starts_passing, torch.full_like(phase, PHASE_PASSING), new_phase)
+        new_phase = torch.where(play_starts, torch.full_like(phase, PHASE_PLAY), new_phase)
+        s = s.replace(to_act=to_act, phase=new_phase,
+                      leader=torch.where(play_starts, first_leader, s.leader),
+                      led_suit=torch.where(play_starts, torch.zeros_like(s.led_suit), s.led_suit))
+        s = self._begin_bidding_turn(s, makes_bid & ~bidding_over)
+
+        # -- rewards: shaping after tricks, scores after the last trick
+        scheme = self.reward_scheme
+        rewards = torch.zeros(B, 4, dtype=F64, device=dev)   # float64: the AEC env's Python floats
+        points, bags_after = self._score_hand(s)
+        scores = torch.where(hand_done[:, None], s.scores + points, s.scores)
+        bags_new = torch.where(hand_done[:, None], bags_after, s.bags)
+        game_winner, game_over, truncated = self._game_end(scores, s.hand_number, hand_done)
+        if scheme.reward != "win":
+            side_reward = points.to(F64) * scheme.reward_scale
+            rewards = rewards + torch.where(hand_done[:, None], self._per_seat(side_reward), 0.0)
+        win_values = self._win_values(game_winner)
+        if scheme.reward == "win":
+            rewards = rewards + torch.where(game_over[:, None], self._seat_from_side(win_values), 0.0)
+        elif scheme.win_bonus:
+            rewards = rewards + torch.where(game_over[:, None], scheme.win_bonus * self._seat_from_side(win_values), 0.0)
+        potential = s.potential
+        if scheme.shaping > 0:
+            new_potential = torch.where(hand_done[:, None], torch.zeros_like(potential), self._potential(s))
+            delta = torch.where(trick_done[:, None], new_potential - potential, torch.zeros_like(potential))
+            rewards = rewards + self._per_seat(delta * (scheme.shaping * scheme.reward_scale))
+            potential = torch.where(trick_done[:, None], new_potential, potential)
+        s = s.replace(scores=scores, bags=bags_new, potential=potential)
+
+        # -- the end of a hand: the next hand, or the end of the episode
+        episode_over = hand_done & (game_over | truncated | torch.full_like(hand_done, self.episode == "hand"))
+        next_hand = hand_done & ~episode_over
+        if r.fixed_dealer is None:
+            s = s.replace(dealer=torch.where(next_hand, (s.dealer + 1) % 4, s.dealer))
+        final_scores = s.scores.clone()
+        winner = torch.where(episode_over, game_winner, torch.full_like(game_winner, -1))
+        return s, rewards, hand_done, episode_over, final_scores, winner
+
+    def _pass_queue(self, s: VecState) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The blind-nil passing order if the bidding ended now: (from, to, length)."""
+        k = self.rules.blind_nil_pass
+        B, dev = self.num_envs, self.device
+        Q = self._pass_slots
+        if k == 0 or not self.rules.blind_nil:
+            z = torch.zeros(B, Q, dtype=I64, device=dev)
+            return z, z, torch.zeros(B, dtype=I64, device=dev)
+        froms, tos, valid = [], [], []
+        for i in range(1, 5):
+            bidder = (s.dealer + i) % 4
+            partner = (bidder + 2) % 4
+            ok = (s.blind.gather(1, bidder[:, None])[:, 0] == 1) & (s.blind.gather(1, partner[:, None])[:, 0] == 0)
+            for src, dst in ((partner, bidder), (bidder, partner)):
+                for _ in range(k):
+                    froms.append(src)
+                    tos.append(dst)
+                    valid.append(ok)
+        froms_t, tos_t, valid_t = torch.stack(froms, 1), torch.stack(tos, 1), torch.stack(valid, 1)
+        order = torch.argsort((~valid_t).to(I64), dim=1, stable=True)
+        return froms_t.gather(1, order), tos_t.gather(1, order), valid_t.to(I64).sum(1)
+
+    def _score_hand(self, s: VecState) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, 2) points and bags after, if the hand were scored now."""
+        r = self.rules
+        bids = _by_side(s.bids)
+        taken = _by_side(s.tricks_taken)
+        blind = _by_side(s.blind)
+        is_nil = bids == 0
+        contract = bids.clamp(min=0).sum(2)
+        nil_value = torch.where(blind == 1, r.blind_nil_bonus, r.nil_bonus)
+        nil_points = torch.where(is_nil, torch.where(taken == 0, nil_value, -nil_value), 0).sum(2)
+        if r.nil_tricks_count_for_partner:
+            counted = taken.sum(2)
+            nil_bags = torch.zeros_like(counted)
+        else:
+            counted = torch.where(is_nil, 0, taken).sum(2)
+            nil_bags = torch.where(is_nil, taken, 0).sum(2)
+        made = counted >= contract
+        contract_points = torch.where(made, 10 * contract, -10 * contract)
+        if not r.bags:
+            return contract_points + nil_points, torch.zeros_like(contract)
+        over = torch.where(made, counted - contract, 0)
+        bags_taken = over + nil_bags
+        if r.bags_from_score_digit:
+            counter = torch.fmod(s.scores, 10) + bags_taken
+            penalties = torch.where(counter > 0, counter // 10, 0)
+            points = contract_points + over + nil_points - r.bag_penalty * penalties
+            return points, torch.fmod(s.scores + points, 10)
+        counter = s.bags + bags_taken
+        penalties = counter // r.bag_limit
+        points = contract_points + over + nil_points - r.bag_penalty * penalties
+        return points, counter - penalties * r.bag_limit
+
+    def _game_end(self, scores: torch.Tensor, hand_number: torch.Tensor, hand_done: torch.Tensor):
+        """(winning side or -1, game over, truncated) after a hand that ended with ``scores``."""
+        r = self.rules
+        reached = (scores >= r.target_score).any(1)
+        if r.mercy_score is not None:
+            reached = reached | (scores <= r.mercy_score).any(1)
+        unique = scores[:, 0] != scores[:, 1]
+        leader = torch.where(unique, scores.argmax(1), torch.full_like(hand_number, -1))
+        game_over = hand_done & reached & unique
+        truncated = torch.zeros_like(game_over)
+        if r.max_hands is not None:
+            truncated = hand_done & ~game_over & (hand_number >= r.max_hands)
+        ends = game_over | truncated
+        return torch.where(ends, leader, torch.full_like(leader, -1)), ends, truncated
+
+    def _potential(self, s: VecState) -> torch.Tensor:
+        """(B, 2) Phi per side, in points (see :mod:`spades_env.rewards`)."""
+        r = self.rules
+        bids = _by_side(s.bids)
+        taken = _by_side(s.tricks_taken)
+        blind = _by_side(s.blind)
+        is_nil = bids == 0
+        counted, contract = self._counted_and_contract(s)
+        nil_value = torch.where(blind == 1, r.blind_nil_bonus, r.nil_bonus)
+        nil_loss = torch.where(is_nil & (taken > 0), nil_value, 0).sum(2)
+        return (10 * torch.minimum(counted, contract) - nil_loss).to(F64)
+
+    def _per_seat(self, side_values: torch.Tensor) -> torch.Tensor:
+        """(B, 2) per side -> (B, 4) per seat, combined like the reward scheme."""
+        if self.reward_scheme.reward != "team_score":
+            side_values = torch.stack([side_values[:, 0] - side_values[:, 1],
+                                       side_values[:, 1] - side_values[:, 0]], 1)
+        return self._seat_from_side(side_values)
+
+    @staticmethod
+    def _seat_from_side(side_values: torch.Tensor) -> torch.Tensor:
+        return side_values.repeat(1, 2)
+
+    def _win_values(self, winner: torch.Tensor) -> torch.Tensor:
+        """(B, 2): +1 for the winning side, -1 for the other, 0 without a winner."""
+        sides = torch.arange(2, device=self.device)[None, :]
+        values = torch.where(sides == winner[:, None], 1.0, -1.0)
+        return torch.where((winner >= 0)[:, None], values, 0.0).to(F64)
+
+
+def _one_hot(index: torch.Tensor, classes: int) -> torch.Tensor:
+    return torch.nn.functional.one_hot(index, classes).to(F32)
+
+
+def _by_side(t: torch.Tensor) -> torch.Tensor:
+    """(B, 4) per seat -> (B, 2 sides, 2 members): side 0 = seats 0, 2; side 1 = seats 1, 3."""
+    return t.view(t.shape[0], 2, 2).transpose(1, 2)
+
+
+def _is_hand_sequence(entry: Any) -> bool:
+    """True if ``entry`` is a list of deals (each four hands) rather than one deal."""
+    try:
+        first = entry[0]
+        return not isinstance(first, (str, int)) and len(first) == 4 and not isinstance(first[0], (str, int))
+    except (TypeError, IndexError, KeyError):
+        return False

@@ -1,0 +1,123 @@
+"""The batched engine agrees exactly with the AEC env, and refuses what it cannot run."""
+
+import pytest
+import torch
+
+from spades_env.vector import SpadesVectorEnv, VectorEnvError
+
+from helpers_vector import compare_with_vector, play_aec_games
+
+# (env kwargs, games): thousands of random games in total across presets, variants and rewards.
+DIFFERENTIAL_CASES = [
+    ({"rules": "standard"}, 500),
+    ({"rules": "standard", "reward": "team_diff", "shaping": 1.0}, 250),
+    ({"rules": "standard", "reward": "win", "episode": "game"}, 150),
+    ({"rules": "standard", "win_bonus": 2.0, "shaping": 0.5, "max_hands": 4}, 150),
+    ({"rules": "standard", "episode": "hand"}, 300),
+    ({"rules": "standard", "blind_nil_pass": 3, "blind_nil_min_deficit": 0}, 150),
+    ({"rules": "standard", "two_of_clubs_leads": True, "no_spades_first_trick": True}, 150),
+    ({"rules": "standard", "bids_may_total_13": False, "spades_lead": "any", "bags": False}, 150),
+    ({"rules": "standard", "nil_tricks_count_for_partner": True, "mercy_score": None, "max_hands": 5}, 100),
+    ({"rules": "basic"}, 300),
+    ({"rules": "tournament", "bag_limit": 5, "bag_penalty": 50}, 300),
+    ({"rules": "openspiel"}, 400),
+    ({"rules": "openspiel", "reward": "team_diff", "max_team_bid": 9}, 150),
+]
+
+
+@pytest.mark.parametrize("kwargs,count", DIFFERENTIAL_CASES, ids=lambda v: str(v) if isinstance(v, dict) else None)
+def test_batched_engine_matches_aec_env(kwargs, count):
+    done = 0
+    for chunk in range(0, count, 150):   # chunks keep the recorded observations small
+        games = play_aec_games(min(150, count - chunk), seed=chunk + 17, **kwargs)
+        done += compare_with_vector(games, **kwargs)["decisions"]
+    assert done > count * 30
+
+
+def test_state_tensor_matches_aec_state():
+    for rules in ("standard", "openspiel"):
+        games = play_aec_games(25, seed=3, with_state=True, rules=rules)
+        compare_with_vector(games, rules=rules)
+
+
+def test_seeded_deals_are_reproducible_and_differ_between_seeds():
+    def run(seed):
+        env = SpadesVectorEnv(64, seed=seed)
+        env.reset()
+        out = []
+        gen = torch.Generator().manual_seed(1)
+        for _ in range(300):
+            mask = env.legal_mask()
+            actions = torch.multinomial(mask.float(), 1, generator=gen)[:, 0]
+            obs, mask, rewards, done, info = env.step(actions)
+            out.append((obs.sum().item(), rewards.sum().item(), int(done.sum())))
+        return out, env.state.deal.clone()
+    a, deals_a = run(5)
+    b, deals_b = run(5)
+    c, deals_c = run(6)
+    assert a == b and torch.equal(deals_a, deals_b)
+    assert not torch.equal(deals_a, deals_c)
+
+
+def test_deals_are_complete_and_disjoint():
+    env = SpadesVectorEnv(256, seed=0)
+    env.reset()
+    deal = env.state.hands
+    assert torch.all(deal[:, 0] | deal[:, 1] | deal[:, 2] | deal[:, 3] == (1 << 52) - 1)
+    pairs = [(i, j) for i in range(4) for j in range(i + 1, 4)]
+    assert all(torch.all(deal[:, i] & deal[:, j] == 0) for i, j in pairs)
+    counts = [[bin(int(h)).count("1") for h in row] for row in deal]
+    assert all(c == [13, 13, 13, 13] for c in counts)
+
+
+def test_finished_tables_restart_and_report_final_values():
+    env = SpadesVectorEnv(32, seed=1, episode="hand", reward_scale=1.0)
+    env.reset()
+    totals = torch.zeros(32, 4, dtype=torch.float64)
+    finished_once = torch.zeros(32, dtype=torch.bool)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(60):
+        mask = env.legal_mask()
+        obs, mask, rewards, done, info = env.step(torch.multinomial(mask.float(), 1, generator=gen)[:, 0])
+        totals += rewards
+        if done.any():
+            # A finished hand: partners got the same reward, the table already shows a new deal.
+            assert torch.equal(rewards[done][:, 0], rewards[done][:, 2])
+            assert torch.all(env.state.tricks_played[done] == 0)
+            finished_once |= done
+    assert finished_once.all()
+
+
+def test_refuses_what_it_cannot_run():
+    with pytest.raises(VectorEnvError, match="partnership"):
+        SpadesVectorEnv(4, rules="cutthroat")
+    with pytest.raises(VectorEnvError, match="num_envs"):
+        SpadesVectorEnv(0)
+    env = SpadesVectorEnv(2, rules="openspiel")
+    with pytest.raises(VectorEnvError, match="dealer"):
+        env.reset(dealer=1)
+    env = SpadesVectorEnv(2)
+    with pytest.raises(VectorEnvError, match="before reset"):
+        env.step(torch.zeros(2, dtype=torch.int64))
+    env.reset(seed=0)
+    with pytest.raises(VectorEnvError, match="illegal actions at tables"):
+        env.step(torch.tensor([0, 0]))          # nobody may play a card during the bidding
+    with pytest.raises(VectorEnvError, match="one per table"):
+        env.step(torch.zeros(3, dtype=torch.int64))
+    with pytest.raises(VectorEnvError, match="table 1"):
+        env.reset(deals=[[list(range(13)), list(range(13, 26)), list(range(26, 39)), list(range(39, 52))],
+                         [list(range(13)), list(range(13)), list(range(26, 39)), list(range(39, 52))]])
+    with pytest.raises(VectorEnvError, match="bags"):
+        env.reset(bags=[3, 12])
+    with pytest.raises(VectorEnvError, match="scores"):
+        env.reset(scores=[1.5, 2.0])
+
+
+def test_explicit_deals_in_card_strings():
+    deal = [["AS", "KS", "QS", "JS", "TS", "9S", "8S", "7S", "6S", "5S", "4S", "3S", "2S"],
+            [f"{r}H" for r in "AKQJT98765432"], [f"{r}D" for r in "AKQJT98765432"],
+            [f"{r}C" for r in "AKQJT98765432"]]
+    env = SpadesVectorEnv(3, seed=0)
+    obs, mask = env.reset(deals=[deal] * 3, dealer=3)
+    assert torch.all(env.state.hands[:, 0] == ((1 << 13) - 1) << 39)
+    assert torch.all(env.state.to_act == 0)

@@ -1,0 +1,1 @@
+"""Training and evaluation scripts (``spades-eval`` lives in :mod:`train.evaluate`)."""

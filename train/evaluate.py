@@ -1,0 +1,1330 @@
+"""``spades-eval``: matches between agents over fixed, seeded deals, with confidence intervals.
+
+A match is team A (seats 0+2) against team B (seats 1+3)::
+
+    spades-eval --team-a heuristic --team-b random --deals 500 --duplicate --seed 0 --json out.json
+    spades-eval --team-a search:worlds=20,seed=3 heuristic --team-b random --games 50
+    spades-eval --crossplay neural:checkpoint=a.pt neural:checkpoint=b.pt --reference heuristic
+
+and from Python::
+
+    from train.evaluate import evaluate, crossplay
+    result = evaluate("heuristic", "random", deals=500, duplicate=True, seed=0)
+    print(result.format()); result.to_dict()
+    result = evaluate(("heuristic", "search:worlds=20"), "random", games=50)   # mixed partners
+
+How a match is played
+    * ``mode="hands"``: every deal is one hand from 0-0 (or ``start_scores``), dealt from the seed.
+      From 0-0 nobody trails, so blind nil is never offered: ``start_scores=(0, 150)`` (team A,
+      team B; they follow the teams when a duplicate swaps seats) lets team A face it.
+      ``mode="games"``: every game is played to the target score from a seeded ``env.reset``.
+    * ``duplicate=True`` plays each deal (each game seed) twice: the second time the teams swap
+      seats over the same cards and the same dealer, bridge-style, which removes most of the luck
+      of the cards. In games mode both plays see the same sequence of deals (the env draws a
+      game's deals from its own seeded stream, independently of the actions; this is checked on
+      every duplicate game).
+    * Deal ``i``, the env's seed and every agent's seed are derived from (match seed, deal index,
+      seat) by a hash that is stable across processes and machines, never from the scheduling:
+      the result is identical whatever ``workers`` is (only the timings differ). An agent's seed
+      depends on its seat, not on its team, so with duplicate play a team facing itself plays the
+      very same game twice and its score difference is exactly 0. An explicit ``seed=`` option in
+      an agent spec is folded into the derivation (so ``random:seed=1`` and ``random:seed=2``
+      differ). Agents are built once per worker process and ``agent.reset(seed)`` is called
+      before every hand (hands mode) or game (games mode); agents must be deterministic given
+      that seed (the ``agents`` protocol). Worker processes are forked where the platform can
+      (factories may then be lambdas or closures); elsewhere factories must be picklable.
+    * Agents see exactly what ``env.last()`` hands their seat: ``agent.act(obs, info)``.
+
+Statistics (``confidence`` = 0.95 by default)
+    * Score difference per hand, A minus B (points): the unit of independence is the deal
+      (hands mode; with duplicate, the two plays of a deal are averaged first) or the game
+      (games mode; with duplicate the pair of games). Hands mode: Student-t interval over the
+      units. Games mode: the ratio total difference / total hands, with a delta-method
+      (cluster-robust, clusters = units) standard error and a t quantile. A two-sided p-value
+      tests "no difference".
+    * Games mode also gives the points won per game (A minus B, t interval) and A's win rate
+      (a tie, possible only in a truncated game, counts one half), with a Wilson score interval
+      over the units: games, or with duplicate the pairs of games (their two games share the
+      cards, so they are not independent; a pair scores 0, 1/2 or 1). Values in [0, 1] vary at
+      most as much as a coin with the same mean, so splits and ties make it conservative; unlike
+      a t interval it does not collapse to a point when every game is won.
+    * Per team, over every hand it played: points per hand, contracts made and set (a side's
+      contract is the sum of its non-nil bids; a contract of 0 is not counted), bid error =
+      tricks counting toward the contract minus the contract (mean and mean absolute), nil and
+      blind-nil bids and how many were kept, bags per hand, games won/lost/tied, and the mean
+      wall time of ``agent.act()`` per decision (per team; noisy when workers share cores).
+
+Cross-play (``crossplay(agents, reference)``, ``--crossplay a b c --reference R``)
+    Every ordered pair of the listed agents forms a team (row: the partner on seat 0, column:
+    the partner on seat 2) and plays the same deals against the reference team. The matrix holds
+    each team's score difference per hand; self-play (the diagonal) minus cross-play (off the
+    diagonal) measures how much partners rely on conventions of their own, with an interval
+    paired by deal (the cells share their deals; delta method, as above). A PNG heat map is
+    written with matplotlib.
+
+Cutthroat (``partnerships: false``) is supported: team A is still seats 0 and 2, each player
+scores alone and a team's points, bags and contracts are its two players' summed (a contract
+is then one player's bid). A team wins a game when one of its players wins it. Three-player
+rules are refused (there is no seat 3 for team B).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import functools
+import hashlib
+import json
+import math
+import multiprocessing
+import os
+import random
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from statistics import NormalDist
+from typing import Any, Callable, Optional, Sequence, Union
+
+import agents as agent_registry
+from spades_env import spades_v0
+from spades_env.game import IllegalActionError
+from spades_env.rules import Rules, RulesError, make_rules
+
+MODES = ("hands", "games")
+TEAMS = ("A", "B")
+
+
+class EvaluationError(ValueError):
+    """Bad input to an evaluation: an unknown agent, a malformed spec, a bad count or bad rules."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Agent specs and teams
+# ---------------------------------------------------------------------------------------------
+
+def parse_value(text: str) -> Any:
+    """An option value: ``true``/``false`` (also yes/no/on/off), ``none``/``null``, int, float,
+    or the string itself."""
+    low = text.lower()
+    if low in ("true", "yes", "on"):
+        return True
+    if low in ("false", "no", "off"):
+        return False
+    if low in ("none", "null"):
+        return None
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_agent_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``"search:worlds=20,seed=3"`` -> ``("search", {"worlds": 20, "seed": 3})``."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise EvaluationError(f"agent spec {spec!r}: expected a registry name, optionally with "
+                              "options: NAME or NAME:key=value,key=value")
+    name, sep, rest = spec.strip().partition(":")
+    name = name.strip()
+    if not name:
+        raise EvaluationError(f"agent spec {spec!r}: no agent name before ':'")
+    options: dict[str, Any] = {}
+    if sep:
+        if not rest.strip():
+            raise EvaluationError(f"agent spec {spec!r}: nothing after ':' (expected NAME:key=value,...)")
+        for item in rest.split(","):
+            key, eq, value = item.partition("=")
+            key = key.strip()
+            if not eq or not key.isidentifier():
+                raise EvaluationError(f"agent spec {spec!r}: option {item.strip()!r} is not key=value "
+                                      "(expected NAME:key=value,key=value)")
+            if key in options:
+                raise EvaluationError(f"agent spec {spec!r}: option {key!r} is given twice")
+            options[key] = parse_value(value.strip())
+    return name, options
+
+
+def _check_registered(name: str, spec: str) -> None:
+    known = agent_registry.available()
+    if name not in known:
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise EvaluationError(f"agent spec {spec!r}: unknown agent {name!r}{hint}; "
+                              f"registered agents: {', '.join(known)}")
+
+
+@dataclass(frozen=True)
+class Player:
+    """How to build the agent of one seat, and its name in reports.
+
+    ``factory()`` returns a fresh agent (an object with ``act(obs, info)`` and ``reset(seed)``);
+    it is called once per worker process. ``salt`` is folded into the derived seeds.
+    """
+
+    label: str
+    factory: Callable[[], Any]
+    salt: str = ""
+
+    @classmethod
+    def of(cls, spec: Any) -> "Player":
+        """A player from a spec string (``"name:key=value,..."``), a factory, or a Player."""
+        if isinstance(spec, Player):
+            return spec
+        if isinstance(spec, str):
+            name, options = parse_agent_spec(spec)
+            _check_registered(name, spec)
+            salt = "" if options.get("seed") is None else str(options["seed"])
+            return cls(spec.strip(), functools.partial(agent_registry.make, name, **options), salt)
+        if hasattr(spec, "act") and not isinstance(spec, type):
+            raise EvaluationError(f"{spec!r} is an agent instance; pass a spec string or a factory "
+                                  "(e.g. a class or a function returning a new agent): every seat "
+                                  "needs an agent of its own")
+        if callable(spec):
+            label = getattr(spec, "__name__", None) or type(spec).__name__
+            return cls(label, spec)
+        raise EvaluationError(f"agent {spec!r}: expected a spec string like 'heuristic' or "
+                              "'search:worlds=20', or a factory returning an agent")
+
+
+@dataclass(frozen=True)
+class Team:
+    """Two partners: ``first`` sits on the team's lower seat (0, or 1), ``second`` on seat 2 (or 3)."""
+
+    first: Player
+    second: Player
+
+    @classmethod
+    def of(cls, spec: Any) -> "Team":
+        """A team from a spec or factory (both partners alike), a pair of them, or a Team."""
+        if isinstance(spec, Team):
+            return spec
+        if isinstance(spec, (tuple, list)):
+            if len(spec) != 2:
+                raise EvaluationError(f"team {spec!r}: expected one agent or a pair (seat 0/1 agent, "
+                                      f"seat 2/3 agent), got {len(spec)} entries")
+            return cls(Player.of(spec[0]), Player.of(spec[1]))
+        player = Player.of(spec)
+        return cls(player, player)
+
+    @property
+    def label(self) -> str:
+        if self.first == self.second or (self.first.label == self.second.label and self.first.salt == self.second.salt):
+            return self.first.label
+        return f"{self.first.label} + {self.second.label}"
+
+
+def resolve_rules(rules: Any) -> Rules:
+    """Rules for an evaluation: a preset name, a YAML path, a mapping or a Rules; four players."""
+    try:
+        resolved = rules if isinstance(rules, Rules) else make_rules(rules)
+    except RulesError as exc:
+        raise EvaluationError(str(exc)) from None
+    if resolved.players != 4:
+        raise EvaluationError(f"rules {resolved.name!r} have {resolved.players} players: a match needs "
+                              "four seats (team A on 0+2, team B on 1+3)")
+    return resolved
+
+
+def default_reference() -> str:
+    """The crossplay reference team: ``heuristic`` once it is registered, else ``random``."""
+    return "heuristic" if "heuristic" in agent_registry.available() else "random"
+
+
+# ---------------------------------------------------------------------------------------------
+# Seeds and deals
+# ---------------------------------------------------------------------------------------------
+
+def derive_seed(*parts: Any) -> int:
+    """A 63-bit seed from its parts, stable across processes, platforms and Python versions
+    (unlike the salted built-in ``hash``)."""
+    text = "/".join(str(p) for p in parts)
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") >> 1
+
+
+def make_deal(seed: int, index: int, rules: Any = "standard") -> tuple[list[list[int]], Optional[int]]:
+    """Deal ``index`` of a match seeded ``seed``: four sorted hands of 13 card ids, and the dealer
+    (``None`` when the rules fix the dealer)."""
+    rules = rules if isinstance(rules, Rules) else make_rules(rules)
+    rng = random.Random(derive_seed("spades-eval", seed, "deal", index))
+    dealer = rng.randrange(4)
+    deck = list(range(52))
+    rng.shuffle(deck)
+    hands = [sorted(deck[13 * k:13 * (k + 1)]) for k in range(4)]
+    return hands, (None if rules.fixed_dealer is not None else dealer)
+
+
+def make_deals(n: int, seed: int = 0, rules: Any = "standard") -> list[tuple[list[list[int]], Optional[int]]]:
+    """The first ``n`` deals of a match seeded ``seed`` (what ``evaluate`` plays in hands mode)."""
+    return [make_deal(seed, i, rules) for i in range(n)]
+
+
+def seat_seed(seed: int, mode: str, index: int, seat: int, salt: str = "") -> int:
+    """The seed ``agent.reset`` gets on ``seat`` for deal (or game) ``index``."""
+    return derive_seed("spades-eval", seed, mode, "agent", index, seat, salt)
+
+
+def game_seed(seed: int, index: int) -> int:
+    """The ``env.reset`` seed of game ``index`` (games mode)."""
+    return derive_seed("spades-eval", seed, "game", index)
+
+
+# ---------------------------------------------------------------------------------------------
+# Playing (in the worker processes)
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class TeamTally:
+    """Raw counts for one team; summed over plays in deal order."""
+
+    hands: int = 0
+    points: int = 0
+    contracts: int = 0
+    made: int = 0
+    set: int = 0
+    bid_error_sum: int = 0
+    bid_error_abs_sum: int = 0
+    nil_bids: int = 0
+    nil_kept: int = 0
+    blind_nil_bids: int = 0
+    blind_nil_kept: int = 0
+    bags: int = 0
+    games: int = 0
+    wins: int = 0
+    losses: int = 0
+    ties: int = 0
+    decisions: int = 0
+    seconds: float = 0.0
+
+    def add(self, other: "TeamTally") -> None:
+        mine, theirs = self.__dict__, other.__dict__
+        for name in self.__dataclass_fields__:
+            mine[name] += theirs[name]
+
+
+@dataclass
+class PlayOutcome:
+    """One play of a deal (a hand) or of a game seed (a game) as the worker reports it."""
+
+    unit: int
+    play: int                       # 0, or 1 for the swapped play of a duplicate
+    hands: int
+    tallies: dict[str, TeamTally]   # "A", "B"
+    winner: Optional[str] = None    # games mode: "A", "B" or None (tie)
+    record: Optional[dict] = None
+
+    @property
+    def diff(self) -> int:
+        return self.tallies["A"].points - self.tallies["B"].points
+
+
+@dataclass
+class MatchConfig:
+    """Everything a worker needs to play one match (picklable when the factories are)."""
+
+    team_a: Team
+    team_b: Team
+    rules: Rules
+    mode: str
+    units: int
+    duplicate: bool
+    seed: int
+    start_scores: Optional[tuple[int, int]] = None
+    keep_records: bool = False
+
+    def player(self, team: str, role: int) -> Player:
+        t = self.team_a if team == "A" else self.team_b
+        return t.first if role == 0 else t.second
+
+    def team_seats(self, play: int) -> dict[str, tuple[int, int]]:
+        return {"A": (0, 2), "B": (1, 3)} if play == 0 else {"A": (1, 3), "B": (0, 2)}
+
+
+def tally_hand(hand: dict, rules: Rules, team_seats: dict[str, tuple[int, int]],
+               tallies: dict[str, TeamTally]) -> None:
+    """Add one scored hand of a game record to the teams' tallies."""
+    bids, blind, taken = hand["bids"], hand["blind"], hand["tricks_taken"]
+    for team, seats in team_seats.items():
+        t = tallies[team]
+        sides = sorted({rules.side_of(s) for s in seats})
+        t.hands += 1
+        t.points += sum(hand["score_change"][d] for d in sides)
+        t.bags += sum(hand["bags_taken"][d] for d in sides)
+        for d in sides:
+            members = rules.side_members(d)
+            contract = sum(bids[m] for m in members if bids[m] > 0)
+            if contract == 0:
+                continue
+            counted = sum(taken[m] for m in members if bids[m] > 0 or rules.nil_tricks_count_for_partner)
+            t.contracts += 1
+            if counted >= contract:
+                t.made += 1
+            else:
+                t.set += 1
+            t.bid_error_sum += counted - contract
+            t.bid_error_abs_sum += abs(counted - contract)
+        for s in seats:
+            if bids[s] == 0:
+                kept = int(taken[s] == 0)
+                if blind[s]:
+                    t.blind_nil_bids += 1
+                    t.blind_nil_kept += kept
+                else:
+                    t.nil_bids += 1
+                    t.nil_kept += kept
+
+
+class _Worker:
+    """Per-process state: one env per rule set, the agents of every match (built lazily)."""
+
+    def __init__(self, configs: Sequence[MatchConfig]) -> None:
+        self.configs = list(configs)
+        self.envs: dict[tuple, Any] = {}
+        self.agents: dict[tuple, Any] = {}
+
+    def env(self, config: MatchConfig):
+        key = (config.rules, config.mode)
+        env = self.envs.get(key)
+        if env is None:
+            episode = "hand" if config.mode == "hands" else "game"
+            env = self.envs[key] = spades_v0.raw_env(rules=config.rules, episode=episode, reward_scale=1.0)
+        return env
+
+    def agent(self, m: int, team: str, role: int):
+        key = (m, team, role)
+        agent = self.agents.get(key)
+        if agent is None:
+            player = self.configs[m].player(team, role)
+            agent = player.factory()
+            if not callable(getattr(agent, "act", None)):
+                raise EvaluationError(f"agent factory {player.label!r} returned {agent!r}, which has no act()")
+            self.agents[key] = agent
+        return agent
+
+    def play_unit(self, m: int, unit: int) -> list[PlayOutcome]:
+        config = self.configs[m]
+        outcomes = [self.play(m, unit, 0)]
+        if config.duplicate:
+            outcomes.append(self.play(m, unit, 1))
+            if config.mode == "games":
+                _check_same_deals(outcomes, unit)
+        if not config.keep_records:
+            for o in outcomes:
+                o.record = None
+        return outcomes
+
+    def play(self, m: int, unit: int, play: int) -> PlayOutcome:
+        config = self.configs[m]
+        rules = config.rules
+        env = self.env(config)
+        seats_of = config.team_seats(play)
+        team_of_seat = {s: team for team, seats in seats_of.items() for s in seats}
+        roles = [(team_of_seat[s], seats_of[team_of_seat[s]].index(s)) for s in range(4)]
+        seated = [self.agent(m, team, role) for team, role in roles]
+        salts = [config.player(team, role).salt for team, role in roles]
+        options: dict[str, Any] = {}
+        if config.start_scores is not None:
+            by_team = dict(zip(TEAMS, config.start_scores))
+            options["scores"] = [by_team[team_of_seat[rules.side_members(d)[0]]] for d in range(rules.num_sides)]
+        if config.mode == "hands":
+            deal, dealer = make_deal(config.seed, unit, rules)
+            options["deal"] = deal
+            if dealer is not None:
+                options["dealer"] = dealer
+            env_seed = derive_seed("spades-eval", config.seed, "env", unit)
+        else:
+            env_seed = game_seed(config.seed, unit)
+        env.reset(seed=env_seed, options=options)
+        for s, agent in enumerate(seated):
+            agent.reset(seat_seed(config.seed, config.mode, unit, s, salts[s]))
+
+        tallies = {team: TeamTally() for team in TEAMS}
+        seconds = [0.0] * 4
+        decisions = [0] * 4
+        mapping = env.agent_name_mapping
+        clock = time.perf_counter
+        for name in env.agent_iter():
+            obs, _, termination, truncation, info = env.last()
+            if termination or truncation:
+                env.step(None)
+                continue
+            seat = mapping[name]
+            start = clock()
+            action = seated[seat].act(obs, info)
+            seconds[seat] += clock() - start
+            decisions[seat] += 1
+            try:
+                env.step(action)
+            except IllegalActionError as exc:
+                team = team_of_seat[seat]
+                label = (config.team_a if team == "A" else config.team_b).label
+                raise RuntimeError(f"team {team} ({label}) on seat {seat} chose an illegal action in "
+                                   f"{config.mode[:-1]} {unit} (play {play}): {exc}") from None
+
+        game = env.game
+        hands = game.hand_records   # what game_record() holds per hand, without the rules dict
+        for hand in hands:
+            tally_hand(hand, rules, seats_of, tallies)
+        keep = config.keep_records or (config.duplicate and config.mode == "games")
+        record = env.game_record() if keep else None
+        for team, seats in seats_of.items():
+            tallies[team].decisions = sum(decisions[s] for s in seats)
+            tallies[team].seconds = sum(seconds[s] for s in seats)
+        winner = None
+        if config.mode == "games":
+            win_side = game.winner if game.game_over else None
+            if win_side is not None:
+                win_seats = rules.side_members(win_side)
+                winner = team_of_seat[win_seats[0]]
+            for team in TEAMS:
+                t = tallies[team]
+                t.games = 1
+                t.wins, t.losses, t.ties = int(winner == team), int(winner not in (team, None)), int(winner is None)
+        return PlayOutcome(unit, play, len(hands), tallies, winner, record)
+
+
+def _check_same_deals(outcomes: list[PlayOutcome], unit: int) -> None:
+    """Duplicate games must see the same deal sequence (the env's stream is action-independent)."""
+    first, second = (o.record["hands"] for o in outcomes)
+    for k, (h1, h2) in enumerate(zip(first, second)):
+        if h1["deal"] != h2["deal"] or h1["dealer"] != h2["dealer"]:
+            raise RuntimeError(f"duplicate game {unit}: hand {k + 1} was dealt differently in the two "
+                               "plays; the env's deal sequence depends on the play (a bug in spades_env)")
+
+
+_WORKER: Optional[_Worker] = None
+
+
+def _init_worker(configs: Sequence[MatchConfig]) -> None:
+    global _WORKER
+    _WORKER = _Worker(configs)
+
+
+def _run_tasks(tasks: list[tuple[int, int]]) -> list[tuple[int, int, list[PlayOutcome]]]:
+    return [(m, unit, _WORKER.play_unit(m, unit)) for m, unit in tasks]
+
+
+def _mp_context():
+    # fork: factories (lambdas, closures, agents registered at run time) need not be picklable.
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+
+
+def default_workers() -> int:
+    """The CPUs this process may use."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def _execute(configs: Sequence[MatchConfig], workers: int, progress: bool,
+             desc: str = "spades-eval") -> list[list[list[PlayOutcome]]]:
+    """Play every unit of every match; outcomes are returned by match and unit (deal order)."""
+    from tqdm import tqdm
+
+    tasks = [(m, u) for m, config in enumerate(configs) for u in range(config.units)]
+    results: list[list[Any]] = [[None] * config.units for config in configs]
+    workers = max(1, min(workers, len(tasks)))
+    unit = "deal" if configs[0].mode == "hands" else "game"
+    with tqdm(total=len(tasks), disable=not progress, file=sys.stderr, unit=unit, desc=desc,
+              dynamic_ncols=True) as bar:
+        if workers == 1:
+            worker = _Worker(configs)
+            for m, u in tasks:
+                results[m][u] = worker.play_unit(m, u)
+                bar.update()
+        else:
+            # A process pool that fails loudly (BrokenProcessPool) if a worker dies, e.g. killed
+            # for memory, instead of waiting forever for its results.
+            size = max(1, min(16, len(tasks) // (workers * 8)))
+            chunks = [tasks[i:i + size] for i in range(0, len(tasks), size)]
+            pool = ProcessPoolExecutor(workers, mp_context=_mp_context(), initializer=_init_worker,
+                                       initargs=(list(configs),))
+            try:
+                for future in as_completed([pool.submit(_run_tasks, chunk) for chunk in chunks]):
+                    for m, u, outcomes in future.result():
+                        results[m][u] = outcomes
+                        bar.update()
+            finally:  # on an error or Ctrl-C, do not wait for the remaining work
+                pool.shutdown(wait=True, cancel_futures=True)
+    return results
+
+
+# ---------------------------------------------------------------------------------------------
+# Statistics
+# ---------------------------------------------------------------------------------------------
+
+def _t_two_sided(t: float, df: int) -> float:
+    """P(|T| <= t) for Student's t with integer ``df`` (Abramowitz & Stegun 26.7.3-4, exact)."""
+    theta = math.atan(abs(t) / math.sqrt(df))
+    c2 = math.cos(theta) ** 2
+    if df % 2:
+        total, term = 1.0, 1.0
+        for k in range(1, (df - 1) // 2):
+            term *= 2 * k / (2 * k + 1) * c2
+            total += term
+        inner = math.sin(theta) * math.cos(theta) * total if df > 1 else 0.0
+        return min(1.0, 2 / math.pi * (theta + inner))
+    total, term = 1.0, 1.0
+    for k in range(1, df // 2):
+        term *= (2 * k - 1) / (2 * k) * c2
+        total += term
+    return min(1.0, math.sin(theta) * total)
+
+
+def t_quantile(confidence: float, df: int) -> float:
+    """The two-sided Student-t critical value: P(|T| <= q) = confidence."""
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    if df > 200:  # Cornish-Fisher expansion; error far below what matters here
+        g1 = (z ** 3 + z) / 4
+        g2 = (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96
+        g3 = (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384
+        return z + g1 / df + g2 / df ** 2 + g3 / df ** 3
+    low, high = z, z
+    while _t_two_sided(high, df) < confidence:
+        high *= 2
+    for _ in range(100):
+        mid = (low + high) / 2
+        if _t_two_sided(mid, df) < confidence:
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2
+
+
+def t_p_value(t: float, df: int) -> float:
+    """Two-sided p-value of a t statistic."""
+    if df > 200:
+        return 2 * (1 - NormalDist().cdf(abs(t)))
+    return max(0.0, 1.0 - _t_two_sided(t, df))
+
+
+@dataclass
+class Interval:
+    """A point estimate with its confidence interval (``low``/``high`` are None when n < 2)."""
+
+    mean: float
+    low: Optional[float]
+    high: Optional[float]
+    n: int                      # independent units behind it
+    std: Optional[float] = None  # the units' standard deviation (standard error x sqrt(n))
+    p_value: Optional[float] = None
+    method: str = ""
+
+    @property
+    def half_width(self) -> Optional[float]:
+        return None if self.low is None else (self.high - self.low) / 2
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def mean_interval(values: Sequence[float], confidence: float = 0.95) -> Interval:
+    """Mean with a Student-t interval and the p-value of mean = 0."""
+    n = len(values)
+    if n == 0:
+        raise ValueError("mean_interval: no values")
+    mean = math.fsum(values) / n
+    if n < 2:
+        return Interval(mean, None, None, n, None, None, "t")
+    var = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
+    std = math.sqrt(var)
+    se = std / math.sqrt(n)
+    q = t_quantile(confidence, n - 1)
+    if se == 0:
+        p = 1.0 if mean == 0 else 0.0
+    else:
+        p = t_p_value(mean / se, n - 1)
+    return Interval(mean, mean - q * se, mean + q * se, n, std, p, "t")
+
+
+def contrast_interval(terms: Sequence[tuple[float, Sequence[float], Sequence[float]]],
+                      confidence: float = 0.95, method: str = "ratio, delta method") -> Interval:
+    """``sum_c w_c * R_c`` with ``R_c = sum(num_c) / sum(den_c)``, every term measured on the same
+    independent units (paired), with a delta-method (cluster-robust) t interval.
+
+    ``terms`` holds ``(w_c, num_c, den_c)``, the lists indexed by unit. One term with weight 1 is a
+    ratio estimate; with equal denominators everything reduces to the plain paired t interval.
+    """
+    n = len(terms[0][1])
+    estimate = 0.0
+    influence = [0.0] * n
+    for weight, num, den in terms:
+        if len(num) != n or len(den) != n:
+            raise ValueError("contrast_interval: every term needs one value per unit")
+        total = math.fsum(den)
+        ratio = math.fsum(num) / total
+        estimate += weight * ratio
+        scale = weight * n / total
+        for u in range(n):
+            influence[u] += scale * (num[u] - ratio * den[u])
+    if n < 2:
+        return Interval(estimate, None, None, n, None, None, method)
+    se = math.sqrt(math.fsum(x * x for x in influence) / (n * (n - 1)))
+    q = t_quantile(confidence, n - 1)
+    p = (1.0 if estimate == 0 else 0.0) if se == 0 else t_p_value(estimate / se, n - 1)
+    return Interval(estimate, estimate - q * se, estimate + q * se, n, se * math.sqrt(n), p, method)
+
+
+def ratio_interval(numerators: Sequence[float], denominators: Sequence[float],
+                   confidence: float = 0.95) -> Interval:
+    """sum(num)/sum(den) over independent clusters, with a delta-method (cluster-robust) t interval."""
+    return contrast_interval([(1.0, numerators, denominators)], confidence)
+
+
+def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> Interval:
+    """A proportion with the Wilson score interval (ties may count as half a success)."""
+    p = successes / n
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return Interval(p, max(0.0, centre - half), min(1.0, centre + half), n, None, None, "Wilson")
+
+
+# ---------------------------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------------------------
+
+def _ratio(a: float, b: float) -> Optional[float]:
+    return a / b if b else None
+
+
+@dataclass
+class TeamStats:
+    """One team's play over the whole match (every hand it played, both plays of a duplicate)."""
+
+    name: str
+    hands: int
+    points: int
+    points_per_hand: float
+    contracts: int
+    contracts_made: int
+    contracts_set: int
+    make_rate: Optional[float]
+    bid_error_mean: Optional[float]       # tricks toward the contract minus the contract
+    bid_error_abs_mean: Optional[float]
+    nil_bids: int
+    nil_kept: int
+    nil_rate: Optional[float]
+    blind_nil_bids: int
+    blind_nil_kept: int
+    blind_nil_rate: Optional[float]
+    bags: int
+    bags_per_hand: float
+    games: int
+    wins: int
+    losses: int
+    ties: int
+    decisions: int
+    seconds_per_decision: Optional[float]
+
+    @classmethod
+    def from_tally(cls, name: str, t: TeamTally) -> "TeamStats":
+        return cls(name=name, hands=t.hands, points=t.points, points_per_hand=t.points / t.hands,
+                   contracts=t.contracts, contracts_made=t.made, contracts_set=t.set,
+                   make_rate=_ratio(t.made, t.contracts), bid_error_mean=_ratio(t.bid_error_sum, t.contracts),
+                   bid_error_abs_mean=_ratio(t.bid_error_abs_sum, t.contracts),
+                   nil_bids=t.nil_bids, nil_kept=t.nil_kept, nil_rate=_ratio(t.nil_kept, t.nil_bids),
+                   blind_nil_bids=t.blind_nil_bids, blind_nil_kept=t.blind_nil_kept,
+                   blind_nil_rate=_ratio(t.blind_nil_kept, t.blind_nil_bids), bags=t.bags,
+                   bags_per_hand=t.bags / t.hands, games=t.games, wins=t.wins, losses=t.losses, ties=t.ties,
+                   decisions=t.decisions, seconds_per_decision=_ratio(t.seconds, t.decisions))
+
+
+TIMING_FIELDS = ("elapsed_s", "hands_per_s", "seconds_per_decision", "workers")
+
+
+def _strip_timing(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _strip_timing(v) for k, v in value.items() if k not in TIMING_FIELDS}
+    if isinstance(value, list):
+        return [_strip_timing(v) for v in value]
+    return value
+
+
+@dataclass
+class MatchResult:
+    """The outcome of :func:`evaluate`. ``to_dict()`` is what ``--json`` writes."""
+
+    team_a: str
+    team_b: str
+    rules: str
+    mode: str
+    duplicate: bool
+    seed: int
+    units: int                       # deals (hands mode) or game seeds (games mode)
+    hands: int                       # hands played in all
+    confidence: float
+    score_diff: Interval             # points per hand, A minus B
+    teams: dict[str, TeamStats]
+    unit_diffs: list[float]          # per unit: A minus B points per hand (plays pooled)
+    unit_points: list[int] = field(default_factory=list)   # per unit: A minus B points (plays summed)
+    unit_hands: list[int] = field(default_factory=list)    # per unit: hands played (plays summed)
+    game_diff: Optional[Interval] = None   # games mode: points won per game, A minus B
+    win_rate: Optional[Interval] = None    # games mode: A's win rate (ties count 1/2)
+    hands_per_game: Optional[float] = None
+    start_scores: Optional[tuple[int, int]] = None
+    rules_settings: dict = field(default_factory=dict)
+    elapsed_s: Optional[float] = None
+    workers: Optional[int] = None
+    records: Optional[list[dict]] = None   # with keep_records: one record per play, in order
+
+    @property
+    def hands_per_s(self) -> Optional[float]:
+        return self.hands / self.elapsed_s if self.elapsed_s else None
+
+    def to_dict(self, timing: bool = True, unit_diffs: bool = True) -> dict:
+        """A JSON-ready dict; ``timing=False`` drops everything that depends on the machine."""
+        out = {
+            "team_a": self.team_a, "team_b": self.team_b, "seats": {"A": [0, 2], "B": [1, 3]},
+            "rules": self.rules, "mode": self.mode, "duplicate": self.duplicate, "seed": self.seed,
+            "units": self.units, "unit": "deal" if self.mode == "hands" else "game",
+            "hands": self.hands, "confidence": self.confidence,
+            "start_scores": list(self.start_scores) if self.start_scores else None,
+            "score_diff_per_hand": self.score_diff.to_dict(),
+            "game_diff": self.game_diff.to_dict() if self.game_diff else None,
+            "win_rate_a": self.win_rate.to_dict() if self.win_rate else None,
+            "hands_per_game": self.hands_per_game,
+            "teams": {k: asdict(v) for k, v in self.teams.items()},
+            "elapsed_s": self.elapsed_s, "hands_per_s": self.hands_per_s, "workers": self.workers,
+            "rules_settings": self.rules_settings,
+        }
+        if unit_diffs:
+            out["unit_diffs"] = list(self.unit_diffs)
+        return out if timing else _strip_timing(out)
+
+    def format(self) -> str:
+        return format_match(self)
+
+
+def summarize(config: MatchConfig, outcomes: list[list[PlayOutcome]], confidence: float = 0.95,
+              elapsed: Optional[float] = None, workers: Optional[int] = None) -> MatchResult:
+    """Aggregate the plays of a match, in deal order."""
+    tallies = {team: TeamTally() for team in TEAMS}
+    diffs, hands = [], []
+    game_values, win_values = [], []
+    records = [] if config.keep_records else None
+    for unit_outcomes in outcomes:
+        d = sum(o.diff for o in unit_outcomes)
+        h = sum(o.hands for o in unit_outcomes)
+        diffs.append(d)
+        hands.append(h)
+        k = len(unit_outcomes)
+        game_values.append(d / k)
+        w = sum(1.0 if o.winner == "A" else 0.5 if o.winner is None else 0.0 for o in unit_outcomes)
+        win_values.append(w / k)
+        for o in unit_outcomes:
+            for team in TEAMS:
+                tallies[team].add(o.tallies[team])
+            if records is not None:
+                records.append(o.record)
+    if config.mode == "hands":
+        score_diff = mean_interval([d / h for d, h in zip(diffs, hands)], confidence)
+        game_diff = win_rate = hands_per_game = None
+    else:
+        score_diff = ratio_interval(diffs, hands, confidence)
+        game_diff = mean_interval(game_values, confidence)
+        # Wilson over the units (games, or duplicate pairs: their two games share the cards).
+        win_rate = wilson_interval(math.fsum(win_values), config.units, confidence)
+        if config.duplicate:
+            win_rate.method = "Wilson over duplicate pairs"
+        hands_per_game = sum(hands) / sum(len(u) for u in outcomes)
+    names = {"A": config.team_a.label, "B": config.team_b.label}
+    return MatchResult(
+        team_a=names["A"], team_b=names["B"], rules=config.rules.name, mode=config.mode,
+        duplicate=config.duplicate, seed=config.seed, units=config.units, hands=sum(hands),
+        confidence=confidence, score_diff=score_diff,
+        teams={team: TeamStats.from_tally(names[team], tallies[team]) for team in TEAMS},
+        unit_diffs=[d / h for d, h in zip(diffs, hands)], unit_points=diffs, unit_hands=hands,
+        game_diff=game_diff, win_rate=win_rate,
+        hands_per_game=hands_per_game, start_scores=config.start_scores,
+        rules_settings=config.rules.to_dict(), elapsed_s=elapsed, workers=workers, records=records)
+
+
+# ---------------------------------------------------------------------------------------------
+# The Python API
+# ---------------------------------------------------------------------------------------------
+
+TeamSpec = Union[str, Callable[[], Any], Player, Team, Sequence[Any]]
+
+
+def _check_count(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise EvaluationError(f"{what}={value!r}: expected a positive whole number")
+    return value
+
+
+def _match_config(team_a: TeamSpec, team_b: TeamSpec, deals: Optional[int], games: Optional[int],
+                  mode: Optional[str], duplicate: bool, rules: Any, seed: int,
+                  start_scores: Optional[Sequence[int]], keep_records: bool) -> MatchConfig:
+    if games is not None and deals is not None:
+        raise EvaluationError("give deals= (single hands) or games= (whole games), not both")
+    if mode is None:
+        mode = "games" if games is not None else "hands"
+    if mode not in MODES:
+        raise EvaluationError(f"mode={mode!r}: expected 'hands' or 'games'")
+    if games is not None and mode != "games":
+        raise EvaluationError("games= needs mode='games'")
+    count = games if games is not None else (deals if deals is not None else 100)
+    count = _check_count(count, "games" if mode == "games" else "deals")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise EvaluationError(f"seed={seed!r}: expected an integer")
+    resolved = resolve_rules(rules)
+    if start_scores is not None:
+        try:
+            start_scores = tuple(int(s) for s in start_scores)
+        except (TypeError, ValueError):
+            raise EvaluationError(f"start_scores={start_scores!r}: expected two integers (team A, team B)") from None
+        if len(start_scores) != 2:
+            raise EvaluationError(f"start_scores={start_scores!r}: expected two integers (team A, team B)")
+    return MatchConfig(Team.of(team_a), Team.of(team_b), resolved, mode, count, bool(duplicate), seed,
+                       start_scores, keep_records)
+
+
+def _check_agents_build(configs: Sequence[MatchConfig]) -> None:
+    """Build every distinct player once, here, so that bad options fail before any play."""
+    seen = set()
+    for config in configs:
+        for team in (config.team_a, config.team_b):
+            for player in (team.first, team.second):
+                key = (player.label, id(player.factory))
+                if key in seen:
+                    continue
+                seen.add(key)
+                try:
+                    agent = player.factory()
+                except Exception as exc:  # a bad option, a missing checkpoint...
+                    raise EvaluationError(f"agent {player.label!r} cannot be built: {exc}") from None
+                if not callable(getattr(agent, "act", None)):
+                    raise EvaluationError(f"agent {player.label!r}: its factory returned {agent!r}, "
+                                          "which has no act(obs, info) method")
+
+
+def _check_workers(workers: Optional[int]) -> int:
+    if workers is None:
+        return default_workers()
+    return _check_count(workers, "workers")
+
+
+def evaluate(team_a: TeamSpec, team_b: TeamSpec, deals: Optional[int] = None, *,
+             games: Optional[int] = None, mode: Optional[str] = None, duplicate: bool = False,
+             rules: Any = "standard", seed: int = 0, workers: Optional[int] = None,
+             progress: bool = False, start_scores: Optional[Sequence[int]] = None,
+             confidence: float = 0.95, keep_records: bool = False) -> MatchResult:
+    """Play team A (seats 0+2) against team B (seats 1+3) and summarize.
+
+    Args:
+        team_a, team_b: an agent spec (``"heuristic"``, ``"search:worlds=20,seed=3"``), a factory
+            returning a new agent, or a pair of them (seat 0/1 partner, seat 2/3 partner).
+        deals: number of deals (hands mode; default 100). With ``duplicate`` each is played twice.
+        games: number of games (or game seeds, with ``duplicate``); sets ``mode="games"``.
+        mode: ``"hands"`` (single hands) or ``"games"`` (to the target score).
+        duplicate: replay every deal / game seed with the teams' seats swapped.
+        rules: a preset name, a YAML path, a mapping or a ``Rules``.
+        seed: the match seed; deals and agent seeds derive from it.
+        workers: processes (default: the CPUs available); the result does not depend on it.
+        progress: a tqdm bar on stderr.
+        start_scores: (team A, team B) scores at the start of every hand / game (e.g. to let
+            blind nil be offered in hands mode).
+        confidence: level of every interval.
+        keep_records: keep every play's game record in ``result.records``.
+    """
+    config = _match_config(team_a, team_b, deals, games, mode, duplicate, rules, seed, start_scores, keep_records)
+    if not 0 < confidence < 1:
+        raise EvaluationError(f"confidence={confidence!r}: expected a number between 0 and 1")
+    workers = _check_workers(workers)
+    _check_agents_build([config])
+    start = time.perf_counter()
+    outcomes = _execute([config], workers, progress, desc=f"{config.team_a.label} vs {config.team_b.label}")[0]
+    elapsed = time.perf_counter() - start
+    return summarize(config, outcomes, confidence, elapsed, min(workers, config.units))
+
+
+@dataclass
+class CrossplayResult:
+    """Every pairing of partners (row: seat 0, column: seat 2) against one reference team."""
+
+    agents: list[str]
+    reference: str
+    cells: list[list[MatchResult]]     # cells[i][j]: agents[i] on seat 0, agents[j] on seat 2
+    self_play: Optional[float]         # mean of the diagonal (points per hand vs the reference)
+    cross_play: Optional[float]        # mean off the diagonal
+    gap: Optional[Interval]            # self-play minus cross-play, paired by deal (game)
+    elapsed_s: Optional[float] = None
+    workers: Optional[int] = None
+
+    def matrix(self, metric: str = "score_diff") -> list[list[Optional[float]]]:
+        """``score_diff`` (points per hand vs the reference) or ``win_rate`` (games mode)."""
+        def value(r: MatchResult) -> Optional[float]:
+            interval = r.score_diff if metric == "score_diff" else r.win_rate
+            return None if interval is None else interval.mean
+        if metric not in ("score_diff", "win_rate"):
+            raise ValueError(f"metric={metric!r}: expected 'score_diff' or 'win_rate'")
+        return [[value(r) for r in row] for row in self.cells]
+
+    def to_dict(self, timing: bool = True) -> dict:
+        first = self.cells[0][0]
+        out = {
+            "agents": self.agents, "reference": self.reference, "rows": "seat 0 partner",
+            "columns": "seat 2 partner", "rules": first.rules, "mode": first.mode,
+            "duplicate": first.duplicate, "seed": first.seed, "units": first.units,
+            "confidence": first.confidence,
+            "score_diff": self.matrix("score_diff"),
+            "score_diff_low": [[r.score_diff.low for r in row] for row in self.cells],
+            "score_diff_high": [[r.score_diff.high for r in row] for row in self.cells],
+            "win_rate": self.matrix("win_rate") if first.mode == "games" else None,
+            "self_play": self.self_play, "cross_play": self.cross_play,
+            "gap": self.gap.to_dict() if self.gap else None,
+            "cells": [[r.to_dict(timing=timing, unit_diffs=False) for r in row] for row in self.cells],
+            "elapsed_s": self.elapsed_s, "workers": self.workers,
+        }
+        return out if timing else _strip_timing(out)
+
+    def format(self) -> str:
+        return format_crossplay(self)
+
+    def plot(self, path: Union[str, os.PathLike]) -> Path:
+        return plot_crossplay(self, path)
+
+
+def crossplay(agents: Sequence[Any], reference: Any = None, deals: Optional[int] = None, *,
+              games: Optional[int] = None, mode: Optional[str] = None, duplicate: bool = False,
+              rules: Any = "standard", seed: int = 0, workers: Optional[int] = None,
+              progress: bool = False, start_scores: Optional[Sequence[int]] = None,
+              confidence: float = 0.95) -> CrossplayResult:
+    """Pair every agent with every agent (seat 0 x seat 2) against a fixed reference team.
+
+    Every cell plays the same deals (the same seed), so cells are compared on equal cards and
+    the self-play minus cross-play gap is paired by deal. ``reference`` defaults to
+    :func:`default_reference`. Other arguments as for :func:`evaluate`.
+    """
+    if isinstance(agents, str) or not agents:
+        raise EvaluationError("crossplay needs a list of agent specs (at least one)")
+    players = [Player.of(a) for a in agents]
+    reference = default_reference() if reference is None else reference
+    ref_team = Team.of(reference)
+    if not 0 < confidence < 1:
+        raise EvaluationError(f"confidence={confidence!r}: expected a number between 0 and 1")
+    configs = [_match_config(Team(x, y), ref_team, deals, games, mode, duplicate, rules, seed, start_scores, False)
+               for x in players for y in players]
+    workers = _check_workers(workers)
+    _check_agents_build(configs)
+    start = time.perf_counter()
+    outcomes = _execute(configs, workers, progress, desc="crossplay")
+    elapsed = time.perf_counter() - start
+    n = len(players)
+    results = [summarize(c, o, confidence, None, None) for c, o in zip(configs, outcomes)]
+    cells = [results[i * n:(i + 1) * n] for i in range(n)]
+    diag = [cells[i][i] for i in range(n)]
+    off = [cells[i][j] for i in range(n) for j in range(n) if i != j]
+    self_play = sum(r.score_diff.mean for r in diag) / n
+    cross_play = sum(r.score_diff.mean for r in off) / len(off) if off else None
+    gap = None
+    if off:
+        terms = [(1 / len(diag), r.unit_points, r.unit_hands) for r in diag]
+        terms += [(-1 / len(off), r.unit_points, r.unit_hands) for r in off]
+        unit = "deal" if configs[0].mode == "hands" else "game"
+        gap = contrast_interval(terms, confidence, method=f"paired by {unit}, delta method")
+    return CrossplayResult([p.label for p in players], ref_team.label, cells, self_play, cross_play, gap,
+                           elapsed, min(workers, sum(c.units for c in configs)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Reports
+# ---------------------------------------------------------------------------------------------
+
+def _signed(x: Optional[float], digits: int = 2) -> str:
+    return "n/a" if x is None else f"{x:+.{digits}f}"
+
+
+def _plain(x: Optional[float], digits: int = 2) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _pct(x: Optional[float]) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _duration(seconds: Optional[float]) -> str:
+    if seconds is None:
+        return "n/a"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.1f} us"
+    if seconds < 1:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds:.2f} s"
+
+
+def _p(p: Optional[float]) -> str:
+    if p is None:
+        return ""
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+
+
+def _interval_line(label: str, iv: Interval, signed: bool = True, percent: bool = False,
+                   level: float = 0.95) -> str:
+    if percent:
+        fmt = _pct
+    else:
+        fmt = _signed if signed else _plain
+    ci = "n/a (needs 2+ units)" if iv.low is None else f"[{fmt(iv.low)}, {fmt(iv.high)}]"
+    extra = f", {_p(iv.p_value)}" if iv.p_value is not None else ""
+    return f"{label:<32}{fmt(iv.mean):>9}   {round(100 * level)}% CI {ci}   ({iv.method}, n={iv.n}{extra})"
+
+
+def _table(rows: list[tuple[str, str, str]], head: tuple[str, str, str]) -> list[str]:
+    w0 = max(len(r[0]) for r in rows + [head])
+    w1 = max(len(r[1]) for r in rows + [head])
+    w2 = max(len(r[2]) for r in rows + [head])
+    lines = [f"{head[0]:<{w0}}  {head[1]:>{w1}}  {head[2]:>{w2}}", "-" * (w0 + w1 + w2 + 4)]
+    lines += [f"{a:<{w0}}  {b:>{w1}}  {c:>{w2}}" for a, b, c in rows]
+    return lines
+
+
+def format_match(r: MatchResult) -> str:
+    """The printed report: the headline numbers with intervals, then a per-team table."""
+    unit = "deal" if r.mode == "hands" else "game"
+    plays = " x 2 (duplicate: teams swap seats over the same cards)" if r.duplicate else ""
+    lines = [f"Team A (seats 0+2): {r.team_a}", f"Team B (seats 1+3): {r.team_b}",
+             f"rules {r.rules}, {r.mode} mode, {r.units} {unit}{'s' if r.units != 1 else ''}{plays}, "
+             f"seed {r.seed}, {r.hands} hands played"
+             + (f", start scores A {r.start_scores[0]} / B {r.start_scores[1]}" if r.start_scores else ""), ""]
+    lines.append(_interval_line("score difference per hand (A-B)", r.score_diff, level=r.confidence))
+    if r.mode == "games":
+        lines.append(_interval_line("points per game (A-B)", r.game_diff, level=r.confidence))
+        lines.append(_interval_line("A's game win rate", r.win_rate, percent=True, level=r.confidence))
+        lines.append(f"{'hands per game':<32}{r.hands_per_game:>9.2f}")
+    lines.append("")
+    a, b = r.teams["A"], r.teams["B"]
+
+    def both(f: Callable[[TeamStats], str]) -> tuple[str, str]:
+        return f(a), f(b)
+
+    rows = [
+        ("hands played", *both(lambda t: str(t.hands))),
+        ("points per hand", *both(lambda t: _signed(t.points_per_hand))),
+        ("contracts made", *both(lambda t: f"{t.contracts_made}/{t.contracts} ({_pct(t.make_rate)})")),
+        ("contracts set", *both(lambda t: str(t.contracts_set))),
+        ("tricks - contract, mean", *both(lambda t: _signed(t.bid_error_mean))),
+        ("tricks - contract, mean |.|", *both(lambda t: _plain(t.bid_error_abs_mean))),
+        ("nil kept / bid", *both(lambda t: f"{t.nil_kept}/{t.nil_bids} ({_pct(t.nil_rate)})")),
+        ("blind nil kept / bid", *both(lambda t: f"{t.blind_nil_kept}/{t.blind_nil_bids} ({_pct(t.blind_nil_rate)})")),
+        ("bags per hand", *both(lambda t: _plain(t.bags_per_hand))),
+    ]
+    if r.mode == "games":
+        rows.append(("games won / lost / tied", *both(lambda t: f"{t.wins}/{t.losses}/{t.ties}")))
+    rows.append(("time per decision", *both(lambda t: _duration(t.seconds_per_decision))))
+    lines += _table(rows, ("", f"A: {r.team_a}", f"B: {r.team_b}"))
+    if r.elapsed_s is not None:
+        lines += ["", f"{r.hands} hands in {r.elapsed_s:.2f} s ({r.hands_per_s:,.0f} hands/s, {r.workers} worker"
+                  f"{'s' if r.workers != 1 else ''})"]
+    return "\n".join(lines)
+
+
+def format_crossplay(c: CrossplayResult) -> str:
+    first = c.cells[0][0]
+    unit = "deals" if first.mode == "hands" else "games"
+    lines = [f"Cross-play against {c.reference} (seats 1+3): rows = partner on seat 0, "
+             f"columns = partner on seat 2",
+             f"rules {first.rules}, {first.mode} mode, {first.units} {unit}"
+             f"{' x 2 (duplicate)' if first.duplicate else ''} per cell, seed {first.seed}; "
+             f"points per hand minus the reference's, {round(100 * first.confidence)}% CI half-width", ""]
+    names = c.agents
+    cell_text = [[f"{r.score_diff.mean:+.1f}" + ("" if r.score_diff.half_width is None
+                                                  else f" ±{r.score_diff.half_width:.1f}") for r in row]
+                 for row in c.cells]
+    if first.mode == "games":
+        cell_text = [[t + f" ({_pct(r.win_rate.mean)} won)" for t, r in zip(trow, row)]
+                     for trow, row in zip(cell_text, c.cells)]
+    corner = "seat 0 \\ seat 2"
+    w0 = max(len(corner), *(len(n) for n in names))
+    widths = [max(len(names[j]), *(len(cell_text[i][j]) for i in range(len(names)))) for j in range(len(names))]
+    lines.append(f"{corner:<{w0}}  " + "  ".join(f"{n:>{w}}" for n, w in zip(names, widths)))
+    lines.append("-" * (w0 + 2 + sum(widths) + 2 * (len(widths) - 1)))
+    for i, name in enumerate(names):
+        lines.append(f"{name:<{w0}}  " + "  ".join(f"{t:>{w}}" for t, w in zip(cell_text[i], widths)))
+    lines.append("")
+    lines.append(f"self-play (diagonal) mean  {_signed(c.self_play)}")
+    if c.cross_play is not None:
+        lines.append(f"cross-play (off-diagonal)  {_signed(c.cross_play)}")
+        lines.append(_interval_line("self-play minus cross-play", c.gap, level=first.confidence))
+    if c.elapsed_s is not None:
+        hands = sum(r.hands for row in c.cells for r in row)
+        lines.append(f"\n{hands} hands in {c.elapsed_s:.2f} s ({hands / c.elapsed_s:,.0f} hands/s, "
+                     f"{c.workers} worker{'s' if c.workers != 1 else ''})")
+    return "\n".join(lines)
+
+
+def plot_crossplay(c: CrossplayResult, path: Union[str, os.PathLike]) -> Path:
+    """A heat map of the cross-play matrix (points per hand minus the reference's) as a PNG."""
+    from matplotlib.figure import Figure  # no pyplot: no GUI backend, safe in workers and CI
+
+    values = c.matrix("score_diff")
+    n = len(values)
+    span = max(1e-9, max(abs(v) for row in values for v in row))
+    size = max(4.0, 1.1 * n + 2.5)
+    fig = Figure(figsize=(size, size * 0.85), layout="constrained")
+    ax = fig.subplots()
+    image = ax.imshow(values, cmap="RdBu", vmin=-span, vmax=span)
+    ax.set_xticks(range(n), c.agents, rotation=30, ha="right")
+    ax.set_yticks(range(n), c.agents)
+    ax.set_xlabel("partner on seat 2")
+    ax.set_ylabel("partner on seat 0")
+    first = c.cells[0][0]
+    ax.set_title(f"vs {c.reference}: points per hand (A-B)\n{first.rules}, {first.units} "
+                 f"{'deals' if first.mode == 'hands' else 'games'}{', duplicate' if first.duplicate else ''}",
+                 fontsize=10)
+    for i, row in enumerate(c.cells):
+        for j, r in enumerate(row):
+            hw = r.score_diff.half_width
+            text = f"{r.score_diff.mean:+.1f}" + ("" if hw is None else f"\n±{hw:.1f}")
+            colour = "white" if abs(r.score_diff.mean) > 0.6 * span else "black"
+            ax.text(j, i, text, ha="center", va="center", color=colour, fontsize=9)
+    fig.colorbar(image, ax=ax, label="points per hand, team minus reference")
+    path = Path(path)
+    if path.parent and not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------------------------
+
+def split_spec_list(items: Sequence[str]) -> list[str]:
+    """Agent specs from ``--crossplay`` arguments, comma- and/or space-separated.
+
+    A comma-separated piece that holds ``=`` but no ``:`` continues the previous spec's options:
+    ``"search:worlds=20,seed=3,heuristic"`` -> ``["search:worlds=20,seed=3", "heuristic"]``.
+    """
+    specs: list[str] = []
+    for item in items:
+        for piece in item.split(","):
+            piece = piece.strip()
+            if not piece:
+                continue
+            if "=" in piece and ":" not in piece.split("=", 1)[0]:
+                if not specs or ":" not in specs[-1]:
+                    raise EvaluationError(f"--crossplay: option {piece!r} does not follow an agent spec "
+                                          "(expected NAME or NAME:key=value,...)")
+                specs[-1] += "," + piece
+            else:
+                specs.append(piece)
+    return specs
+
+
+def _team_arg(values: Optional[list[str]], flag: str) -> Any:
+    if not values:
+        return None
+    if len(values) > 2:
+        raise EvaluationError(f"{flag}: expected one agent spec, or two (seat 0/1 partner, seat 2/3 partner), "
+                              f"got {len(values)}")
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def _start_scores_arg(text: Optional[str]) -> Optional[tuple[int, int]]:
+    if text is None:
+        return None
+    try:
+        a, b = (int(x) for x in text.split(","))
+    except ValueError:
+        raise EvaluationError(f"--start-scores {text!r}: expected two integers A,B (e.g. 0,150)") from None
+    return a, b
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="spades-eval", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Play team A (seats 0+2) against team B (seats 1+3) over seeded deals and print the "
+                    "score difference with confidence intervals and per-team statistics.",
+        epilog="Agent specs: NAME or NAME:key=value,... (values parsed as int, float, true/false, "
+               "none or text), e.g. heuristic, search:worlds=20,seed=3, neural:checkpoint=runs/x/model.pt.\n"
+               "Give two specs to --team-a/--team-b for different partners (seat 0/1, seat 2/3).\n"
+               "Results do not depend on --workers. Exit status 2 on bad input.")
+    parser.add_argument("--team-a", nargs="+", metavar="SPEC", help="team A (seats 0+2): one spec, or two")
+    parser.add_argument("--team-b", nargs="+", metavar="SPEC", help="team B (seats 1+3): one spec, or two")
+    count = parser.add_mutually_exclusive_group()
+    count.add_argument("--deals", type=int, metavar="N", help="single hands over N seeded deals (default 100)")
+    count.add_argument("--hands", type=int, metavar="N", help="the same as --deals")
+    count.add_argument("--games", type=int, metavar="N", help="N whole games to the target score instead")
+    parser.add_argument("--duplicate", action="store_true",
+                        help="play every deal (game seed) twice, teams swapping seats over the same cards")
+    parser.add_argument("--seed", type=int, default=0, help="match seed (default 0)")
+    parser.add_argument("--rules", default="standard", help="rules preset or YAML file (default standard)")
+    parser.add_argument("--start-scores", metavar="A,B",
+                        help="team scores at the start of every hand/game (e.g. 0,150 lets A bid blind nil)")
+    parser.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
+    parser.add_argument("--workers", type=int, metavar="N", help="processes (default: the CPUs available)")
+    parser.add_argument("--json", metavar="FILE", help="also write the result as JSON")
+    parser.add_argument("--records", metavar="FILE", help="write every play's game record (JSON list)")
+    parser.add_argument("--crossplay", nargs="+", metavar="SPEC",
+                        help="cross-play: every pair of these agents as partners against --reference")
+    parser.add_argument("--reference", metavar="SPEC",
+                        help="crossplay opponent team (default heuristic if registered, else random)")
+    parser.add_argument("--plot", metavar="FILE",
+                        help="crossplay heat map PNG (default: next to --json, else crossplay.png)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    return parser
+
+
+def _write_json(path: str, data: Any) -> None:
+    target = Path(path)
+    if target.parent and not target.parent.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(data, indent=1))
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse's own errors exit 2, --help 0
+        return int(exc.code or 0)
+
+    def fail(message: str) -> int:
+        print(f"spades-eval: error: {message}", file=sys.stderr)
+        return 2
+
+    try:
+        n = args.games if args.games is not None else (args.hands if args.hands is not None else args.deals)
+        mode = "games" if args.games is not None else "hands"
+        common = dict(deals=None if mode == "games" else n, games=n if mode == "games" else None,
+                      duplicate=args.duplicate, rules=args.rules, seed=args.seed, workers=args.workers,
+                      progress=not args.quiet, start_scores=_start_scores_arg(args.start_scores),
+                      confidence=args.confidence)
+        if args.crossplay:
+            if args.team_a or args.team_b:
+                return fail("--crossplay plays every pairing against --reference; drop --team-a/--team-b")
+            if args.records:
+                return fail("--records is for single matches, not --crossplay")
+            result = crossplay(split_spec_list(args.crossplay), reference=args.reference, **common)
+        else:
+            if args.reference or args.plot:
+                return fail("--reference and --plot go with --crossplay")
+            team_a, team_b = _team_arg(args.team_a, "--team-a"), _team_arg(args.team_b, "--team-b")
+            if team_a is None or team_b is None:
+                return fail("give both --team-a and --team-b (or --crossplay)")
+            result = evaluate(team_a, team_b, keep_records=bool(args.records), **common)
+    except (EvaluationError, RulesError) as exc:
+        return fail(str(exc))
+
+    print(result.format())
+    if args.json:
+        _write_json(args.json, result.to_dict())
+        print(f"\nwrote {args.json}")
+    if args.crossplay:
+        plot = args.plot or (str(Path(args.json).with_suffix(".png")) if args.json else "crossplay.png")
+        plot_crossplay(result, plot)
+        print(f"wrote {plot}")
+    elif args.records:
+        _write_json(args.records, result.records)
+        print(f"wrote {args.records}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
