@@ -89,6 +89,46 @@ def run_openspiel(decisions: int, seed: int = 0) -> Optional[dict]:
             "hands_per_s": hands / elapsed, "games": hands}
 
 
+VECTOR_BATCH_SIZES = (1, 16, 256, 1024, 4096, 16384)
+
+
+def run_vector(batch_size: int, seconds: float = 2.0, rules: str = "standard", device: str = "cpu",
+               compile: bool = False, seed: int = 0) -> dict:
+    """The batched engine: random legal actions for every table, the float32 observation and the
+    mask of every next decision produced at every step (the way a self-play loop uses it)."""
+    import torch
+
+    from .vector import SpadesVectorEnv
+
+    env = SpadesVectorEnv(batch_size, rules=rules, device=device, seed=seed, compile=compile,
+                          check_actions=False)
+    generator = torch.Generator(device=device).manual_seed(seed)
+    obs, mask = env.reset()
+
+    def random_legal(mask):
+        noise = torch.rand(mask.shape, generator=generator, device=device)
+        return torch.where(mask, noise, -1.0).argmax(1)
+
+    warm_start = time.perf_counter()
+    for _ in range(3):  # warm-up (and the compilation, when compiling)
+        obs, mask, *_ = env.step(random_legal(mask))
+    warmup = time.perf_counter() - warm_start
+    steps = 0
+    sync = torch.cuda.synchronize if env.device.type == "cuda" else (lambda: None)
+    sync()
+    start = time.perf_counter()
+    while True:
+        obs, mask, rewards, done, info = env.step(random_legal(mask))
+        steps += 1
+        if steps % 4 == 0:
+            sync()
+            if time.perf_counter() - start >= seconds:
+                break
+    elapsed = time.perf_counter() - start
+    return {"batch_size": batch_size, "steps": steps, "seconds": elapsed, "warmup_s": warmup,
+            "decisions_per_s": batch_size * steps / elapsed, "compiled": compile, "device": str(env.device)}
+
+
 def run_benchmarks(decisions: int = 300_000, rules: str = "standard", repeats: int = 3,
                    openspiel: bool = True, seed: int = 0, progress: Callable[[str], None] = print) -> dict:
     from . import spades_v0
@@ -134,6 +174,19 @@ def format_table(results: dict, rules: str) -> str:
     return "\n".join(lines)
 
 
+def format_vector_table(rows: list[dict]) -> str:
+    lines = [f"Batched engine (SpadesVectorEnv): random legal play, float32 observation + mask every decision",
+             f"{'batch':>7} {'mode':>9} {'decisions/s':>13} {'ms/step':>9} {'warm-up s':>10}"]
+    for r in rows:
+        mode = "compiled" if r["compiled"] else "eager"
+        lines.append(f"{r['batch_size']:>7} {mode:>9} {r['decisions_per_s']:>13,.0f} "
+                     f"{1e3 * r['seconds'] / r['steps']:>9.2f} {r['warmup_s']:>10.1f}")
+    best = max(rows, key=lambda r: r["decisions_per_s"])
+    lines.append(f"best: {best['decisions_per_s']:,.0f} decisions/s at batch {best['batch_size']} "
+                 f"({'compiled' if best['compiled'] else 'eager'}, {best['device']})")
+    return "\n".join(lines)
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="spades-bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -142,22 +195,52 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="runs per environment; the best is reported")
     parser.add_argument("--rules", default="standard", help="rules preset or YAML file (default standard)")
     parser.add_argument("--no-openspiel", action="store_true", help="skip the OpenSpiel comparison")
-    parser.add_argument("--quick", action="store_true", help="a short run (50000 decisions, 1 repeat)")
+    parser.add_argument("--no-aec", action="store_true", help="skip the AEC env (batched engine only)")
+    parser.add_argument("--no-vector", action="store_true", help="skip the batched engine")
+    parser.add_argument("--batch-sizes", default=",".join(map(str, VECTOR_BATCH_SIZES)),
+                        help="batched engine sizes (default 1,16,256,1024,4096,16384)")
+    parser.add_argument("--compile", action="store_true",
+                        help="also run the batched engine under torch.compile (slow first step per size)")
+    parser.add_argument("--device", default="cpu", help="batched engine device (cpu, cuda)")
+    parser.add_argument("--vector-seconds", type=float, default=2.0, help="measured seconds per batch size")
+    parser.add_argument("--quick", action="store_true", help="a short run (50000 decisions, 1 repeat, small batches)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     args = parser.parse_args(argv)
     if args.quick:
-        args.decisions, args.repeats = 50_000, 1
+        args.decisions, args.repeats, args.vector_seconds = 50_000, 1, 0.5
+        args.batch_sizes = "1,256,4096"
     if args.decisions <= 0 or args.repeats <= 0:
         parser.error("--decisions and --repeats must be positive")
-    print(f"spades-bench: {args.decisions:,} decisions x {args.repeats} repeats per environment ...", flush=True)
-    results = run_benchmarks(args.decisions, args.rules, args.repeats, not args.no_openspiel, args.seed,
-                             progress=lambda line: print(line, flush=True))
-    print()
-    print(format_table(results, args.rules))
+    try:
+        batch_sizes = [int(b) for b in args.batch_sizes.split(",") if b.strip()]
+    except ValueError:
+        parser.error(f"--batch-sizes: expected integers separated by commas, got {args.batch_sizes!r}")
+    if any(b <= 0 for b in batch_sizes):
+        parser.error("--batch-sizes must be positive")
+    output: dict = {"machine": machine_description(), "rules": args.rules}
+    if not args.no_aec:
+        print(f"spades-bench: {args.decisions:,} decisions x {args.repeats} repeats per environment ...", flush=True)
+        results = run_benchmarks(args.decisions, args.rules, args.repeats, not args.no_openspiel, args.seed,
+                                 progress=lambda line: print(line, flush=True))
+        print()
+        print(format_table(results, args.rules))
+        output["results"] = results
+    if not args.no_vector:
+        rows = []
+        print(f"\nbatched engine on {args.device}: batch sizes {batch_sizes} ...", flush=True)
+        for compiled in ([False, True] if args.compile else [False]):
+            for b in batch_sizes:
+                row = run_vector(b, args.vector_seconds, args.rules, args.device, compiled, args.seed)
+                rows.append(row)
+                print(f"  batch {b:>6} {'compiled' if compiled else 'eager':>9}: "
+                      f"{row['decisions_per_s']:>13,.0f} decisions/s", flush=True)
+        print()
+        print(format_vector_table(rows))
+        output["vector"] = rows
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"machine": machine_description(), "rules": args.rules, "results": results}, f, indent=1)
+            json.dump(output, f, indent=1)
         print(f"\nwrote {args.json}")
     return 0
 

@@ -85,12 +85,6 @@ class VecState:
         return VecState(**values)
 
 
-def _bits_to_bytes_table(device: torch.device) -> torch.Tensor:
-    """(256, 8) uint8: the bits of every byte, least significant first."""
-    values = torch.arange(256, dtype=torch.int32)
-    return ((values[:, None] >> torch.arange(8, dtype=torch.int32)) & 1).to(torch.uint8).to(device)
-
-
 class SpadesVectorEnv:
     """``num_envs`` Spades tables stepped together.
 
@@ -130,50 +124,61 @@ class SpadesVectorEnv:
         self._generator = torch.Generator(device=dev)
         self._generator.manual_seed(seed if seed is not None else torch.seed() % (2 ** 62))
         self._seed = seed
-        self._byte_bits = _bits_to_bytes_table(dev)
+        self._ranges = {k: torch.arange(k, dtype=I64, device=dev) for k in (4, 6, 14, 52)}
+        self._card_bits = torch.ones(52, dtype=I64, device=dev) << self._ranges[52]
         self._suit_masks = torch.tensor([((1 << 13) - 1) << (13 * s) for s in range(4)], dtype=I64, device=dev)
         self._seat_range = torch.arange(NUM_SEATS, dtype=I64, device=dev)
         self._bid_range = torch.arange(14, dtype=I64, device=dev)
-        self._pass_slots = 8 * max(r.blind_nil_pass, 1)
-        self._deal_pool_size = deal_pool_size or max(4 * B, 1024)
-        self._deal_pool = torch.empty(0, NUM_SEATS, dtype=I64, device=dev)
-        self._deal_pool_next = 0
+        self._pass_slots = 4 * max(r.blind_nil_pass, 1)
+        self._deal_pool_size = deal_pool_size or 32 * B + 1024
+        self._refill_every = 8
+        self._refill_margin = self._refill_every * B + 1
+        if self._deal_pool_size < 2 * self._refill_margin:
+            raise VectorEnvError(f"deal_pool_size must be at least {2 * self._refill_margin}")
+        self._deal_pool = torch.empty(0, NUM_SEATS + 1, dtype=I64, device=dev)
+        self._pool_ptr = torch.zeros((), dtype=I64, device=dev)
+        self._steps = 0
         self._deal_queue = torch.zeros(B, 0, NUM_SEATS, dtype=I64, device=dev)
         self._start_scores = torch.zeros(B, 2, dtype=I64, device=dev)
         self._start_bags = torch.zeros(B, 2, dtype=I64, device=dev)
         self._fixed_start_dealer: Optional[torch.Tensor] = None
-        self._step_fn = torch.compile(self._step_impl, dynamic=False) if compile else self._step_impl
+        self._compiled = compile
+        self._step_fn = torch.compile(self._full_step, dynamic=False) if compile else self._full_step
         self.state: Optional[VecState] = None
 
     # ------------------------------------------------------------------ deals
     def _draw_deals(self, count: int) -> torch.Tensor:
-        """``count`` uniformly random deals as (count, 4) bitboards."""
+        """``count`` uniformly random deals and first dealers: (count, 5), 4 bitboards + a seat."""
         keys = torch.rand(count, 52, generator=self._generator, device=self.device)
         order = keys.argsort(dim=1)
-        bits = torch.ones_like(order) << order
-        return bits.view(count, NUM_SEATS, 13).sum(dim=2)
+        hands = (torch.ones_like(order) << order).view(count, NUM_SEATS, 13).sum(dim=2)
+        dealers = torch.randint(0, 4, (count, 1), generator=self._generator, device=self.device)
+        return torch.cat([hands, dealers], 1)
 
-    def _take_deals(self, need: torch.Tensor, deal_index: torch.Tensor) -> torch.Tensor:
-        """Deals for the tables in ``need``: the table's queue first, then the seeded pool."""
-        B = self.num_envs
-        count = int(need.sum()) if need.dtype == torch.bool else int(need.sum())
-        deals = torch.zeros(B, NUM_SEATS, dtype=I64, device=self.device)
-        if count == 0:
-            return deals
-        if self._deal_pool.shape[0] - self._deal_pool_next < count:
-            fresh = self._draw_deals(max(self._deal_pool_size, count))
-            self._deal_pool = torch.cat([self._deal_pool[self._deal_pool_next:], fresh])
-            self._deal_pool_next = 0
-        need_b = need.bool()
-        rank = torch.cumsum(need_b.to(I64), 0) - 1
-        pooled = self._deal_pool[(self._deal_pool_next + rank).clamp(min=0)]
-        self._deal_pool_next += count
-        queue_len = self._deal_queue.shape[1]
+    def _refill_pool(self, force: bool = False) -> None:
+        """Top the pool of seeded deals up (outside the step, so the step never waits on it).
+        A step uses at most one deal per table, and the pool is checked every few steps."""
+        P = self._deal_pool.shape[0]
+        used = int(self._pool_ptr)
+        if force or P - used < self._refill_margin:
+            keep = self._deal_pool[used:] if not force else self._deal_pool[:0]
+            fresh = self._draw_deals(self._deal_pool_size - keep.shape[0])
+            self._deal_pool = torch.cat([keep, fresh])
+            self._pool_ptr = torch.zeros((), dtype=I64, device=self.device)
+
+    def _take_deals(self, need: torch.Tensor, deal_index: torch.Tensor, pool: torch.Tensor,
+                    ptr: torch.Tensor, queue: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Deals (B, 4) and random first dealers (B,) for the tables in ``need``: the table's
+        queue of given deals first, then the seeded pool. Returns them and the new pool pointer."""
+        rank = torch.cumsum(need.to(I64), 0) - 1
+        pooled = pool[(ptr + rank).clamp(0, pool.shape[0] - 1)]
+        deals, dealers = pooled[:, :4], pooled[:, 4]
+        queue_len = queue.shape[1]
         if queue_len:
-            from_queue = deal_index < queue_len
-            queued = self._deal_queue[torch.arange(B, device=self.device), deal_index.clamp(max=queue_len - 1)]
-            pooled = torch.where(from_queue[:, None], queued, pooled)
-        return torch.where(need_b[:, None], pooled, deals)
+            from_queue = (deal_index < queue_len)[:, None]
+            rows = torch.arange(need.shape[0], device=need.device)
+            deals = torch.where(from_queue, queue[rows, deal_index.clamp(max=queue_len - 1)], deals)
+        return deals, dealers, ptr + need.to(I64).sum()
 
     # ------------------------------------------------------------------ reset
     def reset(self, seed: Optional[int] = None, deals: Any = None, dealer: Any = None,
@@ -190,7 +195,8 @@ class SpadesVectorEnv:
         if seed is not None:
             self._generator.manual_seed(seed)
             self._deal_pool = self._deal_pool[:0]
-            self._deal_pool_next = 0
+        if self._deal_pool.shape[0] == 0:
+            self._refill_pool(force=True)
         self._deal_queue = self._parse_deals(deals) if deals is not None else torch.zeros(B, 0, NUM_SEATS, dtype=I64, device=dev)
         self._start_scores = self._per_table_pair("scores", scores)
         self._start_bags = self._per_table_pair("bags", bags)
@@ -211,7 +217,8 @@ class SpadesVectorEnv:
         else:
             self._fixed_start_dealer = None
         everyone = torch.ones(B, dtype=torch.bool, device=dev)
-        self.state = self._new_games(self._empty_state(), everyone)
+        self.state, self._pool_ptr = self._start(self._empty_state(), everyone, everyone, self._deal_pool,
+                                                 self._pool_ptr, self._deal_queue)
         obs, self._mask = self.observe()
         return obs, self._mask
 
@@ -262,31 +269,26 @@ class SpadesVectorEnv:
                         bags=z(B, 2), hand_number=z(B), deal_index=z(B),
                         potential=torch.zeros(B, 2, dtype=F64, device=dev))
 
-    def _new_games(self, s: VecState, which: torch.Tensor) -> VecState:
-        """Start a new game at the tables in ``which`` (scores, dealer, first hand)."""
+    def _start(self, s: VecState, new_hand: torch.Tensor, new_game: torch.Tensor, pool: torch.Tensor,
+               ptr: torch.Tensor, queue: torch.Tensor) -> tuple[VecState, torch.Tensor]:
+        """Deal a new hand at the tables in ``new_hand``; those in ``new_game`` (a subset) first
+        start a new game (starting scores, bags and dealer). Returns the state and pool pointer."""
         r = self.rules
-        w = which
-        w2 = w[:, None]
+        deals, pool_dealers, ptr = self._take_deals(new_hand, s.deal_index, pool, ptr, queue)
         if r.fixed_dealer is not None:
             first_dealer = torch.full_like(s.dealer, r.fixed_dealer)
         elif self._fixed_start_dealer is not None:
             first_dealer = self._fixed_start_dealer
         else:
-            first_dealer = torch.randint(0, 4, s.dealer.shape, generator=self._generator, device=self.device)
-        s = s.replace(scores=torch.where(w2, self._start_scores, s.scores),
-                      bags=torch.where(w2, self._start_bags, s.bags),
-                      hand_number=torch.where(w, torch.zeros_like(s.hand_number), s.hand_number),
-                      dealer=torch.where(w, first_dealer, s.dealer))
-        return self._new_hands(s, w)
-
-    def _new_hands(self, s: VecState, which: torch.Tensor) -> VecState:
-        """Deal a new hand at the tables in ``which`` (the dealer is already set)."""
-        w = which
-        w2 = w[:, None]
-        deals = self._take_deals(w, s.deal_index)
+            first_dealer = pool_dealers
+        g, g2 = new_game, new_game[:, None]
+        s = s.replace(scores=torch.where(g2, self._start_scores, s.scores),
+                      bags=torch.where(g2, self._start_bags, s.bags),
+                      hand_number=torch.where(g, torch.zeros_like(s.hand_number), s.hand_number),
+                      dealer=torch.where(g, first_dealer, s.dealer))
+        w, w2 = new_hand, new_hand[:, None]
         zeros4 = torch.zeros_like(s.bids)
-        may_blind = self._side_may_blind(s.scores)                      # (B, 2)
-        looked = 1 - may_blind.repeat(1, 2)                              # seats 0,1,2,3 -> sides 0,1,0,1
+        looked = 1 - self._side_may_blind(s.scores).repeat(1, 2)        # seats 0,1,2,3 -> sides 0,1,0,1
         leader0 = (s.dealer + 1) % 4
         s = s.replace(
             hands=torch.where(w2, deals, s.hands), deal=torch.where(w2, deals, s.deal),
@@ -304,7 +306,7 @@ class SpadesVectorEnv:
             to_act=torch.where(w, leader0, s.to_act), leader=torch.where(w, leader0, s.leader),
             potential=torch.where(w2, torch.zeros_like(s.potential), s.potential),
             phase=torch.where(w, torch.full_like(s.phase, PHASE_BIDDING), s.phase))
-        return self._begin_bidding_turn(s, w)
+        return self._begin_bidding_turn(s, w), ptr
 
     # ------------------------------------------------------------------ rule helpers
     def _side_may_blind(self, scores: torch.Tensor) -> torch.Tensor:
@@ -360,16 +362,10 @@ class SpadesVectorEnv:
     def legal_mask(self, s: Optional[VecState] = None) -> torch.Tensor:
         """(B, 68) bool: the legal actions of the player to act at every table."""
         s = self.state if s is None else s
-        cards = self._legal_cards(s)
-        mask = torch.zeros(self.num_envs, NUM_ACTIONS, dtype=torch.bool, device=self.device)
-        mask[:, :52] = self._unpack(cards[:, None])[:, 0].bool()
-        bids = self._legal_bids(s, s.to_act)
-        in_bidding = (s.phase == PHASE_BIDDING)[:, None]
-        mask[:, 52:66] = (bids == 1) & in_bidding
-        in_blind = s.phase == PHASE_BLIND_DECISION
-        mask[:, 66] = in_blind
-        mask[:, 67] = in_blind
-        return mask
+        cards = (self._legal_cards(s)[:, None] & self._card_bits) != 0              # (B, 52)
+        bids = (self._legal_bids(s, s.to_act) == 1) & (s.phase == PHASE_BIDDING)[:, None]
+        blind = (s.phase == PHASE_BLIND_DECISION)[:, None].expand(s.phase.shape[0], 2)
+        return torch.cat([cards, bids, blind], 1)
 
     def _legal_cards(self, s: VecState) -> torch.Tensor:
         """(B,) bitboard of the cards the player to act may play or pass (0 in other phases)."""
@@ -399,72 +395,69 @@ class SpadesVectorEnv:
         return torch.where(s.phase == PHASE_PASSING, hand, cards)
 
     # ------------------------------------------------------------------ observation
-    def _unpack(self, boards: torch.Tensor) -> torch.Tensor:
-        """(..., K) int64 bitboards -> (..., K, 52) uint8 cells (byte lookup, little-endian)."""
-        as_bytes = boards.contiguous().view(torch.uint8).view(*boards.shape, 8)
-        bits = self._byte_bits[as_bytes.to(I64)]                     # (..., K, 8, 8)
-        return bits.view(*boards.shape, 64)[..., :52]
-
     def observe(self, s: Optional[VecState] = None) -> tuple[torch.Tensor, torch.Tensor]:
         """(observation (B, obs_size) float32, action mask (B, 68) bool) of the players to act."""
         s = self.state if s is None else s
         return self._observation(s), self.legal_mask(s)
 
     def _observation(self, s: VecState) -> torch.Tensor:
+        """(B, obs_size) float32 observations of the players to act, built in one buffer: card
+        planes copied in, every one-hot cell set by a single scatter."""
+        return self._encode(s, s.to_act, egocentric=True)
+
+    def _encode(self, s: VecState, frame: torch.Tensor, egocentric: bool) -> torch.Tensor:
+        """The observation of seat ``frame`` (egocentric) or the global state (absolute frame,
+        ``frame`` = 0, every seat's private rows, then the true hands). Written as elementwise
+        pieces joined by one ``cat``, which ``torch.compile`` fuses into a single pass."""
         B = self.num_envs
-        o = s.to_act
-        rot = (o[:, None] + self._seat_range[None, :]) % 4              # (B, 4) absolute seat of relative r
-        own_side = o % 2
-        side_rot = torch.stack([own_side, 1 - own_side], 1)              # (B, 2)
+        rot = (frame[:, None] + self._seat_range[None, :]) % 4         # absolute seat of relative r
         g = lambda t: t.gather(1, rot)                                   # noqa: E731
-        mine = lambda t: t.gather(1, o[:, None])[:, 0]                   # noqa: E731
         done = s.phase >= PHASE_HAND_OVER
-        boards = torch.cat([torch.stack([mine(s.hands) * mine(s.looked), mine(s.passed), mine(s.received)], 1),
-                            g(s.played)], 1)                             # (B, 7)
-        cells = self._unpack(boards).to(F32)                            # (B, 7, 52)
-        to_act = torch.zeros(B, 4, dtype=F32, device=self.device)
-        to_act[:, 0] = (~done).to(F32)
+        if egocentric:
+            mine = lambda t: t.gather(1, frame[:, None])                 # noqa: E731
+            visible, passed, received = mine(s.hands) * mine(s.looked), mine(s.passed), mine(s.received)
+        else:
+            visible, passed, received = s.hands * s.looked, s.passed, s.received
+        bids = g(s.bids)
+        leader = torch.where(s.trick_len > 0, s.leader, s.to_act)
+        in_play = (s.phase == PHASE_PLAY).to(F32)[:, None]
+        sides = self._side_features(s)                                  # (B, 2, 7) absolute sides
+        if egocentric:
+            own = frame % 2
+            sides = sides.gather(1, torch.stack([own, 1 - own], 1)[..., None].expand(B, 2, SIDE_SLOTS))
         parts = {
-            "hand": cells[:, 0],
-            "phase": _one_hot(s.phase, 6),
-            "dealer": _one_hot((s.dealer - o) % 4, 4),
-            "to_act": to_act,
-            "bids": self._bid_cells(g(s.bids), g(s.blind)),
-            "passed": cells[:, 1],
-            "received": cells[:, 2],
-            "tricks_taken": _one_hot(g(s.tricks_taken), 14).view(B, 56),
-            "trick_leader": self._leader_cells(s, o),
-            "current_trick": self._trick_cells(g(s.trick)),
-            "played": cells[:, 3:].reshape(B, 208),
-            "voids": self._void_cells(g(s.voids)),
+            "hand": self._planes(visible),
+            "phase": self._one_hot(s.phase[:, None], 6),
+            "dealer": self._one_hot(((s.dealer - frame) % 4)[:, None], 4),
+            "to_act": self._one_hot(((s.to_act - frame) % 4)[:, None], 4) * (~done).to(F32)[:, None],
+            "bids": torch.cat([(bids[..., None] == self._ranges[14]).to(F32),
+                               g(s.blind).to(F32)[..., None]], 2).reshape(B, 4 * BID_SLOTS),
+            "passed": self._planes(passed),
+            "received": self._planes(received),
+            "tricks_taken": self._one_hot(g(s.tricks_taken), 14),
+            "trick_leader": self._one_hot(((leader - frame) % 4)[:, None], 4) * in_play,
+            "current_trick": self._one_hot(g(s.trick), 52),             # -1 (no card) matches nothing
+            "played": self._planes(g(s.played)),
+            "voids": ((g(s.voids)[..., None] >> self._ranges[4]) & 1).to(F32).reshape(B, 16),
             "spades_broken": s.broken.to(F32)[:, None],
-            "sides": self._side_features(s).gather(1, side_rot[..., None].expand(B, 2, SIDE_SLOTS)).view(B, 2 * SIDE_SLOTS),
+            "sides": sides.reshape(B, 2 * SIDE_SLOTS),
             "game": self._game_cells(s),
         }
-        return torch.cat([parts[name] for name in self.layout.obs_blocks], 1)
+        pieces = [parts[name] for name in self.layout.obs_blocks]
+        if not egocentric:
+            pieces.append(self._planes(s.hands))
+        return torch.cat(pieces, 1)
 
-    @staticmethod
-    def _bid_cells(bids: torch.Tensor, blind: torch.Tensor) -> torch.Tensor:
-        """(B, 4) bids and blind flags -> (B, 60): per seat a one-hot bid 0..13 and a blind flag."""
-        cells = _one_hot(bids.clamp(min=0), BID_SLOTS) * (bids >= 0).to(F32)[..., None]
-        cells[..., 14] = blind.to(F32)
-        return cells.view(bids.shape[0], 4 * BID_SLOTS)
+    def _planes(self, boards: torch.Tensor) -> torch.Tensor:
+        """(B, K) bitboards -> (B, K * 52) float32 0/1 cells."""
+        return ((boards[..., None] & self._card_bits) != 0).to(F32).reshape(boards.shape[0], -1)
 
-    @staticmethod
-    def _trick_cells(trick: torch.Tensor) -> torch.Tensor:
-        """(B, 4) card per seat (-1 none) -> (B, 208) one-hot cards."""
-        return (_one_hot(trick.clamp(min=0), 52) * (trick >= 0).to(F32)[..., None]).view(trick.shape[0], 208)
-
-    def _void_cells(self, voids: torch.Tensor) -> torch.Tensor:
-        return ((voids[..., None] >> torch.arange(4, device=self.device)) & 1).to(F32).view(voids.shape[0], 16)
-
-    def _leader_cells(self, s: VecState, frame: torch.Tensor) -> torch.Tensor:
-        """One-hot leader of the current trick relative to ``frame`` (the next leader between
-        tricks; zeros outside the play phase)."""
-        leader = torch.where(s.trick_len > 0, s.leader, s.to_act)
-        return _one_hot((leader - frame) % 4, 4) * (s.phase == PHASE_PLAY).to(F32)[:, None]
+    def _one_hot(self, index: torch.Tensor, classes: int) -> torch.Tensor:
+        """(B, R) indices -> (B, R * classes) float32 one-hot rows (out-of-range: all zero)."""
+        return (index[..., None] == self._ranges[classes]).to(F32).reshape(index.shape[0], -1)
 
     def _game_cells(self, s: VecState) -> torch.Tensor:
+        """(B, 5): the observation's ``game`` block."""
         r = self.rules
         game = torch.zeros(self.num_envs, 5, dtype=F32, device=self.device)
         game[:, 0] = r.target_score / 1000.0
@@ -505,28 +498,7 @@ class SpadesVectorEnv:
         the public vector in the absolute frame (every seat's private blocks included), then every
         true hand."""
         s = self.state if s is None else s
-        B = self.num_envs
-        done = s.phase >= PHASE_HAND_OVER
-        boards = torch.cat([s.hands * s.looked, s.passed, s.received, s.played, s.hands], 1)   # (B, 20)
-        cells = self._unpack(boards).to(F32)
-        parts = {
-            "hand": cells[:, 0:4].reshape(B, 208),
-            "phase": _one_hot(s.phase, 6),
-            "dealer": _one_hot(s.dealer, 4),
-            "to_act": _one_hot(s.to_act, 4) * (~done).to(F32)[:, None],
-            "bids": self._bid_cells(s.bids, s.blind),
-            "passed": cells[:, 4:8].reshape(B, 208),
-            "received": cells[:, 8:12].reshape(B, 208),
-            "tricks_taken": _one_hot(s.tricks_taken, 14).view(B, 56),
-            "trick_leader": self._leader_cells(s, torch.zeros_like(s.to_act)),
-            "current_trick": self._trick_cells(s.trick),
-            "played": cells[:, 12:16].reshape(B, 208),
-            "voids": self._void_cells(s.voids),
-            "spades_broken": s.broken.to(F32)[:, None],
-            "sides": self._side_features(s).view(B, 2 * SIDE_SLOTS),
-            "game": self._game_cells(s),
-        }
-        return torch.cat([parts[name] for name in self.layout.obs_blocks] + [cells[:, 16:20].reshape(B, 208)], 1)
+        return self._encode(s, torch.zeros_like(s.to_act), egocentric=False)
 
     # ------------------------------------------------------------------ step
     def step(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict]:
@@ -551,17 +523,29 @@ class SpadesVectorEnv:
                 raise VectorEnvError(f"illegal actions at tables {bad}: "
                                      + "; ".join(f"table {b}: action {int(actions[b])}, legal "
                                                  f"{torch.nonzero(mask[b])[:, 0].tolist()}" for b in bad))
-        state, rewards, hand_done, episode_over, final_scores, winner = self._step_fn(self.state, actions)
-        next_hand = (hand_done & ~episode_over).bool()
-        finished = episode_over.bool()
-        if bool(next_hand.any()):
-            state = self._new_hands(state, next_hand)
-        if bool(finished.any()):
-            state = self._new_games(state, finished)
-        self.state = state
-        obs, mask = self.observe()
+        self._steps += 1
+        if self._steps % self._refill_every == 0:
+            self._refill_pool()
+        (self.state, self._pool_ptr, obs, mask, rewards, finished, final_scores,
+         winner) = self._step_fn(self.state, actions, self._deal_pool, self._pool_ptr, self._deal_queue)
         self._mask = mask
         return obs, mask, rewards, finished, {"final_scores": final_scores, "winner": winner}
+
+    def _needed(self, which: torch.Tensor) -> bool:
+        """Whether work for the tables in ``which`` must run: in eager mode skip it when no
+        table needs it (a cheap host check); compiled code always runs it (no data-dependent
+        control flow, no host synchronization)."""
+        return self._compiled or bool(which.any())
+
+    def _full_step(self, s: VecState, a: torch.Tensor, pool: torch.Tensor, ptr: torch.Tensor,
+                   queue: torch.Tensor):
+        """One step of every table, the next hands and games included, and what the players to
+        act see next: a pure function of tensors (what ``compile=True`` compiles)."""
+        s, rewards, hand_done, episode_over, final_scores, winner = self._step_impl(s, a)
+        if self._needed(hand_done):
+            s, ptr = self._start(s, hand_done, episode_over, pool, ptr, queue)
+        obs, mask = self.observe(s)
+        return s, ptr, obs, mask, rewards, episode_over, final_scores, winner
 
     def _step_impl(self, s: VecState, a: torch.Tensor):
         r = self.rules
@@ -627,7 +611,11 @@ class SpadesVectorEnv:
         bidding_over = makes_bid & (seat == s.dealer)
         looked = torch.where(bidding_over[:, None], torch.ones_like(looked), looked)
         s = s.replace(bids=bids, blind=blind, looked=looked)
-        pass_from_q, pass_to_q, pass_len_q = self._pass_queue(s)
+        if self._needed(bidding_over):
+            pass_from_q, pass_to_q, pass_len_q = self._pass_queue(s)
+        else:
+            pass_from_q = pass_to_q = s.pass_from
+            pass_len_q = torch.zeros_like(s.pass_len)
         starts_passing = bidding_over & (pass_len_q > 0)
         s = s.replace(pass_from=torch.where(starts_passing[:, None], pass_from_q, s.pass_from),
                       pass_to=torch.where(starts_passing[:, None], pass_to_q, s.pass_to),
@@ -651,11 +639,17 @@ class SpadesVectorEnv:
         s = s.replace(to_act=to_act, phase=new_phase,
                       leader=torch.where(play_starts, first_leader, s.leader),
                       led_suit=torch.where(play_starts, torch.zeros_like(s.led_suit), s.led_suit))
-        s = self._begin_bidding_turn(s, makes_bid & ~bidding_over)
+        next_bidders = makes_bid & ~bidding_over
+        if self._needed(next_bidders):
+            s = self._begin_bidding_turn(s, next_bidders)
 
         # -- rewards: shaping after tricks, scores after the last trick
         scheme = self.reward_scheme
         rewards = torch.zeros(B, 4, dtype=F64, device=dev)   # float64: the AEC env's Python floats
+        no_hand_done = not self._needed(hand_done)
+        if no_hand_done and not (scheme.shaping > 0 and self._needed(trick_done)):
+            never = torch.zeros_like(hand_done)
+            return s, rewards, never, never, s.scores.clone(), torch.full_like(s.phase, -1)
         points, bags_after = self._score_hand(s)
         scores = torch.where(hand_done[:, None], s.scores + points, s.scores)
         bags_new = torch.where(hand_done[:, None], bags_after, s.bags)
@@ -686,26 +680,34 @@ class SpadesVectorEnv:
         return s, rewards, hand_done, episode_over, final_scores, winner
 
     def _pass_queue(self, s: VecState) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The blind-nil passing order if the bidding ended now: (from, to, length)."""
+        """The blind-nil passing order if the bidding ended now: (from, to, length).
+
+        A side passes when exactly one partner bid blind nil: the partner passes k cards to the
+        bidder, then the bidder k back. The side whose blind-nil bidder bid first passes first.
+        """
         k = self.rules.blind_nil_pass
         B, dev = self.num_envs, self.device
         Q = self._pass_slots
         if k == 0 or not self.rules.blind_nil:
             z = torch.zeros(B, Q, dtype=I64, device=dev)
             return z, z, torch.zeros(B, dtype=I64, device=dev)
-        froms, tos, valid = [], [], []
-        for i in range(1, 5):
-            bidder = (s.dealer + i) % 4
-            partner = (bidder + 2) % 4
-            ok = (s.blind.gather(1, bidder[:, None])[:, 0] == 1) & (s.blind.gather(1, partner[:, None])[:, 0] == 0)
-            for src, dst in ((partner, bidder), (bidder, partner)):
-                for _ in range(k):
-                    froms.append(src)
-                    tos.append(dst)
-                    valid.append(ok)
-        froms_t, tos_t, valid_t = torch.stack(froms, 1), torch.stack(tos, 1), torch.stack(valid, 1)
-        order = torch.argsort((~valid_t).to(I64), dim=1, stable=True)
-        return froms_t.gather(1, order), tos_t.gather(1, order), valid_t.to(I64).sum(1)
+        blind = _by_side(s.blind)                                        # (B, 2 sides, 2 members)
+        active = (blind.sum(2) == 1)                                     # exactly one blind-nil bidder
+        bidder = torch.where(blind[:, :, 0] == 1, 0, 1) * 2 + torch.arange(2, device=dev)[None, :]
+        partner = (bidder + 2) % 4
+        order = (bidder - s.dealer[:, None] - 1) % 4                     # bidding position
+        first = torch.where(~active[:, 1] | (active[:, 0] & (order[:, 0] < order[:, 1])), 0, 1)
+        second = 1 - first
+        pick = lambda t, side: t.gather(1, side[:, None])[:, 0]          # noqa: E731
+        def entries(side):
+            b, p = pick(bidder, side), pick(partner, side)
+            return (torch.stack([p] * k + [b] * k, 1), torch.stack([b] * k + [p] * k, 1))
+        f1, t1 = entries(first)
+        f2, t2 = entries(second)
+        second_active = pick(active.to(I64), second)[:, None] == 1
+        froms = torch.cat([f1, torch.where(second_active, f2, 0)], 1)
+        tos = torch.cat([t1, torch.where(second_active, t2, 0)], 1)
+        return froms, tos, 2 * k * active.to(I64).sum(1)
 
     def _score_hand(self, s: VecState) -> tuple[torch.Tensor, torch.Tensor]:
         """(B, 2) points and bags after, if the hand were scored now."""
@@ -782,10 +784,6 @@ class SpadesVectorEnv:
         sides = torch.arange(2, device=self.device)[None, :]
         values = torch.where(sides == winner[:, None], 1.0, -1.0)
         return torch.where((winner >= 0)[:, None], values, 0.0).to(F64)
-
-
-def _one_hot(index: torch.Tensor, classes: int) -> torch.Tensor:
-    return torch.nn.functional.one_hot(index, classes).to(F32)
 
 
 def _by_side(t: torch.Tensor) -> torch.Tensor:
