@@ -175,7 +175,7 @@ def format_table(results: dict, rules: str) -> str:
 
 
 def format_vector_table(rows: list[dict]) -> str:
-    lines = [f"Batched engine (SpadesVectorEnv): random legal play, float32 observation + mask every decision",
+    lines = ["Batched engine (SpadesVectorEnv): random legal play, float32 observation + mask every decision",
              f"{'batch':>7} {'mode':>9} {'decisions/s':>13} {'ms/step':>9} {'warm-up s':>10}"]
     for r in rows:
         mode = "compiled" if r["compiled"] else "eager"

@@ -415,55 +415,94 @@ def _cards(row: np.ndarray) -> list[int]:
     return [int(c) for c in np.flatnonzero(row > 0.5)]
 
 
+_CELL_TABLES: dict[int, tuple[list, list, list]] = {}
+
+
+def _cell_table(layout: Layout) -> tuple[list, list, list]:
+    """Per observation index of the 0/1 blocks: (block name, row, column); None elsewhere."""
+    table = _CELL_TABLES.get(id(layout))
+    if table is None:
+        names, rows, cols = [None] * layout.obs_size, [0] * layout.obs_size, [0] * layout.obs_size
+        for name, b in layout.obs_blocks.items():
+            if name in ("sides", "game"):
+                continue
+            for i in range(b.size):
+                names[b.offset + i], rows[b.offset + i], cols[b.offset + i] = name, i // b.width, i % b.width
+        table = _CELL_TABLES[id(layout)] = (names, rows, cols)
+    return table
+
+
 def decode_observation(observation: np.ndarray, layout: Optional[Layout] = None) -> ObservationView:
-    """Read an observation vector (``obs["observation"]``) back into an :class:`ObservationView`."""
+    """Read an observation vector (``obs["observation"]``) back into an :class:`ObservationView`.
+
+    One pass over the set cells (a few dozen) rather than block by block: ~20 us.
+    """
     observation = np.asarray(observation)
     if layout is None:
         layout = layout_for_size(observation.shape[-1])
-    f = layout.split(observation)
     n = layout.n
-
-    def one_hot(row: np.ndarray) -> Optional[int]:
-        hits = np.flatnonzero(row > 0.5)
-        return int(hits[0]) if len(hits) else None
-
-    game = f["game"]
-    target = int(round(float(game[0]) * 1000.0))
-    mercy = int(round(float(game[1]) * 1000.0)) if game[2] > 0.5 else None
-    bag_limit = int(round(float(game[3]) * 100.0))
-    bids = [one_hot(row[:14]) for row in f["bids"]]
-    leader = one_hot(f["trick_leader"])
-    trick_cards = {r: c for r in range(n) for c in _cards(f["current_trick"][r])}
+    names, rows, cols = _cell_table(layout)
+    hand, passed, received = [], [], []
+    played: list[list[int]] = [[] for _ in range(n)]
+    voids: list[set[int]] = [set() for _ in range(n)]
+    bids: list[Optional[int]] = [None] * n
+    blind = [False] * n
+    tricks_taken = [0] * n
+    trick_cards: dict[int, int] = {}
+    one: dict[str, int] = {}
+    broken = False
+    for i in np.flatnonzero(observation > 0.5).tolist():
+        name = names[i]
+        if name is None:
+            continue
+        row, col = rows[i], cols[i]
+        if name == "played":
+            played[row].append(col)
+        elif name == "hand":
+            hand.append(col)
+        elif name == "current_trick":
+            trick_cards[row] = col
+        elif name == "bids":
+            if col == 14:
+                blind[row] = True
+            else:
+                bids[row] = col
+        elif name == "tricks_taken":
+            tricks_taken[row] = col
+        elif name == "voids":
+            voids[row].add(col)
+        elif name == "passed":
+            passed.append(col)
+        elif name == "received":
+            received.append(col)
+        elif name == "spades_broken":
+            broken = True
+        elif name == "phase":
+            one[name] = col
+        else:  # dealer, to_act, trick_leader: one cell per relative seat
+            one[name] = row
+    game = observation[layout.obs_blocks["game"].slice].tolist()
+    target = int(round(game[0] * 1000.0))
+    mercy = int(round(game[1] * 1000.0)) if game[2] > 0.5 else None
+    bag_limit = int(round(game[3] * 100.0))
+    sides_block = layout.obs_blocks["sides"]
+    sides = observation[sides_block.slice].reshape(-1, sides_block.width).tolist()
+    leader = one.get("trick_leader")
     current = []
     if leader is not None:
-        for i in range(n):
-            seat = (leader + i) % n
+        for k in range(n):
+            seat = (leader + k) % n
             if seat in trick_cards:
                 current.append((seat, trick_cards[seat]))
-    sides = f["sides"]
     return ObservationView(
-        players=n,
-        partnerships=layout.num_sides == 2,
-        hand=_cards(f["hand"]),
-        phase=one_hot(f["phase"]),
-        dealer=one_hot(f["dealer"]),
-        to_act=one_hot(f["to_act"]),
-        bids=bids,
-        blind=[bool(row[14] > 0.5) for row in f["bids"]],
-        passed=_cards(f["passed"]),
-        received=_cards(f["received"]),
-        tricks_taken=[one_hot(row) or 0 for row in f["tricks_taken"]],
-        trick_leader=leader,
-        current_trick=current,
-        played=[_cards(row) for row in f["played"]],
-        voids=[{int(s) for s in np.flatnonzero(row > 0.5)} for row in f["voids"]],
-        spades_broken=bool(f["spades_broken"][0] > 0.5),
-        scores=[int(round(float(row[0]) * target)) for row in sides],
-        bags=[int(round(float(row[1]) * bag_limit)) for row in sides],
-        may_bid_blind_nil=[bool(row[4] > 0.5) for row in sides],
-        target_score=target,
-        mercy_score=mercy,
-    )
+        players=n, partnerships=layout.num_sides == 2, hand=hand, phase=one.get("phase"),
+        dealer=one.get("dealer"), to_act=one.get("to_act"), bids=bids, blind=blind, passed=passed,
+        received=received, tricks_taken=tricks_taken, trick_leader=leader, current_trick=current,
+        played=played, voids=voids, spades_broken=broken,
+        scores=[int(round(row[0] * target)) for row in sides],
+        bags=[int(round(row[1] * bag_limit)) for row in sides],
+        may_bid_blind_nil=[row[4] > 0.5 for row in sides],
+        target_score=target, mercy_score=mercy)
 
 
 def view_from_game(game: SpadesGame, seat: int) -> ObservationView:

@@ -1,0 +1,655 @@
+"""A rule-based Spades player: ``agents.make("heuristic", seed=0)``.
+
+The agent reads its observation back with :func:`spades_env.decode_observation` and hands the
+resulting :class:`~spades_env.ObservationView` (exactly what its seat may know) and the legal
+actions to pure functions. :func:`choose_action` is public so that a search agent can call it
+inside simulations on views built with :func:`spades_env.view_from_game`; it works on card
+bitmasks and plain lists and takes about 10-20 microseconds per decision (``act`` adds the
+decoding of the observation).
+
+Strategy
+========
+
+Bidding (:func:`choose_bid`, :func:`estimate_tricks`, :func:`nil_success_chance`)
+    Count sure and likely tricks with weights fitted to this agent's own play: side-suit aces
+    (a little less in a long suit, which gets ruffed early), kings with the ace or guarded by
+    a small card, queens with two guards; spades that are (or will be, once the higher ones
+    are drawn) the top spade, guarded second and third honours, every spade's length, and
+    small spades as ruffs against voids, singletons and doubletons or as long trumps beyond the
+    third. The bid is that estimate rounded down a little (being set costs ten times what an
+    extra bag costs), at least 1; the last bidder adds one when the table's bids leave three
+    or more tricks unclaimed. A partner's blind nil (its highest cards come back to us) adds
+    a trick, covering a partner's plain nil costs a little. The nearest legal bid is taken,
+    so variant rules (``min_team_bid``, "bids may not total 13", ``max_team_bid``) are
+    respected through the mask alone.
+    **Nil** is bid with a hand that can duck everything: no spade above the jack, few spades,
+    side-suit honours guarded by enough small cards, low suits; :func:`nil_success_chance` (a
+    logistic model fitted to nils forced in self-play) must make the nil worth more than
+    bidding the hand's tricks. Never beside a partner's nil; rarely in cutthroat (nobody
+    covers) and with three players (17 cards are too many to duck).
+    **Blind nil** (66 versus 67, offered only while the side trails by the rules' deficit) is
+    declared only when far behind: 200 points or more, or 100 or more while the opponents are
+    within 100 of the target; never beside a partner's nil.
+
+Passing after a blind nil (:func:`choose_pass`)
+    The partner gives the blind-nil bidder its lowest cards, side suits first (useless to
+    itself, ducking cards for the nil; it keeps its spades to ruff). The blind-nil bidder passes
+    back its most dangerous cards: high spades first, then high cards with few small cards
+    below them.
+
+Play (:func:`choose_card`)
+    The agent tracks every card played (what is still unseen) and who has shown a void, and
+    estimates the chance that an opponent still to play can ruff a side suit. Priorities, in
+    order: keep its own nil (duck: play the highest card that still loses, discard the most
+    dangerous card, lead the card most likely to be beaten); protect a partner's nil (lead
+    high, overtake the partner's winning card, play high or trump before the partner); attack
+    an opponent's nil (lead low in suits it still holds, never overtake the nil bidder's
+    winning card); then the side's contract:
+
+    * while the side still needs tricks, or a set of the opponents is within reach: cash
+      side-suit masters while the suit is unlikely to be ruffed, then top spades, lead into the
+      partner's void, otherwise lead low from a suit that creates a ruffing void or from the
+      longest suit, not away from a guarded honour; second hand low unless holding a sure
+      winner, third hand high (the cheapest card that cannot be beaten), and win as cheaply as
+      possible (the lowest winning card, the lowest sufficient trump); never overtake a
+      partner's safe winner; discard low from short suits, keeping masters and trumps;
+    * once the contract is safe (and no set is in reach): avoid bags like a nil bidder would,
+      shedding high cards under other players' winners.
+
+Everything is deterministic: ties are broken by card id, so the seed changes nothing (the
+``rng`` argument is accepted for the Agent protocol and for search callers, and not used).
+Variant rules (no spades on the first trick, spades led only when broken or forced, the
+two of clubs leading, three players, cutthroat) are respected by choosing among the legal
+actions only; without partnerships there is simply no partner to cover or duck under.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, Optional, Sequence, Union
+
+import numpy as np
+
+from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, PHASE_BIDDING,
+                             PHASE_BLIND_DECISION, PHASE_PASSING, PHASE_PLAY)
+from spades_env.observation import ObservationView, decode_observation
+
+from .base import Agent, register
+
+__all__ = ["HeuristicAgent", "choose_action", "choose_bid", "choose_blind_nil", "choose_pass",
+           "choose_card", "estimate_tricks", "nil_success_chance"]
+
+SPADES = 3
+_SUIT_MASKS = tuple(0x1FFF << (13 * s) for s in range(4))
+_SPADE_MASK = _SUIT_MASKS[SPADES]
+# For each card: the cards of its suit ranked above it / below it.
+_ABOVE = tuple(_SUIT_MASKS[c // 13] & ~((2 << c) - 1) for c in range(52))
+_BELOW = tuple(_SUIT_MASKS[c // 13] & ((1 << c) - 1) for c in range(52))
+
+ACE, KING, QUEEN, JACK, TEN = 12, 11, 10, 9, 8
+
+# Tunable thresholds (documented where they are used).
+BID_MARGIN = 0.5           # bid round(estimate - BID_MARGIN): being set costs more than a bag
+NIL_MAX_ESTIMATE = 3.0     # never nil a hand expected to take more tricks than this
+NIL_EDGE = 5.0             # points a nil must be expected to beat a plain bid by
+UNCLAIMED_TRICKS = 3       # the last bidder adds a trick when the bids leave this many unclaimed
+RUFF_RISK_LIMIT = 0.3      # a side-suit master is "safe" while the chance of a ruff is below this
+BLIND_NIL_FAR_BEHIND = 200
+BLIND_NIL_CLOSE_TO_TARGET = 100
+
+Legal = Union[int, Iterable[int]]
+
+
+def _mask_of(cards: Iterable[int]) -> int:
+    mask = 0
+    for c in cards:
+        mask |= 1 << c
+    return mask
+
+
+def _cards_of(mask: int) -> list[int]:
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
+def _legal_mask(legal: Legal) -> int:
+    """Legal actions as a bitmask over action ids (accepts a bitmask, a list or an array)."""
+    if isinstance(legal, int):
+        return legal
+    if isinstance(legal, np.ndarray) and legal.dtype != np.int64 and legal.size == 68:
+        legal = np.flatnonzero(legal)          # an action mask given as is
+    return _mask_of(int(a) for a in legal)
+
+
+# ====================================================================== top level
+def choose_action(view: ObservationView, legal_actions: Legal, rng=None) -> int:
+    """The heuristic's action for ``view`` (what the seat may know) among ``legal_actions``
+    (a list of action ids, or a bitmask over them as ``SpadesGame.legal_mask()`` returns).
+    ``rng`` is accepted for callers that pass one; the decisions do not use it."""
+    legal = _legal_mask(legal_actions)
+    if not legal:
+        raise ValueError("choose_action: no legal action (is it this seat's turn?)")
+    if legal & (legal - 1) == 0:                     # exactly one legal action
+        return legal.bit_length() - 1
+    phase = view.phase
+    if phase == PHASE_PLAY:
+        action = choose_card(view, legal)
+    elif phase == PHASE_BIDDING:
+        action = choose_bid(view, legal)
+    elif phase == PHASE_PASSING:
+        action = choose_pass(view, legal)
+    elif phase == PHASE_BLIND_DECISION:
+        action = choose_blind_nil(view, legal)
+    else:
+        action = (legal & -legal).bit_length() - 1
+    if not legal >> action & 1:                      # never happens; never play illegally
+        action = (legal & -legal).bit_length() - 1
+    return action
+
+
+# ====================================================================== bidding
+def estimate_tricks(hand: Sequence[int], players: int = 4) -> float:
+    """Expected tricks of a hand (list of card ids) played for tricks.
+
+    A linear count whose weights were fitted to this agent's own full-effort play (6,000
+    deals): side-suit aces, kings and queens by what guards them, spade honours that will be
+    (or are half-way to being) the highest spade left, every spade's length value, and small
+    spades that can ruff a void, singleton or doubleton or win as long trumps."""
+    by_suit: list[list[int]] = [[], [], [], []]
+    for c in hand:
+        by_suit[c // 13].append(c % 13)
+    total = -0.7                 # the fitted constant (a share of the tricks nobody counts on)
+    shortness = 0.0              # ruffing chances offered by short side suits
+    for suit in range(3):
+        ranks = by_suit[suit]
+        length = len(ranks)
+        shortness += (2.0, 1.0, 0.4)[length] if length < 3 else 0.0
+        has_ace, has_king = ACE in ranks, KING in ranks
+        if has_ace:
+            total += 1.0 if length <= 5 else 0.85
+        if has_king:
+            total += 0.67 if has_ace else (0.73 if length >= 2 else 0.2)
+        if QUEEN in ranks and length >= 3:
+            total += 0.2
+    spades = sorted(by_suit[SPADES], reverse=True)
+    count = len(spades)
+    spare = 0                    # small spades, free to ruff or to win as long trumps
+    for j, rank in enumerate(spades):
+        higher_missing = (12 - rank) - j      # higher spades we do not hold
+        guards = count - 1 - j                # our smaller spades
+        if higher_missing <= 0:
+            total += 0.77                     # a top spade
+        elif higher_missing == 1 and guards >= 1:
+            total += 0.6                      # a guarded second-best spade
+        elif higher_missing == 2 and guards >= 2:
+            total += 0.4
+        else:
+            spare += 1
+    ruffs = min(float(spare), shortness)
+    long_trumps = max(0.0, min(spare - ruffs, count - 3.0))
+    total += 0.51 * count + 0.36 * ruffs + 0.28 * long_trumps
+    if players == 3:
+        total = 1.08 * total + 0.7   # 17 cards each: honours and length win more (fitted likewise)
+    return max(0.0, total)
+
+
+def nil_success_chance(hand: Sequence[int], partner_bid: Optional[int] = None,
+                       players: int = 4, partnership: bool = True) -> float:
+    """The chance that this agent keeps a nil with this hand: a logistic model fitted to 7,000
+    nils forced on the weakest hand of self-play deals. Risks: the jack, ten and nine of
+    spades, more than two spades, no small spade; side-suit honours short of small cards
+    (2..7) to duck with (an ace needs three, a king or queen two, a jack or ten one), suits
+    whose lowest card is high. A partner who bid more tricks covers better. Without a partner
+    to cover (cutthroat) the log-odds drop by 1.35, with 17 cards each (three players) by 3.15
+    (fitted the same way): nil is then rarely worth it."""
+    by_suit: list[list[int]] = [[], [], [], []]
+    for c in hand:
+        by_suit[c // 13].append(c % 13)
+    spades = by_suit[SPADES]
+    if any(rank >= QUEEN for rank in spades):
+        return 0.0
+    z = 1.68
+    z -= 0.46 * spades.count(JACK) + 0.33 * spades.count(TEN) + 0.21 * spades.count(7)
+    z -= 0.63 * max(0, len(spades) - 2)
+    if spades and min(spades) >= 6:
+        z -= 0.31                                   # no spade below the eight
+    for suit in range(3):
+        ranks = by_suit[suit]
+        if not ranks:
+            continue
+        small = sum(1 for r in ranks if r <= 5)
+        for rank in ranks:
+            if rank == ACE:
+                z -= 0.29 * (1 + max(0, 3 - small))
+            elif rank == KING:
+                z -= 0.53 * max(0, 2 - small)
+            elif rank == QUEEN:
+                z -= 0.31 * max(0, 2 - small)
+            elif rank == JACK:
+                z -= 0.42 * max(0, 1 - small)
+            elif rank == TEN:
+                z -= 0.31 * max(0, 1 - small)
+        z -= 0.12 * max(0, min(ranks) - 2)          # the suit's lowest card is not low
+        z += 0.18 * max(0, len(ranks) - 4)
+    if partner_bid:
+        z += 0.07 * (partner_bid - 2)
+    if players == 3:
+        z -= 3.15
+    elif not partnership:
+        z -= 1.35
+    return 1.0 / (1.0 + math.exp(-z))
+
+
+def _prefers_nil(hand: Sequence[int], estimate: float, partner_bid: Optional[int],
+                 players: int = 4, partnership: bool = True) -> bool:
+    """Nil when its expected value (+-100) beats bidding the hand's tricks (about ten points a
+    trick) by NIL_EDGE."""
+    if estimate > NIL_MAX_ESTIMATE:
+        return False
+    chance = nil_success_chance(hand, partner_bid, players, partnership)
+    return 200.0 * chance - 100.0 - 10.0 * max(1.0, estimate) >= NIL_EDGE
+
+
+def choose_bid(view: ObservationView, legal: Legal) -> int:
+    """The bid action (52 + bid; 52 is nil) for the seat's hand among the legal bids."""
+    legal = _legal_mask(legal)
+    hand = view.hand
+    estimate = estimate_tricks(hand, view.players)
+    partner = 2 if view.partnerships else None
+    partner_bid = view.bids[partner] if partner is not None else None
+    if partner_bid == 0:
+        estimate += 1.0 if view.blind[partner] else -0.3   # a blind nil passes us its high cards
+    nil_legal = legal >> BID_ACTION_BASE & 1
+    if (nil_legal and partner_bid != 0
+            and _prefers_nil(hand, estimate, partner_bid, view.players, view.partnerships)):
+        return BID_ACTION_BASE
+    desired = max(1, math.floor(estimate + 0.5 - BID_MARGIN))
+    others = view.bids[1:]
+    tricks_in_hand = 52 // view.players
+    if all(b is not None for b in others) and sum(others) + desired <= tricks_in_hand - UNCLAIMED_TRICKS:
+        desired += 1            # the last bidder: the table leaves tricks unclaimed, take one more
+    best, best_key = None, None
+    for bid in range(1, 14):
+        if legal >> (BID_ACTION_BASE + bid) & 1:
+            key = (abs(bid - desired), bid > desired)   # nearest; on a tie the lower bid
+            if best_key is None or key < best_key:
+                best, best_key = bid, key
+    if best is None:                                    # only nil is legal
+        return BID_ACTION_BASE
+    return BID_ACTION_BASE + best
+
+
+def choose_blind_nil(view: ObservationView, legal: Legal) -> int:
+    """66 (blind nil) only when far behind, else 67 (look at the cards). The engine offers the
+    choice only while the side trails by the rules' deficit; we take it when it trails by
+    BLIND_NIL_FAR_BEHIND, or by 100 while the opponents are within BLIND_NIL_CLOSE_TO_TARGET
+    of the target, and never beside a partner's nil (the side needs someone to take tricks)."""
+    legal = _legal_mask(legal)
+    if not legal >> BLIND_NIL_ACTION & 1:
+        return LOOK_ACTION
+    if view.partnerships and view.bids[2] == 0:
+        return LOOK_ACTION
+    own, other = view.scores[0], view.scores[1]
+    deficit = other - own
+    far_behind = deficit >= BLIND_NIL_FAR_BEHIND
+    about_to_lose = deficit >= 100 and other >= view.target_score - BLIND_NIL_CLOSE_TO_TARGET
+    return BLIND_NIL_ACTION if (far_behind or about_to_lose) else LOOK_ACTION
+
+
+# ====================================================================== passing
+def choose_pass(view: ObservationView, legal: Legal) -> int:
+    """One card to pass after a blind nil: low side cards to the blind-nil partner, the most
+    dangerous cards back from the blind-nil bidder."""
+    legal = _legal_mask(legal) & ((1 << 52) - 1)
+    cards = _cards_of(legal)
+    hand = _mask_of(view.hand)
+    if view.blind[0]:                            # we bid blind nil: pass our dangerous cards back
+        return max(cards, key=lambda c: (_danger_for_nil(c, hand), c))
+    # We pass to our blind-nil partner: our lowest cards, side suits first (we keep spades to
+    # ruff), from the shortest suit on ties (a void to ruff in later).
+    return min(cards, key=lambda c: (c % 13 + (4 if c >= 39 else 0),
+                                     (hand & _SUIT_MASKS[c // 13]).bit_count(), c))
+
+
+def _danger_for_nil(card: int, hand: int) -> float:
+    """How likely a card is to win a trick for a nil bidder: rank, spades worse, small cards
+    of the same suit (to duck with) make it safer."""
+    rank = card % 13
+    if card >= 39:
+        return rank + 5.0
+    below = (hand & _BELOW[card]).bit_count()
+    return rank - 1.5 * min(below, 3)
+
+
+# ====================================================================== play
+class _Table:
+    """What the seat knows about the current trick and hand, as bitmasks and small lists."""
+
+    __slots__ = ("n", "hand", "legal", "unseen", "trick", "led", "win_card", "win_seat",
+                 "after", "opps_after", "partner", "voids", "hand_sizes", "remaining",
+                 "bids", "tricks")
+
+    def __init__(self, view: ObservationView, legal: int) -> None:
+        n = self.n = view.players
+        hand = 0
+        for c in view.hand:
+            hand |= 1 << c
+        self.hand = hand
+        self.legal = legal & ((1 << 52) - 1)
+        seen = hand
+        for cards in view.played:
+            for c in cards:
+                seen |= 1 << c
+        deck = (1 << 52) - 1 if n == 4 else ((1 << 52) - 2)
+        unseen = deck & ~seen
+        partner = self.partner = 2 if (view.partnerships and n == 4) else None
+        if partner is not None and view.passed:
+            unseen &= ~_mask_of(view.passed)      # cards we passed sit in the partner's hand
+        self.unseen = unseen
+        trick = self.trick = view.current_trick
+        tricks = self.tricks = view.tricks_taken
+        self.bids = view.bids
+        self.remaining = (52 // n) - sum(tricks)
+        if trick:
+            self.led = trick[0][1] // 13
+            win_seat, win_card = trick[0]
+            for seat, c in trick:
+                if (c // 13 == win_card // 13 and c > win_card) or (c >= 39 and win_card < 39):
+                    win_seat, win_card = seat, c
+            self.win_seat, self.win_card = win_seat, win_card
+        else:
+            self.led = None
+            self.win_seat = self.win_card = None
+        self.after = after = list(range(1, n - len(trick)))
+        self.opps_after = [s for s in after if s != partner]
+        self.voids = view.voids
+        # Seats still to play hold `remaining` cards; those that played to this trick one fewer.
+        played_now = {s for s, _ in trick}
+        self.hand_sizes = [self.remaining - (1 if s in played_now else 0) for s in range(n)]
+
+    # ------------------------------------------------------------------ knowledge
+    def ruff_chance(self, suit: int, seats: Iterable[int]) -> float:
+        """The chance that one of ``seats`` (opponents still to play) is void in ``suit`` and
+        holds a spade to ruff with."""
+        unseen = self.unseen
+        spades_out = unseen & _SPADE_MASK
+        if not spades_out:
+            return 0.0
+        in_suit = (unseen & _SUIT_MASKS[suit]).bit_count()
+        total = unseen.bit_count()
+        none_void = 1.0
+        for s in seats:
+            voids = self.voids[s]
+            if SPADES in voids:
+                continue
+            if suit in voids:
+                return 1.0
+            share = self.hand_sizes[s] / total if total else 1.0
+            p_void = (1.0 - share) ** in_suit if share < 1.0 else (0.0 if in_suit else 1.0)
+            none_void *= 1.0 - p_void
+        return 1.0 - none_void
+
+    def holds(self, card: int) -> bool:
+        """Would ``card``, if it were winning the trick now, stay winning against the opponents
+        still to play (no higher card of its suit can appear, no likely ruff)?"""
+        opps = self.opps_after
+        if not opps:
+            return True
+        suit = card // 13
+        led = suit if self.led is None else self.led
+        higher = self.unseen & _ABOVE[card]
+        voids = self.voids
+        if suit == led:
+            if higher and any(led not in voids[o] for o in opps):
+                return False
+            if suit != SPADES and self.ruff_chance(suit, opps) >= RUFF_RISK_LIMIT:
+                return False
+            return True
+        # A ruff of a side suit: only a higher spade from a player void in the led suit beats it.
+        if not higher:
+            return True
+        for o in opps:
+            if SPADES not in voids[o] and (led in voids[o] or self.ruff_chance(led, (o,)) >= RUFF_RISK_LIMIT):
+                return False
+        return True
+
+    def is_master(self, card: int) -> bool:
+        """No unseen card of its suit ranks above it."""
+        return not self.unseen & _ABOVE[card]
+
+    def intact_nil(self, seat: int) -> bool:
+        """The seat bid nil and has taken no trick yet (its nil can still be kept or broken)."""
+        return self.bids[seat] == 0 and self.tricks[seat] == 0
+
+    def wants_tricks(self) -> bool:
+        """Does the side still need tricks (its contract), or is a set of the opponents in reach?"""
+        bids, tricks = self.bids, self.tricks
+        team = (0, 2) if self.partner is not None else (0,)
+        contract = sum(bids[s] for s in team if bids[s])
+        taken = sum(tricks[s] for s in team if bids[s])
+        if taken < contract:
+            return True
+        if self.partner is None:
+            return False
+        opp_contract = sum(bids[s] for s in (1, 3) if bids[s])
+        opp_taken = sum(tricks[s] for s in (1, 3) if bids[s])
+        opp_need = opp_contract - opp_taken
+        if opp_need <= 0:
+            return False
+        to_set = self.remaining - opp_need + 1      # tricks we must take to set them
+        masters = sum(1 for c in _cards_of(self.hand) if self.is_master(c))
+        return to_set <= masters + 1
+
+
+def choose_card(view: ObservationView, legal: Legal, rng=None) -> int:
+    """The card to play (see the module docstring for the strategy)."""
+    t = _Table(view, _legal_mask(legal))
+    cards = _cards_of(t.legal)
+    if len(cards) == 1:
+        return cards[0]
+    partner = t.partner
+    my_nil = t.intact_nil(0)
+    partner_nil = partner is not None and t.intact_nil(partner)
+    nil_opps = [s for s in range(1, t.n) if s != partner and t.intact_nil(s)]
+    if not t.trick:
+        if my_nil:
+            return _lead_low(t, cards)
+        if partner_nil:
+            return _lead_high(t, cards)
+        if nil_opps:
+            return _lead_against_nil(t, cards, nil_opps)
+        return _lead_for_tricks(t, cards) if t.wants_tricks() else _lead_low(t, cards)
+
+    win_card = t.win_card
+    if win_card >= 39:
+        winners_mask = t.legal & _ABOVE[win_card]
+    else:
+        winners_mask = t.legal & (_ABOVE[win_card] | _SPADE_MASK)
+    winners = _cards_of(winners_mask)
+    losers = _cards_of(t.legal & ~winners_mask)
+    if my_nil:
+        return _duck(t, winners, losers)
+    played = [s for s, _ in t.trick]
+    if partner_nil:
+        if partner in played:
+            if t.win_seat == partner and winners:
+                return winners[0]                 # overtake the nil partner as cheaply as possible
+        elif winners and t.led not in t.voids[partner] and t.unseen & _ABOVE[win_card]:
+            # The partner plays after us and might have to beat the winning card: play high
+            # in the suit (or ruff) so that it can duck.
+            in_suit = [c for c in winners if c // 13 == t.led]
+            return in_suit[-1] if in_suit else winners[0]
+    if nil_opps:
+        if t.win_seat in nil_opps:               # the nil bidder is winning: let it
+            if losers:
+                return _throw_low(t, losers) if t.wants_tricks() else _most_dangerous(losers, t)
+        elif t.win_seat == partner and any(s not in played for s in nil_opps):
+            # A nil bidder plays after us and our partner's card is winning: keep it low.
+            if losers:
+                return _throw_low(t, losers)
+    if t.wants_tricks():
+        return _follow_for_tricks(t, winners, losers)
+    return _duck(t, winners, losers)
+
+
+def _follow_for_tricks(t: _Table, winners: list[int], losers: list[int]) -> int:
+    """Follow when the side wants the trick: let a partner's safe winner stand, else win with
+    the cheapest card that holds (or, last to play, the cheapest winner); second hand low."""
+    partner = t.partner
+    if partner is not None and t.win_seat == partner:
+        if t.holds(t.win_card):
+            return _throw_low(t, losers or winners)
+        covering = [c for c in winners if t.holds(c)]
+        if covering:
+            return covering[0]                    # third hand high, as cheaply as possible
+        return _throw_low(t, losers or winners)
+    if winners:
+        if not t.opps_after:
+            return winners[0]                     # last to play: the cheapest winner
+        safe = [c for c in winners if t.holds(c)]
+        if safe:
+            return safe[0]
+        if partner is not None and partner in t.after:
+            return _throw_low(t, losers or winners)   # second hand low: the partner is still to play
+        return winners[0]                         # no partner behind us: try the cheapest winner
+    return _throw_low(t, losers)
+
+
+def _throw_low(t: _Table, cards: list[int]) -> int:
+    """A card we are happy to lose: the lowest of the led suit, or a low discard."""
+    if t.led is not None and cards[0] // 13 == t.led:
+        return cards[0]
+    return _discard_low(t, cards)
+
+
+def _discard_low(t: _Table, cards: list[int]) -> int:
+    """Discard (void in the led suit): a low side card, from a short suit, never a master or
+    a spade if a side card will do."""
+    hand = t.hand
+    side = [c for c in cards if c < 39]
+    if not side:
+        return cards[0]
+    return min(side, key=lambda c: (t.is_master(c),
+                                    c % 13 + 0.5 * (hand & _SUIT_MASKS[c // 13]).bit_count(), c))
+
+
+def _duck(t: _Table, winners: list[int], losers: list[int]) -> int:
+    """Try not to take the trick: the most dangerous card that loses; if every card wins, the
+    highest when last to play, else the lowest (someone may still overtake)."""
+    if losers:
+        return _most_dangerous(losers, t)
+    if not t.after:
+        return winners[-1]
+    return winners[0]
+
+
+def _most_dangerous(cards: list[int], t: _Table) -> int:
+    """The card a ducking player most wants to be rid of."""
+    hand = t.hand
+    return max(cards, key=lambda c: (_danger_for_nil(c, hand), c))
+
+
+def _lead_low(t: _Table, cards: list[int]) -> int:
+    """The lead least likely to win: many unseen cards above it, none below it, no spade."""
+    unseen = t.unseen
+
+    def key(c: int):
+        higher = (unseen & _ABOVE[c]).bit_count()
+        lower = (unseen & _BELOW[c]).bit_count()
+        return (higher == 0, lower, c >= 39, -higher, c)
+    return min(cards, key=key)
+
+
+def _lead_high(t: _Table, cards: list[int]) -> int:
+    """Cover a nil partner: lead masters, else the highest card (room for the partner to duck)."""
+    return max(cards, key=lambda c: (t.is_master(c) and c < 39, t.is_master(c), c % 13, -c))
+
+
+def _lead_against_nil(t: _Table, cards: list[int], nil_opps: list[int]) -> int:
+    """Lead low in a suit the nil bidder still holds (it must play under or win)."""
+    voids = t.voids
+    held = [c for c in cards if all(c // 13 not in voids[s] for s in nil_opps)]
+    pool = held or cards
+    return min(pool, key=lambda c: (c % 13, c >= 39, c))
+
+
+def _lead_for_tricks(t: _Table, cards: list[int]) -> int:
+    """Lead when the side wants tricks: safe side masters, top spades, the partner's void,
+    else low from the most useful suit."""
+    opps = [s for s in range(1, t.n) if s != t.partner]
+    # 1. Side-suit masters while a ruff is unlikely, the safest first.
+    best, best_risk = None, RUFF_RISK_LIMIT
+    for c in cards:
+        if c < 39 and t.is_master(c):
+            risk = t.ruff_chance(c // 13, opps)
+            if risk < best_risk:
+                best, best_risk = c, risk
+    if best is not None:
+        return best
+    # 2. Top spades.
+    spade_masters = [c for c in cards if c >= 39 and t.is_master(c)]
+    if spade_masters:
+        return spade_masters[-1]
+    hand = t.hand
+    voids = t.voids
+    partner = t.partner
+    have_spades = bool(hand & _SPADE_MASK)
+    # 3. The partner's void (it ruffs), unless an opponent shows the same void.
+    if partner is not None and SPADES not in voids[partner] and t.unseen & _SPADE_MASK:
+        for c in cards:
+            s = c // 13
+            if c < 39 and s in voids[partner] and not any(s in voids[o] for o in opps):
+                return _lowest_in_suit(cards, s)
+    # 4. Lead low from a good suit.
+    best, best_score = None, None
+    for suit in range(4):
+        in_suit = [c for c in cards if c // 13 == suit]
+        if not in_suit:
+            continue
+        length = (hand & _SUIT_MASKS[suit]).bit_count()
+        low = in_suit[0]
+        score = 0.3 * length
+        if suit == SPADES:
+            score -= 1.0 if length * 2 < (t.unseen & _SPADE_MASK).bit_count() else -0.5
+        else:
+            if length <= 2 and have_spades and not t.is_master(in_suit[-1]):
+                score += 2.0                      # shorten a suit to ruff it later
+            top = in_suit[-1]
+            if not t.is_master(top) and top % 13 >= QUEEN and length >= 2:
+                score -= 2.0                      # do not lead away from a guarded honour
+            if any(suit in voids[o] and SPADES not in voids[o] for o in opps):
+                score -= 3.0                      # an opponent ruffs it
+        key = (score, -(low % 13))
+        if best_score is None or key > best_score:
+            best, best_score = low, key
+    return best
+
+
+def _lowest_in_suit(cards: list[int], suit: int) -> int:
+    for c in cards:
+        if c // 13 == suit:
+            return c
+    return cards[0]
+
+
+# ====================================================================== the agent
+class HeuristicAgent(Agent):
+    """The rule-based player: decodes its observation and calls :func:`choose_action`."""
+
+    name = "heuristic"
+
+    def act(self, obs: dict, info: Optional[dict] = None) -> int:
+        legal = np.flatnonzero(obs["action_mask"])
+        if len(legal) == 0:
+            raise ValueError("HeuristicAgent.act: the action mask is empty (is it this agent's turn?)")
+        if len(legal) == 1:
+            return int(legal[0])
+        view = decode_observation(obs["observation"])
+        return choose_action(view, [int(a) for a in legal], self.rng)
+
+
+register("heuristic", HeuristicAgent)
