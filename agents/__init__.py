@@ -6,5 +6,7 @@
 """
 
 from .base import Agent, RandomAgent, available, legal_actions, make, register
+from . import heuristic  # registers "heuristic"
+from . import human  # registers "human"
 
 __all__ = ["Agent", "RandomAgent", "available", "legal_actions", "make", "register"]
