@@ -203,6 +203,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="also run the batched engine under torch.compile (slow first step per size)")
     parser.add_argument("--device", default="cpu", help="batched engine device (cpu, cuda)")
     parser.add_argument("--vector-seconds", type=float, default=2.0, help="measured seconds per batch size")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch CPU threads for the batched engine (default: torch's choice)")
     parser.add_argument("--quick", action="store_true", help="a short run (50000 decisions, 1 repeat, small batches)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
@@ -227,8 +229,14 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(format_table(results, args.rules))
         output["results"] = results
     if not args.no_vector:
+        import torch
+
+        if args.threads:
+            torch.set_num_threads(args.threads)
+        output["torch_threads"] = torch.get_num_threads()
         rows = []
-        print(f"\nbatched engine on {args.device}: batch sizes {batch_sizes} ...", flush=True)
+        print(f"\nbatched engine on {args.device} ({torch.get_num_threads()} torch threads): "
+              f"batch sizes {batch_sizes} ...", flush=True)
         for compiled in ([False, True] if args.compile else [False]):
             for b in batch_sizes:
                 row = run_vector(b, args.vector_seconds, args.rules, args.device, compiled, args.seed)
