@@ -24,7 +24,7 @@ from typing import Any, Optional
 
 import torch
 
-from .game import (NUM_ACTIONS, PHASE_BIDDING, PHASE_BLIND_DECISION, PHASE_HAND_OVER, PHASE_PASSING,
+from .game import (NUM_ACTIONS, PHASE_NAMES, PHASE_BIDDING, PHASE_BLIND_DECISION, PHASE_HAND_OVER, PHASE_PASSING,
                    PHASE_PLAY, parse_deal)
 from .observation import BID_SLOTS, SIDE_SLOTS, layout_for
 from .rewards import RewardScheme
@@ -123,12 +123,10 @@ class SpadesVectorEnv:
         dev = self.device
         self._generator = torch.Generator(device=dev)
         self._generator.manual_seed(seed if seed is not None else torch.seed() % (2 ** 62))
-        self._seed = seed
         self._ranges = {k: torch.arange(k, dtype=I64, device=dev) for k in (4, 6, 14, 52)}
         self._card_bits = torch.ones(52, dtype=I64, device=dev) << self._ranges[52]
         self._suit_masks = torch.tensor([((1 << 13) - 1) << (13 * s) for s in range(4)], dtype=I64, device=dev)
         self._seat_range = torch.arange(NUM_SEATS, dtype=I64, device=dev)
-        self._bid_range = torch.arange(14, dtype=I64, device=dev)
         self._pass_slots = 4 * max(r.blind_nil_pass, 1)
         self._deal_pool_size = deal_pool_size or 32 * B + 1024
         self._refill_every = 8
@@ -192,30 +190,37 @@ class SpadesVectorEnv:
         (a pair, or one pair per table).
         """
         B, dev, r = self.num_envs, self.device, self.rules
+        # Validate every option before changing anything.
+        queue = self._parse_deals(deals) if deals is not None else torch.zeros(B, 0, NUM_SEATS, dtype=I64, device=dev)
+        start_scores = self._per_table_pair("scores", scores)
+        start_bags = self._per_table_pair("bags", bags)
+        if r.bags_from_score_digit:
+            digit = torch.fmod(start_scores, 10)
+            if bags is not None and not torch.equal(digit, start_bags):
+                raise VectorEnvError("bags: under bags_from_score_digit the bags are the scores' last digits")
+            start_bags = digit
+        elif bool(((start_bags < 0) | (start_bags >= r.bag_limit)).any()):
+            raise VectorEnvError(f"bags={bags!r}: expected 0..{r.bag_limit - 1} per partnership")
+        first_dealer = None
+        if dealer is not None:
+            d = torch.as_tensor(dealer, device=dev)
+            if d.dtype.is_floating_point or d.dtype == torch.bool or d.shape not in ((), (B,)):
+                raise VectorEnvError(f"dealer={dealer!r}: expected a seat 0..3, or one per table ({B})")
+            d = d.to(I64).expand(B).clone()
+            if bool(((d < 0) | (d > 3)).any()):
+                raise VectorEnvError(f"dealer={dealer!r}: expected seats 0..3")
+            if r.fixed_dealer is not None and bool((d != r.fixed_dealer).any()):
+                raise VectorEnvError(f"dealer: the {r.name} rules fix the dealer at seat {r.fixed_dealer}")
+            first_dealer = d
         if seed is not None:
             self._generator.manual_seed(seed)
             self._deal_pool = self._deal_pool[:0]
         if self._deal_pool.shape[0] == 0:
             self._refill_pool(force=True)
-        self._deal_queue = self._parse_deals(deals) if deals is not None else torch.zeros(B, 0, NUM_SEATS, dtype=I64, device=dev)
-        self._start_scores = self._per_table_pair("scores", scores)
-        self._start_bags = self._per_table_pair("bags", bags)
-        if r.bags_from_score_digit:
-            digit = torch.fmod(self._start_scores, 10)
-            if bags is not None and not torch.equal(digit, self._start_bags):
-                raise VectorEnvError("bags: under bags_from_score_digit the bags are the scores' last digits")
-            self._start_bags = digit
-        elif bool(((self._start_bags < 0) | (self._start_bags >= r.bag_limit)).any()):
-            raise VectorEnvError(f"bags must be 0..{r.bag_limit - 1}")
-        if dealer is not None:
-            d = torch.as_tensor(dealer, dtype=I64, device=dev).expand(B).clone()
-            if bool(((d < 0) | (d > 3)).any()):
-                raise VectorEnvError(f"dealer={dealer!r}: expected seats 0..3")
-            if r.fixed_dealer is not None and bool((d != r.fixed_dealer).any()):
-                raise VectorEnvError(f"dealer: the {r.name} rules fix the dealer at seat {r.fixed_dealer}")
-            self._fixed_start_dealer = d
         else:
-            self._fixed_start_dealer = None
+            self._refill_pool()
+        self._deal_queue, self._start_scores, self._start_bags = queue, start_scores, start_bags
+        self._fixed_start_dealer = first_dealer
         everyone = torch.ones(B, dtype=torch.bool, device=dev)
         self.state, self._pool_ptr = self._start(self._empty_state(), everyone, everyone, self._deal_pool,
                                                  self._pool_ptr, self._deal_queue)
@@ -320,7 +325,7 @@ class SpadesVectorEnv:
     def _legal_bids(self, s: VecState, seat: torch.Tensor) -> torch.Tensor:
         """(B, 14) 1 for the bids (0 = nil .. 13) ``seat`` may make."""
         r = self.rules
-        b = self._bid_range[None, :]
+        b = self._ranges[14][None, :]
         partner_bid = s.bids.gather(1, ((seat + 2) % 4)[:, None])[:, 0]
         has_partner = partner_bid >= 0
         low = torch.full_like(seat, 1)
@@ -521,7 +526,8 @@ class SpadesVectorEnv:
             if not bool(ok.all()):
                 bad = torch.nonzero(~ok)[:5, 0].tolist()
                 raise VectorEnvError(f"illegal actions at tables {bad}: "
-                                     + "; ".join(f"table {b}: action {int(actions[b])}, legal "
+                                     + "; ".join(f"table {b}: action {int(actions[b])} in phase "
+                                                 f"{PHASE_NAMES[int(self.state.phase[b])]}, legal "
                                                  f"{torch.nonzero(mask[b])[:, 0].tolist()}" for b in bad))
         self._steps += 1
         if self._steps % self._refill_every == 0:

@@ -100,7 +100,7 @@ def test_refuses_what_it_cannot_run():
     with pytest.raises(VectorEnvError, match="before reset"):
         env.step(torch.zeros(2, dtype=torch.int64))
     env.reset(seed=0)
-    with pytest.raises(VectorEnvError, match="illegal actions at tables"):
+    with pytest.raises(VectorEnvError, match="illegal actions at tables .* phase bidding"):
         env.step(torch.tensor([0, 0]))          # nobody may play a card during the bidding
     with pytest.raises(VectorEnvError, match="one per table"):
         env.step(torch.zeros(3, dtype=torch.int64))
@@ -111,6 +111,21 @@ def test_refuses_what_it_cannot_run():
         env.reset(bags=[3, 12])
     with pytest.raises(VectorEnvError, match="scores"):
         env.reset(scores=[1.5, 2.0])
+
+
+def test_a_failed_reset_changes_nothing():
+    env = SpadesVectorEnv(3, seed=0)
+    env.reset(scores=[0, 250])
+    before = env.state.clone()
+    for bad in ({"dealer": [0, 1]}, {"bags": [0, 99]}, {"scores": [[1, 2]]}, {"deals": [[[0]]] * 3}):
+        with pytest.raises(VectorEnvError):
+            env.reset(seed=9, **bad)
+    assert all(torch.equal(getattr(before, f), getattr(env.state, f)) for f in before.__dataclass_fields__)
+    twin = SpadesVectorEnv(3, seed=0)          # never saw the failed resets
+    twin.reset(scores=[0, 250])
+    env.reset()
+    twin.reset()                               # both continue the same seeded stream
+    assert torch.equal(env.state.deal, twin.state.deal) and torch.equal(env.state.dealer, twin.state.dealer)
 
 
 def test_explicit_deals_in_card_strings():
