@@ -70,6 +70,7 @@ from typing import Iterable, Optional, Sequence, Union
 
 import numpy as np
 
+from spades_env.cards import cards_to_mask, mask_to_cards
 from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, PHASE_BIDDING,
                              PHASE_BLIND_DECISION, PHASE_PASSING, PHASE_PLAY)
 from spades_env.observation import ObservationView, decode_observation
@@ -100,29 +101,13 @@ BLIND_NIL_CLOSE_TO_TARGET = 100
 Legal = Union[int, Iterable[int]]
 
 
-def _mask_of(cards: Iterable[int]) -> int:
-    mask = 0
-    for c in cards:
-        mask |= 1 << c
-    return mask
-
-
-def _cards_of(mask: int) -> list[int]:
-    out = []
-    while mask:
-        low = mask & -mask
-        out.append(low.bit_length() - 1)
-        mask ^= low
-    return out
-
-
 def _legal_mask(legal: Legal) -> int:
     """Legal actions as a bitmask over action ids (accepts a bitmask, a list or an array)."""
     if isinstance(legal, int):
         return legal
     if isinstance(legal, np.ndarray) and legal.dtype != np.int64 and legal.size == 68:
         legal = np.flatnonzero(legal)          # an action mask given as is
-    return _mask_of(int(a) for a in legal)
+    return cards_to_mask(int(a) for a in legal)
 
 
 # ====================================================================== top level
@@ -305,8 +290,8 @@ def choose_pass(view: ObservationView, legal: Legal) -> int:
     """One card to pass after a blind nil: low side cards to the blind-nil partner, the most
     dangerous cards back from the blind-nil bidder."""
     legal = _legal_mask(legal) & ((1 << 52) - 1)
-    cards = _cards_of(legal)
-    hand = _mask_of(view.hand)
+    cards = mask_to_cards(legal)
+    hand = cards_to_mask(view.hand)
     if view.blind[0]:                            # we bid blind nil: pass our dangerous cards back
         return max(cards, key=lambda c: (_danger_for_nil(c, hand), c))
     # We pass to our blind-nil partner: our lowest cards, side suits first (we keep spades to
@@ -348,7 +333,7 @@ class _Table:
         unseen = deck & ~seen
         partner = self.partner = 2 if (view.partnerships and n == 4) else None
         if partner is not None and view.passed:
-            unseen &= ~_mask_of(view.passed)      # cards we passed sit in the partner's hand
+            unseen &= ~cards_to_mask(view.passed)      # cards we passed sit in the partner's hand
         self.unseen = unseen
         trick = self.trick = view.current_trick
         tricks = self.tricks = view.tricks_taken
@@ -441,14 +426,14 @@ class _Table:
         if opp_need <= 0:
             return False
         to_set = self.remaining - opp_need + 1      # tricks we must take to set them
-        masters = sum(1 for c in _cards_of(self.hand) if self.is_master(c))
+        masters = sum(1 for c in mask_to_cards(self.hand) if self.is_master(c))
         return to_set <= masters + 1
 
 
 def choose_card(view: ObservationView, legal: Legal, rng=None) -> int:
     """The card to play (see the module docstring for the strategy)."""
     t = _Table(view, _legal_mask(legal))
-    cards = _cards_of(t.legal)
+    cards = mask_to_cards(t.legal)
     if len(cards) == 1:
         return cards[0]
     partner = t.partner
@@ -469,8 +454,8 @@ def choose_card(view: ObservationView, legal: Legal, rng=None) -> int:
         winners_mask = t.legal & _ABOVE[win_card]
     else:
         winners_mask = t.legal & (_ABOVE[win_card] | _SPADE_MASK)
-    winners = _cards_of(winners_mask)
-    losers = _cards_of(t.legal & ~winners_mask)
+    winners = mask_to_cards(winners_mask)
+    losers = mask_to_cards(t.legal & ~winners_mask)
     if my_nil:
         return _duck(t, winners, losers)
     played = [s for s, _ in t.trick]
