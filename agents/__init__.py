@@ -8,5 +8,6 @@
 from .base import Agent, RandomAgent, available, legal_actions, make, register
 from . import heuristic  # registers "heuristic"
 from . import human  # registers "human"
+from . import search  # registers "search"
 
 __all__ = ["Agent", "RandomAgent", "available", "legal_actions", "make", "register"]

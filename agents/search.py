@@ -1,0 +1,797 @@
+"""A determinized search player (perfect-information Monte Carlo): ``agents.make("search", seed=0)``.
+
+At every decision with a real choice the agent
+
+1. reads its observation back (:func:`spades_env.decode_observation`) into what its seat knows:
+   its hand, every card each seat has played, the trick in progress, the suits each seat has
+   shown void in, the bids, the tricks taken, the cards it passed and received, the scores;
+2. samples ``worlds`` deals of the cards it cannot see to the other seats, *exactly uniformly*
+   among the deals consistent with that knowledge (:class:`DealSampler`): every seat gets as
+   many cards as it still holds, no card of a suit it has shown void in, and the cards this seat
+   passed to its partner (blind-nil passing) that the partner has not played yet. The sampler
+   counts the completions of every per-suit split with a small dynamic program over the suits
+   and draws splits with exact integer weights: no rejection loop, never stuck;
+3. optionally (``infer_bids``, on by default) re-weights those worlds by how well each
+   opponent's and the partner's sampled hand explains the bid it made: the heuristic's bid for
+   that hand (:func:`agents.heuristic.choose_bid`, in the bidding context the seat had) versus
+   the real bid, ``exp(-bid_sharpness * |difference|)``, a nil/non-nil mismatch weighing
+   ``nil_mismatch``. ``oversample`` times as many worlds are drawn and ``worlds`` of them kept by
+   systematic resampling (duplicates are evaluated once, with their multiplicity as weight);
+4. scores every candidate action by playing the rest of the hand out in every world with the
+   rule-based player (:func:`agents.heuristic.choose_action`) on every seat, its own included,
+   and averages the hand's score difference (own side's score change minus the other side's,
+   bag penalties included; in cutthroat, own change minus the mean of the others'). The same
+   worlds serve every candidate (common random numbers); the heuristic is deterministic, so one
+   play-out per (world, candidate) is all a world can say;
+5. plays the best candidate; the heuristic's own choice is kept unless another candidate beats
+   it by more than ``min_gain`` points per hand.
+
+Card play prunes equivalent cards first: two legal cards of one suit with nothing between them
+that anybody else could still hold ("touching" cards, e.g. K-Q, or K-J once the queen is
+played) win exactly the same tricks, so one of them is evaluated for the group. Bidding
+evaluates the heuristic's bid, one below and one above it, and nil when legal: the remaining
+seats bid with the heuristic, then the whole hand is played out. The blind-nil decision compares
+blind nil with looking at the cards the same way (the seat's own hand is sampled too: it has
+not seen it). Passing cards after a blind nil uses the heuristic.
+
+Budget: ``worlds`` (card play) and ``bid_worlds`` (bidding, full-hand play-outs) fix the work,
+so decisions depend on the seed and the observations only, never on the machine. ``max_time``
+(seconds per decision, off by default) stops early once that long has passed (after
+``min_worlds`` worlds): results then depend on the machine's speed.
+
+Rules: the play-outs need the rule set. ``rules=None`` (the default) reads it from the
+observation where it can: cutthroat when the observation has no partnerships (three players
+when it has three seats), ``openspiel`` when the mercy score is -350, ``standard`` otherwise;
+pass ``rules="tournament"`` and the like for the rest (``basic`` plays and scores exactly like
+``standard`` once the bids are made). Whatever the rules, the candidates are always the actions
+the observation's mask offers; if the simulated rules disagree with the mask about the current
+position the agent falls back to the heuristic's choice (never an illegal action).
+
+Engine use: a world is a :class:`~spades_env.game.SpadesGame` built by constructing one
+normally and then overwriting its per-hand state (hands, bids, tricks taken, the trick in
+progress, voids, ...), see :func:`build_game`; cards played to earlier tricks, whose grouping
+into tricks the observation does not give, are stored as one-card pseudo tricks in
+``game.tricks`` so that ``game.played`` (and :func:`spades_env.view_from_game`) see them. The
+simulation frame puts this seat at seat 0 (relative seats are absolute seats there), which every
+rule treats alike except a fixed dealer, and the built game's dealer is simply set.
+Play-outs copy a world with :func:`copy_game` (a shallow copy of its lists, about 100 times
+cheaper than ``SpadesGame.clone``) and feed the heuristic :class:`RolloutView` objects kept up
+to date incrementally instead of rebuilding a view per card with ``view_from_game``; the tests
+check both against the engine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+import time
+from math import comb
+from typing import Optional, Sequence
+
+import numpy as np
+
+from spades_env.cards import NUM_CARDS, SUIT_MASKS
+from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, PHASE_BIDDING,
+                             PHASE_BLIND_DECISION, PHASE_PLAY, SpadesGame)
+from spades_env.observation import ObservationView, decode_observation, view_from_game
+from spades_env.rules import Rules, make_rules
+
+from . import heuristic
+from .base import Agent, register
+
+__all__ = ["SearchAgent", "Knowledge", "DealSampler", "build_game", "copy_game", "RolloutView",
+           "rules_from_view", "touching_groups"]
+
+FULL_DECK = (1 << NUM_CARDS) - 1
+_ABOVE = tuple(SUIT_MASKS[c // 13] & ~((2 << c) - 1) for c in range(52))
+_VIEW_FIELDS = tuple(ObservationView.__dataclass_fields__)
+
+
+def _cards_of(mask: int) -> list[int]:
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
+def _mask_of(cards) -> int:
+    m = 0
+    for c in cards:
+        m |= 1 << c
+    return m
+
+
+# ====================================================================== rules
+def rules_from_view(view: ObservationView, rules=None) -> Rules:
+    """The rule set to simulate: ``rules`` when given (a preset name, a path, a mapping or a
+    Rules), else read from the observation: cutthroat without partnerships (``players`` from the
+    observation), ``openspiel`` when the mercy score is -350, ``standard`` otherwise."""
+    if rules is not None:
+        return rules if isinstance(rules, Rules) else make_rules(rules)
+    if not view.partnerships:
+        return make_rules("cutthroat", players=view.players) if view.players != 4 else make_rules("cutthroat")
+    if view.mercy_score == -350:
+        return make_rules("openspiel")
+    return make_rules("standard")
+
+
+# ====================================================================== what the seat knows
+class Knowledge:
+    """What the observing seat (seat 0 of the simulation frame) knows about the hidden cards.
+
+    ``unseen``: cards it has not seen (not in its hand, not played); ``known[s]``: unseen cards
+    known to sit in seat ``s``'s hand (cards this seat passed to its partner and the partner has
+    not played); ``sizes[s]``: cards seat ``s`` holds now; ``voids[s]``: suit bitmask of the
+    suits seat ``s`` has shown void in. ``hidden_seats``: the seats whose hands are sampled (all
+    but seat 0, and seat 0 too while it has not looked at its cards)."""
+
+    def __init__(self, view: ObservationView) -> None:
+        n = self.n = view.players
+        deck = FULL_DECK if n == 4 else FULL_DECK & ~1
+        self.tricks_per_hand = 52 // n
+        self.hand = _mask_of(view.hand)
+        self.played = [_mask_of(p) for p in view.played]
+        played_all = 0
+        for m in self.played:
+            played_all |= m
+        self.played_all = played_all
+        self.voids = [sum(1 << x for x in v) for v in view.voids]
+        self.sizes = [self.tricks_per_hand - len(view.played[s]) for s in range(n)]
+        self.looked = bool(view.hand) or view.phase not in (PHASE_BLIND_DECISION, PHASE_BIDDING)
+        self.unseen = deck & ~self.hand & ~played_all
+        self.known = [0] * n
+        if view.partnerships and view.passed:
+            # Cards we passed (blind-nil passing happens only between partners) and do not hold
+            # again are in the partner's hand until it plays them.
+            self.known[2] = _mask_of(view.passed) & self.unseen
+        if self.looked:
+            self.hidden_seats = list(range(1, n))
+        else:
+            self.hidden_seats = list(range(n))
+            self.hand = 0
+
+    def free(self) -> int:
+        """The unseen cards not known to be in a particular hand."""
+        m = self.unseen
+        for k in self.known:
+            m &= ~k
+        return m
+
+    def sampler(self) -> "DealSampler":
+        free = self.free()
+        seats = self.hidden_seats
+        caps = [self.sizes[s] - self.known[s].bit_count() for s in seats]
+        return DealSampler(free, caps, [self.voids[s] for s in seats])
+
+    def hands_from(self, sample: Sequence[int]) -> list[int]:
+        """Full per-seat hands (absolute frame) from a sampler draw."""
+        hands = [0] * self.n
+        if self.looked:
+            hands[0] = self.hand
+        for i, s in enumerate(self.hidden_seats):
+            hands[s] = sample[i] | self.known[s]
+        return hands
+
+
+class DealSampler:
+    """Uniform sampling of deals of ``free`` cards to seats with capacities ``caps`` (cards
+    each must get) where seat ``i`` takes no card of a suit set in ``voids[i]``.
+
+    A deal is determined by its per-suit counts matrix and a uniform arrangement within each
+    suit; the number of deals with counts ``n[i][x]`` is the product over suits of multinomials.
+    ``_count(x, caps)`` counts the deals of suits ``x..3`` into the remaining capacities
+    (memoized); drawing splits suit by suit with weights ``multinomial * count(rest)`` gives
+    every consistent deal the same probability. Without a binding void a shuffle is enough."""
+
+    def __init__(self, free: int, caps: Sequence[int], voids: Sequence[int]) -> None:
+        self.k = len(caps)
+        self.caps = tuple(caps)
+        self.by_suit = [_cards_of(free & SUIT_MASKS[x]) for x in range(4)]
+        self.free_cards = _cards_of(free)
+        if sum(caps) != len(self.free_cards) or min(caps, default=0) < 0:
+            raise ValueError(f"inconsistent knowledge: {len(self.free_cards)} free cards for capacities {list(caps)}")
+        self.allowed = [[i for i in range(self.k) if not voids[i] >> x & 1] for x in range(4)]
+        self.simple = all(len(self.allowed[x]) == self.k or not self.by_suit[x] for x in range(4))
+        self._memo: dict = {}
+        self.total = 1 if self.simple else self._count(0, self.caps)
+        if self.total == 0:
+            raise ValueError("inconsistent knowledge: no deal satisfies the voids and hand sizes")
+
+    def _splits(self, x: int, caps: tuple):
+        """(counts per seat, multinomial weight) for the splits of suit ``x`` within ``caps``."""
+        u = len(self.by_suit[x])
+        allowed = self.allowed[x]
+        out = []
+        k = self.k
+
+        def rec(j: int, left: int, counts: list, weight: int) -> None:
+            if j == len(allowed) - 1:
+                i = allowed[j]
+                if left <= caps[i]:
+                    counts[i] = left
+                    out.append((tuple(counts), weight))
+                    counts[i] = 0
+                return
+            i = allowed[j]
+            rest_cap = sum(caps[a] for a in allowed[j + 1:])
+            for c in range(max(0, left - rest_cap), min(caps[i], left) + 1):
+                counts[i] = c
+                rec(j + 1, left - c, counts, weight * comb(left, c))
+            counts[i] = 0
+
+        if not allowed:
+            if u == 0:
+                out.append(((0,) * k, 1))
+            return out
+        rec(0, u, [0] * k, 1)
+        return out
+
+    def _count(self, x: int, caps: tuple) -> int:
+        if x == 4:
+            return 1 if not any(caps) else 0
+        key = (x, caps)
+        got = self._memo.get(key)
+        if got is not None:
+            return got
+        total = 0
+        for counts, w in self._splits(x, caps):
+            rest = tuple(c - n for c, n in zip(caps, counts))
+            sub = self._count(x + 1, rest)
+            if sub:
+                total += w * sub
+        self._memo[key] = total
+        return total
+
+    def sample(self, rng) -> list[int]:
+        """One deal: a card bitmask per seat (in the order of ``caps``)."""
+        k = self.k
+        hands = [0] * k
+        if self.simple:
+            cards = list(self.free_cards)
+            rng.shuffle(cards)
+            pos = 0
+            for i, c in enumerate(self.caps):
+                for card in cards[pos:pos + c]:
+                    hands[i] |= 1 << card
+                pos += c
+            return hands
+        caps = self.caps
+        for x in range(4):
+            suit_cards = self.by_suit[x]
+            if not suit_cards:
+                continue
+            options = []
+            total = 0
+            for counts, w in self._splits(x, caps):
+                rest = tuple(c - n for c, n in zip(caps, counts))
+                weight = w * self._count(x + 1, rest)
+                if weight:
+                    total += weight
+                    options.append((total, counts, rest))
+            r = rng.randrange(total)
+            for cum, counts, rest in options:
+                if r < cum:
+                    break
+            cards = list(suit_cards)
+            rng.shuffle(cards)
+            pos = 0
+            for i in range(k):
+                for card in cards[pos:pos + counts[i]]:
+                    hands[i] |= 1 << card
+                pos += counts[i]
+            caps = rest
+        return hands
+
+
+# ====================================================================== building worlds
+def _winner_of(trick: Sequence[tuple[int, int]]) -> tuple[int, int]:
+    """(seat, card) winning a (partial) trick given as (seat, card) in play order."""
+    win_seat, win_card = trick[0]
+    for seat, c in trick[1:]:
+        if (c // 13 == win_card // 13 and c > win_card) or (c >= 39 and win_card < 39):
+            win_seat, win_card = seat, c
+    return win_seat, win_card
+
+
+def build_game(view: ObservationView, rules: Rules, hands: Sequence[int]) -> SpadesGame:
+    """A :class:`SpadesGame` in the public state of ``view`` (seat 0 = the observer) with the
+    given hands (bitmasks, one per seat), ready for the observer (seat 0) to act.
+
+    The engine has no constructor for a mid-hand state, so one is built normally and its
+    per-hand fields are overwritten (the attributes ``SpadesGame._start_hand`` sets). Earlier
+    tricks are not grouped (the observation does not say which cards fell together): every
+    card played to them becomes a one-card pseudo trick ``(seat, [card], -1)`` in
+    ``game.tricks``, which keeps ``game.played`` right; ``tricks_played`` is the real count.
+    Supported phases: blind-nil decision, bidding and play."""
+    n = view.players
+    if rules.players != n or rules.partnerships != view.partnerships:
+        raise ValueError(f"rules {rules.name!r} ({rules.players} players, partnerships "
+                         f"{rules.partnerships}) do not fit the observation")
+    scores = list(view.scores)
+    bags = None if rules.bags_from_score_digit else [min(max(b, 0), rules.bag_limit - 1) for b in view.bags]
+    g = SpadesGame(rules, 0, dealer=None if rules.fixed_dealer is not None else view.dealer,
+                   scores=scores, bags=bags)
+    g.dealer = view.dealer
+    g.hands = list(hands)
+    g.deal = list(hands)
+    g.bids = [-1 if b is None else b for b in view.bids]
+    g.blind = list(view.blind)
+    g.voids = [sum(1 << x for x in v) for v in view.voids]
+    g.tricks_taken = list(view.tricks_taken)
+    g.tricks_played = sum(view.tricks_taken)
+    g.passed = [0] * n
+    g.received = [0] * n
+    g.passed[0] = _mask_of(view.passed)
+    g.received[0] = _mask_of(view.received)
+    if view.partnerships and (view.passed or view.received):
+        g.passed[2] = g.received[0]          # the partner passed us what we received
+        g.received[2] = g.passed[0]
+    g.pass_queue = []
+    g.passes = []
+    g.actions = []
+    g.spades_broken = view.spades_broken
+    g._legal = -1
+    g.to_act = 0
+    phase = view.phase
+    if phase == PHASE_PLAY:
+        in_trick = {c for _, c in view.current_trick}
+        g.tricks = [(s, [c], -1) for s in range(n) for c in view.played[s] if c not in in_trick]
+        g.trick_cards = [c for _, c in view.current_trick]
+        if view.current_trick:
+            g.trick_leader = view.current_trick[0][0]
+            g.led_suit = g.trick_cards[0] // 13
+            g.win_seat, g.win_card = _winner_of(view.current_trick)
+        else:
+            g.trick_leader = 0
+            g.led_suit = g.win_card = g.win_seat = -1
+        g.looked = [True] * n
+        g.phase = PHASE_PLAY
+    elif phase in (PHASE_BIDDING, PHASE_BLIND_DECISION):
+        g.tricks = []
+        g.trick_cards = []
+        g.trick_leader = -1
+        g.led_suit = g.win_card = g.win_seat = -1
+        # Seats yet to bid keep the engine's rule (a seat whose side may bid blind nil sees its
+        # cards at its turn); those that bid have looked, unless they bid blind.
+        for s in range(n):
+            if g.bids[s] >= 0:
+                g.looked[s] = True
+        g.looked[0] = phase == PHASE_BIDDING
+        g.phase = phase
+    else:
+        raise ValueError(f"build_game: phase {phase} is not supported")
+    return g
+
+
+def copy_game(g: SpadesGame) -> SpadesGame:
+    """An independent copy for a play-out: the mutable per-hand lists are copied, the rules and
+    the random stream shared (a play-out never deals)."""
+    new = object.__new__(SpadesGame)
+    d = new.__dict__
+    d.update(g.__dict__)
+    for name in ("hands", "bids", "blind", "passed", "received", "pass_queue", "voids", "tricks_taken",
+                 "trick_cards", "looked", "scores", "bags", "tricks", "passes"):
+        d[name] = list(d[name])
+    d["actions"] = []
+    d["_hand_logs"] = []
+    d["last_results"] = []
+    return new
+
+
+# ====================================================================== play-outs
+class RolloutView:
+    """A mutable stand-in for :class:`~spades_env.ObservationView` (same fields, same meaning)
+    that a play-out keeps up to date for one seat instead of rebuilding a view per card."""
+
+    __slots__ = _VIEW_FIELDS
+
+    def __init__(self, **fields) -> None:
+        for k, v in fields.items():
+            setattr(self, k, v)
+
+    @property
+    def tricks_played(self) -> int:
+        return sum(self.tricks_taken)
+
+    def partner_bid(self) -> Optional[int]:
+        return self.bids[2] if self.partnerships else None
+
+
+def _play_views(g: SpadesGame, played: list[list[int]], voids: list[set]) -> list[RolloutView]:
+    """One RolloutView per seat for the play phase; ``played``/``voids`` are shared, updated in place."""
+    r = g.rules
+    n = g.n
+    S = g.num_sides
+    views = []
+    for seat in range(n):
+        rel = [(seat + k) % n for k in range(n)]
+        own = g.side_of[seat]
+        sides = [(own + j) % S for j in range(S)]
+        views.append(RolloutView(
+            players=n, partnerships=r.partnerships, hand=None, phase=PHASE_PLAY,
+            dealer=(g.dealer - seat) % n, to_act=0,
+            bids=[g.bids[s] if g.bids[s] >= 0 else None for s in rel], blind=[g.blind[s] for s in rel],
+            passed=_cards_of(g.passed[seat]), received=_cards_of(g.received[seat]),
+            tricks_taken=None, trick_leader=None, current_trick=None,
+            played=[played[s] for s in rel], voids=[voids[s] for s in rel], spades_broken=False,
+            scores=[g.scores[s] for s in sides], bags=[g.bags[s] for s in sides],
+            may_bid_blind_nil=[g._side_may_bid_blind(s) for s in sides],
+            target_score=r.target_score, mercy_score=r.mercy_score))
+    return views
+
+
+def _refresh(v: RolloutView, g: SpadesGame, seat: int) -> None:
+    n = g.n
+    v.hand = _cards_of(g.hands[seat])
+    taken = g.tricks_taken
+    v.tricks_taken = [taken[(seat + k) % n] for k in range(n)]
+    if g.trick_cards:
+        lead = g.trick_leader
+        v.trick_leader = (lead - seat) % n
+        v.current_trick = [((lead + i - seat) % n, c) for i, c in enumerate(g.trick_cards)]
+    else:
+        v.trick_leader = 0
+        v.current_trick = []
+    v.spades_broken = g.spades_broken
+
+
+def play_out(g: SpadesGame, played: Optional[list[list[int]]] = None, voids: Optional[list[set]] = None) -> None:
+    """Play ``g`` to the end of the hand with the heuristic on every seat. ``played``/``voids``
+    (per seat: cards played this hand, suits shown void) must match ``g`` when given."""
+    choose = heuristic.choose_action
+    while g.phase < PHASE_PLAY:       # remaining bids, blind-nil decisions, passing: rare, slow path
+        g.apply(choose(view_from_game(g, g.to_act), g.legal_mask()))
+    if g.phase != PHASE_PLAY:
+        return
+    n = g.n
+    if played is None:
+        played = [_cards_of(m) for m in g.played]
+    if voids is None:
+        voids = [{x for x in range(4) if g.voids[s] >> x & 1} for s in range(n)]
+    views = _play_views(g, played, voids)
+    while g.phase == PHASE_PLAY:
+        seat = g.to_act
+        legal = g.legal_mask()
+        if legal & (legal - 1) == 0:
+            card = legal.bit_length() - 1
+        else:
+            v = views[seat]
+            _refresh(v, g, seat)
+            card = choose(v, legal)
+        if g.trick_cards and card // 13 != g.led_suit:
+            voids[seat].add(g.led_suit)
+        g.apply(card)
+        played[seat].append(card)
+
+
+def hand_value(g: SpadesGame, seat: int = 0) -> float:
+    """A finished hand's score difference for ``seat``: its side's score change minus the other
+    side's (cutthroat: minus the mean of the other players')."""
+    results = g.last_results
+    own = g.side_of[seat]
+    mine = results[own].points
+    others = [res.points for side, res in enumerate(results) if side != own]
+    return mine - sum(others) / len(others)
+
+
+# ====================================================================== move pruning
+def touching_groups(legal_cards: Sequence[int], hand: int, gone: int) -> list[list[int]]:
+    """Legal cards grouped into classes that win the same tricks: cards of one suit with no card
+    between them that is still in play (every card between is ours or in ``gone``: played to an
+    earlier trick; a card of the trick in progress is still in play). Groups are listed by their
+    lowest card, cards ascending."""
+    groups: list[list[int]] = []
+    out_of_play = hand | gone
+    for c in sorted(legal_cards):
+        if groups:
+            last = groups[-1][-1]
+            if last // 13 == c // 13 and c < 52:
+                between = ((1 << c) - 1) & ~((2 << last) - 1)
+                if between & ~out_of_play == 0:
+                    groups[-1].append(c)
+                    continue
+        groups.append([c])
+    return groups
+
+
+# ====================================================================== choosing
+def _pick(candidates: list[int], values: list[list[float]], weights: list[float], base_action: int,
+          min_gain: float, min_z: float) -> tuple[int, list[float], list[Optional[float]]]:
+    """The chosen action, the weighted mean value of every candidate, and each candidate's
+    z score against the base action (the heuristic's choice): the paired (same world) mean
+    difference over its standard error, the worlds' count being their effective number
+    (sum of weights)^2 / sum of squared weights. A candidate other than the base is taken only
+    when it beats the base by more than ``min_gain`` points and by ``min_z`` standard errors;
+    the best mean among those wins."""
+    total = sum(weights)
+    k = len(candidates)
+    means = [sum(w * row[i] for w, row in zip(weights, values)) / total for i in range(k)]
+    if base_action not in candidates:
+        best = max(range(k), key=lambda i: means[i])
+        return candidates[best], means, [None] * k
+    b = candidates.index(base_action)
+    n_eff = total * total / sum(w * w for w in weights)
+    zs: list[Optional[float]] = []
+    best, best_mean = b, means[b]
+    for i in range(k):
+        if i == b:
+            zs.append(None)
+            continue
+        gain = means[i] - means[b]
+        var = sum(w * (row[i] - row[b] - gain) ** 2 for w, row in zip(weights, values)) / total
+        se = math.sqrt(var / n_eff) if n_eff > 1 else float("inf")
+        z = gain / se if se > 0 else (math.inf if gain > 0 else (0.0 if gain == 0 else -math.inf))
+        zs.append(z)
+        if gain > min_gain and z > min_z and means[i] > best_mean:
+            best, best_mean = i, means[i]
+    return candidates[best], means, zs
+
+
+# ====================================================================== the agent
+class SearchAgent(Agent):
+    """Perfect-information Monte Carlo over sampled deals with heuristic play-outs (module doc).
+
+    Options: ``worlds`` (deals sampled per card-play decision, default 40), ``bid_worlds``
+    (per bidding or blind-nil decision, default 48), ``max_time`` (seconds per decision; None:
+    no limit, the default), ``min_worlds`` (worlds evaluated before ``max_time`` may stop the
+    search), ``rules`` (None: from the observation, see :func:`rules_from_view`),
+    ``infer_bids`` (weight worlds by the bids, default True), ``bid_sharpness`` (1.0),
+    ``nil_mismatch`` (0.05), ``oversample`` (4: worlds drawn per world kept when inferring),
+    ``prune`` (touching cards, default True), ``min_gain`` (points per hand another candidate
+    must beat the heuristic's choice by, default 0.5), ``search_bids`` (default True),
+    ``seed``."""
+
+    name = "search"
+
+    def __init__(self, seed: Optional[int] = None, worlds: int = 40, bid_worlds: int = 48,
+                 max_time: Optional[float] = None, min_worlds: int = 4, rules=None,
+                 infer_bids: bool = True, bid_sharpness: float = 1.0, nil_mismatch: float = 0.05,
+                 oversample: int = 4, prune: bool = True, min_gain: float = 0.5,
+                 bid_min_gain: float = 5.0, search_bids: bool = True, bid_down: int = 0,
+                 bid_up: int = 1, bid_nil: bool = True, min_z: float = 0.0, bid_min_z: float = 2.0) -> None:
+        super().__init__(seed)
+        if int(worlds) < 1 or int(bid_worlds) < 1:
+            raise ValueError("worlds and bid_worlds must be at least 1")
+        self.worlds = int(worlds)
+        self.bid_worlds = int(bid_worlds)
+        self.max_time = None if max_time is None else float(max_time)
+        self.min_worlds = max(1, int(min_worlds))
+        self.rules_option = rules
+        self._rules_cache: dict = {}
+        self.infer_bids = bool(infer_bids)
+        self.bid_sharpness = float(bid_sharpness)
+        self.nil_mismatch = float(nil_mismatch)
+        self.oversample = max(1, int(oversample))
+        self.prune = bool(prune)
+        self.min_gain = float(min_gain)
+        self.bid_min_gain = float(bid_min_gain)
+        self.bid_down, self.bid_up, self.bid_nil = int(bid_down), int(bid_up), bool(bid_nil)
+        self.min_z, self.bid_min_z = float(min_z), float(bid_min_z)
+        self.search_bids = bool(search_bids)
+        self.last_info: dict = {}    # what the last search found (for tests and curiosity)
+        self._decision_rng = random.Random(seed)
+
+    def __repr__(self) -> str:
+        return (f"SearchAgent(seed={self.seed!r}, worlds={self.worlds}, bid_worlds={self.bid_worlds}, "
+                f"max_time={self.max_time!r}, rules={self.rules_option!r})")
+
+    # ------------------------------------------------------------------ entry point
+    def act(self, obs: dict, info: Optional[dict] = None) -> int:
+        legal = [int(a) for a in np.flatnonzero(obs["action_mask"])]
+        if not legal:
+            raise ValueError("SearchAgent.act: the action mask is empty (is it this agent's turn?)")
+        self.last_info = {}
+        if len(legal) == 1:
+            return legal[0]
+        view = decode_observation(obs["observation"])
+        self._decision_rng = self._rng_for(obs)
+        fallback = heuristic.choose_action(view, legal)
+        try:
+            rules = self._rules(view)
+        except Exception as exc:   # rules that do not fit the observation: play the heuristic
+            self.last_info = {"fallback": f"rules: {exc}"}
+            return fallback
+        phase = view.phase
+        if phase == PHASE_PLAY:
+            return self._search(view, rules, legal, fallback, self._play_candidates(view, legal, fallback),
+                                self.worlds, self.min_gain, self.min_z)
+        if phase == PHASE_BIDDING and self.search_bids:
+            return self._search(view, rules, legal, fallback, self._bid_candidates(legal, fallback),
+                                self.bid_worlds, self.bid_min_gain, self.bid_min_z)
+        if phase == PHASE_BLIND_DECISION and self.search_bids:
+            return self._search(view, rules, legal, fallback, [[BLIND_NIL_ACTION], [LOOK_ACTION]],
+                                self.bid_worlds, self.bid_min_gain, self.bid_min_z)
+        self.last_info = {"fallback": "heuristic for this phase"}
+        return fallback
+
+    def _rng_for(self, obs: dict) -> random.Random:
+        """The random stream of one decision: seeded by the agent's seed and the observation
+        itself (a stable hash), so a decision depends on nothing else. Two agents with the same
+        seed decide alike on the same observation whatever came before, and variants of the
+        agent (other bidding options, say) meet the same worlds wherever they see the same
+        observations, which makes comparisons between them paired."""
+        digest = hashlib.blake2b(np.ascontiguousarray(obs["observation"], dtype=np.float32).tobytes(),
+                                 digest_size=16, key=repr(self.seed).encode()[:64]).digest()
+        return random.Random(int.from_bytes(digest, "little"))
+
+    def _rules(self, view: ObservationView) -> Rules:
+        key = (view.players, view.partnerships, view.mercy_score)
+        rules = self._rules_cache.get(key)
+        if rules is None:
+            rules = self._rules_cache[key] = rules_from_view(view, self.rules_option)
+        if rules.players != view.players or rules.partnerships != view.partnerships:
+            raise ValueError(f"rules {rules.name!r} do not fit a {view.players}-player observation "
+                             f"(partnerships {view.partnerships})")
+        return rules
+
+    # ------------------------------------------------------------------ candidates
+    def _play_candidates(self, view: ObservationView, legal: list[int], fallback: int) -> list[list[int]]:
+        """Groups of equivalent cards; the group's first card is the one evaluated and played
+        (the heuristic's choice when it is in the group)."""
+        if not self.prune:
+            return [[c] for c in legal]
+        k = Knowledge(view)
+        # Cards of the trick in progress still compete with ours: they do not make cards touch.
+        gone = k.played_all & ~_mask_of(c for _, c in view.current_trick)
+        groups = touching_groups(legal, k.hand, gone)
+        out = []
+        for grp in groups:
+            if fallback in grp:
+                grp = [fallback] + [c for c in grp if c != fallback]
+            out.append(grp)
+        return out
+
+    def _bid_candidates(self, legal: list[int], fallback: int) -> list[list[int]]:
+        """The heuristic's bid, ``bid_down`` below and ``bid_up`` above it, and nil (``bid_nil``);
+        from a heuristic nil, bids 1..1 + bid_up."""
+        h = fallback - BID_ACTION_BASE
+        if h == 0:
+            wanted = {0} | set(range(1, 2 + self.bid_up))
+        else:
+            wanted = set(range(h - self.bid_down, h + self.bid_up + 1)) | ({0} if self.bid_nil else set())
+        return [[a] for a in legal if BID_ACTION_BASE <= a < BLIND_NIL_ACTION and a - BID_ACTION_BASE in wanted]
+
+    # ------------------------------------------------------------------ search
+    def _search(self, view: ObservationView, rules: Rules, legal: list[int], fallback: int,
+                groups: list[list[int]], n_worlds: int, min_gain: float, min_z: float) -> int:
+        if len(groups) <= 1:
+            self.last_info = {"fallback": "one candidate"}
+            return groups[0][0] if groups else fallback
+        start = time.perf_counter()
+        knowledge = Knowledge(view)
+        try:
+            sampler = knowledge.sampler()
+        except ValueError as exc:
+            self.last_info = {"fallback": str(exc)}
+            return fallback
+        worlds = self._draw_worlds(view, rules, knowledge, sampler, n_worlds)
+        candidates = [grp[0] for grp in groups]
+        template = build_game(view, rules, worlds[0][0])
+        mask = template.legal_mask()
+        if any(not mask >> a & 1 for a in candidates):
+            self.last_info = {"fallback": "the simulated rules disagree with the action mask"}
+            return fallback
+        in_play = view.phase == PHASE_PLAY
+        led = template.led_suit if (in_play and template.trick_cards) else -1
+        if in_play:
+            base_played = [list(p) for p in view.played]
+            base_voids = [set(v) for v in view.voids]
+        values: list[list[float]] = []     # per world: the hand value of every candidate
+        weights: list[float] = []
+        for hands, weight in worlds:
+            world = copy_game(template)
+            world.hands = list(hands)
+            row = []
+            for action in candidates:
+                g = copy_game(world)
+                if in_play:
+                    played = [list(p) for p in base_played]
+                    voids = [set(v) for v in base_voids]
+                    if led >= 0 and action // 13 != led:
+                        voids[0].add(led)
+                    g.apply(action)
+                    played[0].append(action)
+                    play_out(g, played, voids)
+                else:
+                    g.apply(action)
+                    play_out(g)
+                row.append(hand_value(g, 0))
+            values.append(row)
+            weights.append(weight)
+            if (self.max_time is not None and len(values) >= self.min_worlds
+                    and time.perf_counter() - start > self.max_time):
+                break
+        choice, means, zs = _pick(candidates, values, weights, fallback, min_gain, min_z)
+        self.last_info = {"candidates": candidates, "means": means, "z": zs, "worlds": len(values),
+                          "distinct_worlds": len(worlds), "choice": choice, "heuristic": fallback,
+                          "seconds": time.perf_counter() - start}
+        return choice
+
+    # ------------------------------------------------------------------ worlds
+    def _draw_worlds(self, view: ObservationView, rules: Rules, knowledge: Knowledge, sampler: DealSampler,
+                     n_worlds: int) -> list[tuple[list[int], float]]:
+        """``n_worlds`` consistent deals as (hands, weight): plain draws, or with bid inference
+        ``oversample`` times as many draws resampled systematically by their bid likelihood
+        (a deal drawn k times is kept once with weight k)."""
+        rng = self._decision_rng
+        inferring = self.infer_bids and self._inference_seats(view, rules)
+        if not inferring:
+            return [(knowledge.hands_from(sampler.sample(rng)), 1.0) for _ in range(n_worlds)]
+        pool = [knowledge.hands_from(sampler.sample(rng)) for _ in range(n_worlds * self.oversample)]
+        weights = [self._bid_likelihood(view, rules, knowledge, hands, inferring) for hands in pool]
+        total = sum(weights)
+        if total <= 0.0:
+            return [(h, 1.0) for h in pool[:n_worlds]]
+        step = total / n_worlds
+        u = rng.random() * step
+        picked: dict[int, int] = {}
+        cum = 0.0
+        i = 0
+        for j in range(n_worlds):
+            target = u + j * step
+            while cum + weights[i] <= target and i < len(pool) - 1:
+                cum += weights[i]
+                i += 1
+            picked[i] = picked.get(i, 0) + 1
+        return [(pool[i], float(k)) for i, k in picked.items()]
+
+    def _inference_seats(self, view: ObservationView, rules: Rules) -> list[int]:
+        """Seats whose bid the sampled hands should explain: other seats that bid while seeing
+        their cards, whose hand at bidding time we can rebuild (no unknown passes)."""
+        n = view.players
+        passing = bool(view.passed or view.received)
+        seats = []
+        for s in range(1, n):
+            if view.bids[s] is None or view.blind[s]:
+                continue
+            if view.partnerships and view.blind[(s + 2) % 4] and not (s == 2 and passing) and rules.blind_nil_pass:
+                continue        # its partner bid blind nil: they swapped cards we do not know
+            seats.append(s)
+        return seats
+
+    def _bid_likelihood(self, view: ObservationView, rules: Rules, knowledge: Knowledge,
+                        hands: list[int], seats: list[int]) -> float:
+        n = view.players
+        order = [(view.dealer + 1 + i) % n for i in range(n)]
+        weight = 1.0
+        for s in seats:
+            hand = hands[s] | knowledge.played[s]
+            if s == 2 and (view.passed or view.received):
+                hand = (hand & ~_mask_of(view.passed)) | _mask_of(view.received)
+            before = set(order[:order.index(s)])
+            rel = [(s + k) % n for k in range(n)]
+            bids = [view.bids[t] if t in before else None for t in rel]
+            blind = [view.blind[t] if t in before else False for t in rel]
+            partner_bid = bids[2] if view.partnerships else None
+            legal = self._approx_legal_bids(rules, partner_bid)
+            v = RolloutView(players=n, partnerships=view.partnerships, hand=_cards_of(hand), phase=PHASE_BIDDING,
+                            bids=bids, blind=blind)
+            predicted = heuristic.choose_bid(v, legal) - BID_ACTION_BASE
+            actual = view.bids[s]
+            if (predicted == 0) != (actual == 0):
+                weight *= self.nil_mismatch
+            elif actual:
+                weight *= math.exp(-self.bid_sharpness * abs(predicted - actual))
+        return weight
+
+    @staticmethod
+    def _approx_legal_bids(rules: Rules, partner_bid: Optional[int]) -> int:
+        low, high, nil_ok = 1, 13, rules.nil
+        if partner_bid is not None:
+            if rules.min_team_bid:
+                low = max(low, rules.min_team_bid - partner_bid)
+                nil_ok = nil_ok and partner_bid >= rules.min_team_bid
+            if rules.max_team_bid is not None:
+                high = min(high, rules.max_team_bid - partner_bid)
+        mask = 0
+        for b in range(low, max(low, high) + 1):
+            mask |= 1 << (BID_ACTION_BASE + b)
+        if nil_ok:
+            mask |= 1 << BID_ACTION_BASE
+        return mask
+
+
+register("search", SearchAgent)
