@@ -71,7 +71,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from spades_env.cards import NUM_CARDS, SUIT_MASKS
+from spades_env.cards import NUM_CARDS, SUIT_MASKS, cards_to_mask, mask_to_cards
 from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, PHASE_BIDDING,
                              PHASE_BLIND_DECISION, PHASE_PLAY, SpadesGame)
 from spades_env.observation import ObservationView, decode_observation, view_from_game
@@ -86,22 +86,6 @@ __all__ = ["SearchAgent", "Knowledge", "DealSampler", "build_game", "copy_game",
 FULL_DECK = (1 << NUM_CARDS) - 1
 _ABOVE = tuple(SUIT_MASKS[c // 13] & ~((2 << c) - 1) for c in range(52))
 _VIEW_FIELDS = tuple(ObservationView.__dataclass_fields__)
-
-
-def _cards_of(mask: int) -> list[int]:
-    out = []
-    while mask:
-        low = mask & -mask
-        out.append(low.bit_length() - 1)
-        mask ^= low
-    return out
-
-
-def _mask_of(cards) -> int:
-    m = 0
-    for c in cards:
-        m |= 1 << c
-    return m
 
 
 # ====================================================================== rules
@@ -132,8 +116,8 @@ class Knowledge:
         n = self.n = view.players
         deck = FULL_DECK if n == 4 else FULL_DECK & ~1
         self.tricks_per_hand = 52 // n
-        self.hand = _mask_of(view.hand)
-        self.played = [_mask_of(p) for p in view.played]
+        self.hand = cards_to_mask(view.hand)
+        self.played = [cards_to_mask(p) for p in view.played]
         played_all = 0
         for m in self.played:
             played_all |= m
@@ -146,7 +130,7 @@ class Knowledge:
         if view.partnerships and view.passed:
             # Cards we passed (blind-nil passing happens only between partners) and do not hold
             # again are in the partner's hand until it plays them.
-            self.known[2] = _mask_of(view.passed) & self.unseen
+            self.known[2] = cards_to_mask(view.passed) & self.unseen
         if self.looked:
             self.hidden_seats = list(range(1, n))
         else:
@@ -189,8 +173,8 @@ class DealSampler:
     def __init__(self, free: int, caps: Sequence[int], voids: Sequence[int]) -> None:
         self.k = len(caps)
         self.caps = tuple(caps)
-        self.by_suit = [_cards_of(free & SUIT_MASKS[x]) for x in range(4)]
-        self.free_cards = _cards_of(free)
+        self.by_suit = [mask_to_cards(free & SUIT_MASKS[x]) for x in range(4)]
+        self.free_cards = mask_to_cards(free)
         if sum(caps) != len(self.free_cards) or min(caps, default=0) < 0:
             raise ValueError(f"inconsistent knowledge: {len(self.free_cards)} free cards for capacities {list(caps)}")
         self.allowed = [[i for i in range(self.k) if not voids[i] >> x & 1] for x in range(4)]
@@ -324,8 +308,8 @@ def build_game(view: ObservationView, rules: Rules, hands: Sequence[int]) -> Spa
     g.tricks_played = sum(view.tricks_taken)
     g.passed = [0] * n
     g.received = [0] * n
-    g.passed[0] = _mask_of(view.passed)
-    g.received[0] = _mask_of(view.received)
+    g.passed[0] = cards_to_mask(view.passed)
+    g.received[0] = cards_to_mask(view.received)
     if view.partnerships and (view.passed or view.received):
         g.passed[2] = g.received[0]          # the partner passed us what we received
         g.received[2] = g.passed[0]
@@ -414,7 +398,7 @@ def _play_views(g: SpadesGame, played: list[list[int]], voids: list[set]) -> lis
             players=n, partnerships=r.partnerships, hand=None, phase=PHASE_PLAY,
             dealer=(g.dealer - seat) % n, to_act=0,
             bids=[g.bids[s] if g.bids[s] >= 0 else None for s in rel], blind=[g.blind[s] for s in rel],
-            passed=_cards_of(g.passed[seat]), received=_cards_of(g.received[seat]),
+            passed=mask_to_cards(g.passed[seat]), received=mask_to_cards(g.received[seat]),
             tricks_taken=None, trick_leader=None, current_trick=None,
             played=[played[s] for s in rel], voids=[voids[s] for s in rel], spades_broken=False,
             scores=[g.scores[s] for s in sides], bags=[g.bags[s] for s in sides],
@@ -425,7 +409,7 @@ def _play_views(g: SpadesGame, played: list[list[int]], voids: list[set]) -> lis
 
 def _refresh(v: RolloutView, g: SpadesGame, seat: int) -> None:
     n = g.n
-    v.hand = _cards_of(g.hands[seat])
+    v.hand = mask_to_cards(g.hands[seat])
     taken = g.tricks_taken
     v.tricks_taken = [taken[(seat + k) % n] for k in range(n)]
     if g.trick_cards:
@@ -448,7 +432,7 @@ def play_out(g: SpadesGame, played: Optional[list[list[int]]] = None, voids: Opt
         return
     n = g.n
     if played is None:
-        played = [_cards_of(m) for m in g.played]
+        played = [mask_to_cards(m) for m in g.played]
     if voids is None:
         voids = [{x for x in range(4) if g.voids[s] >> x & 1} for s in range(n)]
     views = _play_views(g, played, voids)
@@ -635,7 +619,7 @@ class SearchAgent(Agent):
             return [[c] for c in legal]
         k = Knowledge(view)
         # Cards of the trick in progress still compete with ours: they do not make cards touch.
-        gone = k.played_all & ~_mask_of(c for _, c in view.current_trick)
+        gone = k.played_all & ~cards_to_mask(c for _, c in view.current_trick)
         groups = touching_groups(legal, k.hand, gone)
         out = []
         for grp in groups:
@@ -760,14 +744,14 @@ class SearchAgent(Agent):
         for s in seats:
             hand = hands[s] | knowledge.played[s]
             if s == 2 and (view.passed or view.received):
-                hand = (hand & ~_mask_of(view.passed)) | _mask_of(view.received)
+                hand = (hand & ~cards_to_mask(view.passed)) | cards_to_mask(view.received)
             before = set(order[:order.index(s)])
             rel = [(s + k) % n for k in range(n)]
             bids = [view.bids[t] if t in before else None for t in rel]
             blind = [view.blind[t] if t in before else False for t in rel]
             partner_bid = bids[2] if view.partnerships else None
             legal = self._approx_legal_bids(rules, partner_bid)
-            v = RolloutView(players=n, partnerships=view.partnerships, hand=_cards_of(hand), phase=PHASE_BIDDING,
+            v = RolloutView(players=n, partnerships=view.partnerships, hand=mask_to_cards(hand), phase=PHASE_BIDDING,
                             bids=bids, blind=blind)
             predicted = heuristic.choose_bid(v, legal) - BID_ACTION_BASE
             actual = view.bids[s]

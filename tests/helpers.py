@@ -5,10 +5,11 @@ Cards are written as in RULES.md / API.md: rank then suit, ``"AS"``, ``"TD"``, `
 
 from __future__ import annotations
 
+import random
 from typing import Iterable, Sequence
 
 from spades_env.cards import card_str, parse_card
-from spades_env.game import BID_ACTION_BASE
+from spades_env.game import BID_ACTION_BASE, SpadesGame
 
 RANKS = "23456789TJQKA"
 SUITS = "CDHS"
@@ -156,3 +157,21 @@ def play_first_legal(game) -> list[tuple[int, int]]:
         game.apply(action)
         applied.append((seat, action))
     return applied
+
+
+def redeal_hidden(game: SpadesGame, seat: int, rng: random.Random) -> list[list[int]]:
+    """The hand's deal with the cards ``seat`` cannot see (other players' unplayed cards, except
+    cards that changed hands in a pass) dealt again at random, each player keeping as many cards
+    of each suit as it had: every action so far stays legal and ``seat``'s observation is the
+    same."""
+    deal = [[c for c in range(52) if m >> c & 1] for m in game.deal]
+    moved = {c for _, _, c in game.passes}
+    hidden = {s: [c for c in range(52) if game.hands[s] >> c & 1 and c not in moved]
+              for s in range(game.n) if s != seat}
+    mapping = {}
+    for suit in range(4):
+        slots = [c for s in hidden for c in hidden[s] if c // 13 == suit]
+        shuffled = slots[:]
+        rng.shuffle(shuffled)
+        mapping.update(zip(slots, shuffled))
+    return [sorted(mapping.get(c, c) for c in hand) for hand in deal]

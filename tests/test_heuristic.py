@@ -16,7 +16,7 @@ from spades_env import ObservationView, spades_v0, view_from_game
 from spades_env.game import (BLIND_NIL_ACTION, LOOK_ACTION, PHASE_BIDDING, PHASE_BLIND_DECISION,
                              PHASE_PASSING, PHASE_PLAY, SpadesGame)
 
-from helpers import bid, card, cards
+from helpers import redeal_hidden, bid, card, cards
 
 # ---------------------------------------------------------------------- helpers
 
@@ -152,23 +152,6 @@ def test_legal_in_every_preset(preset):
 
 # ---------------------------------------------------------------------- no peeking
 
-def _redeal_hidden(game: SpadesGame, seat: int, rng: random.Random) -> list[list[int]]:
-    """The hand's deal with the cards ``seat`` cannot see (other players' unplayed cards, except
-    cards that changed hands in a pass) dealt again at random, each player keeping as many cards
-    of each suit as it had: every action so far stays legal and ``seat``'s observation is the
-    same."""
-    deal = [[c for c in range(52) if m >> c & 1] for m in game.deal]
-    moved = {c for _, _, c in game.passes}
-    hidden = {s: [c for c in range(52) if game.hands[s] >> c & 1 and c not in moved]
-              for s in range(game.n) if s != seat}
-    mapping = {}
-    for suit in range(4):
-        slots = [c for s in hidden for c in hidden[s] if c // 13 == suit]
-        shuffled = slots[:]
-        rng.shuffle(shuffled)
-        mapping.update(zip(slots, shuffled))
-    return [sorted(mapping.get(c, c) for c in hand) for hand in deal]
-
 
 @pytest.mark.parametrize("scores", [[0, 0], [0, 250]])
 def test_no_peeking_same_observation_same_decision(scores):
@@ -191,7 +174,7 @@ def test_no_peeking_same_observation_same_decision(scores):
             if step % 5 == 0:
                 game = env.unwrapped.game
                 for _ in range(2):
-                    deal = _redeal_hidden(game, seat, rng)
+                    deal = redeal_hidden(game, seat, rng)
                     twin.reset(seed=hand_no, options={"deal": deal, "dealer": hand_no % 4, "scores": scores})
                     for a in actions:
                         twin.step(a)
@@ -212,7 +195,7 @@ def test_redeal_really_changes_hidden_hands():
     game = SpadesGame("standard", 0, deal=deal_for(0), dealer=0)
     for _ in range(9):      # a few bids and cards
         game.apply(choose_action(view_from_game(game, game.to_act), game.legal_mask()))
-    deal = _redeal_hidden(game, game.to_act, random.Random(1))
+    deal = redeal_hidden(game, game.to_act, random.Random(1))
     original = [[c for c in range(52) if m >> c & 1] for m in game.deal]
     assert deal[game.to_act] == original[game.to_act]
     assert deal != original

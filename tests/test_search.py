@@ -18,7 +18,7 @@ from agents.search import (DealSampler, Knowledge, SearchAgent, _play_views, _re
 from spades_env import decode_observation, make_rules, spades_v0, view_from_game
 from spades_env.game import PHASE_BIDDING, PHASE_BLIND_DECISION, PHASE_HAND_OVER, PHASE_PLAY, SpadesGame
 
-from helpers import card, cards
+from helpers import redeal_hidden, card, cards
 
 SMALL = dict(worlds=4, bid_worlds=4)
 
@@ -179,23 +179,6 @@ def test_deterministic_given_seed():
 
 # ---------------------------------------------------------------------- no peeking
 
-def _redeal_hidden(game: SpadesGame, seat: int, rng: random.Random) -> list[list[int]]:
-    """The hand's deal with the cards ``seat`` cannot see (other players' unplayed cards, except
-    cards that changed hands in a pass) dealt again at random, each player keeping as many cards
-    of each suit as it had: every action so far stays legal and ``seat``'s observation is the
-    same."""
-    deal = [[c for c in range(52) if m >> c & 1] for m in game.deal]
-    moved = {c for _, _, c in game.passes}
-    hidden = {s: [c for c in range(52) if game.hands[s] >> c & 1 and c not in moved]
-              for s in range(game.n) if s != seat}
-    mapping = {}
-    for suit in range(4):
-        slots = [c for s in hidden for c in hidden[s] if c // 13 == suit]
-        shuffled = slots[:]
-        rng.shuffle(shuffled)
-        mapping.update(zip(slots, shuffled))
-    return [sorted(mapping.get(c, c) for c in hand) for hand in deal]
-
 
 @pytest.mark.parametrize("scores", [[0, 0], [0, 300]])
 def test_no_peeking_same_observation_same_decision(scores):
@@ -217,7 +200,7 @@ def test_no_peeking_same_observation_same_decision(scores):
             if step % 4 == 1 and obs["action_mask"].sum() > 1:
                 game = env.unwrapped.game
                 expected = agents.make("search", seed=9, worlds=6, bid_worlds=6).act(obs, info)
-                deal = _redeal_hidden(game, seat, rng)
+                deal = redeal_hidden(game, seat, rng)
                 twin.reset(seed=hand_no, options={"deal": deal, "dealer": hand_no % 4, "scores": scores})
                 for a in actions:
                     twin.step(a)
