@@ -5,39 +5,56 @@ At every decision with a real choice the agent
 1. reads its observation back (:func:`spades_env.decode_observation`) into what its seat knows:
    its hand, every card each seat has played, the trick in progress, the suits each seat has
    shown void in, the bids, the tricks taken, the cards it passed and received, the scores;
-2. samples ``worlds`` deals of the cards it cannot see to the other seats, *exactly uniformly*
-   among the deals consistent with that knowledge (:class:`DealSampler`): every seat gets as
-   many cards as it still holds, no card of a suit it has shown void in, and the cards this seat
-   passed to its partner (blind-nil passing) that the partner has not played yet. The sampler
-   counts the completions of every per-suit split with a small dynamic program over the suits
-   and draws splits with exact integer weights: no rejection loop, never stuck;
-3. optionally (``infer_bids``, on by default) re-weights those worlds by how well each
-   opponent's and the partner's sampled hand explains the bid it made: the heuristic's bid for
-   that hand (:func:`agents.heuristic.choose_bid`, in the bidding context the seat had) versus
-   the real bid, ``exp(-bid_sharpness * |difference|)``, a nil/non-nil mismatch weighing
-   ``nil_mismatch``. ``oversample`` times as many worlds are drawn and ``worlds`` of them kept by
-   systematic resampling (duplicates are evaluated once, with their multiplicity as weight);
+2. samples deals of the cards it cannot see to the other seats, *exactly uniformly* among the
+   deals consistent with that knowledge (:class:`DealSampler`): every seat gets as many cards as
+   it still holds, no card of a suit it has shown void in, and the cards this seat passed to its
+   partner (blind-nil passing) that the partner has not played yet. The sampler counts the
+   completions of every per-suit split with a small dynamic program over the suits and draws
+   splits with exact integer weights: no rejection loop, never stuck;
+3. weights those worlds (``infer_bids``, on by default) by how well the sampled hand of each
+   other seat explains the bid it made: the heuristic's bid for that hand
+   (:func:`agents.heuristic.choose_bid`, in the bidding context the seat had) against the real
+   bid, ``exp(-bid_sharpness * |difference|)``, a nil/non-nil mismatch weighing ``nil_mismatch``.
+   ``oversample`` times as many deals are drawn and the worlds kept by systematic resampling (a
+   deal kept k times is evaluated once, with weight k);
 4. scores every candidate action by playing the rest of the hand out in every world with the
    rule-based player (:func:`agents.heuristic.choose_action`) on every seat, its own included,
    and averages the hand's score difference (own side's score change minus the other side's,
    bag penalties included; in cutthroat, own change minus the mean of the others'). The same
-   worlds serve every candidate (common random numbers); the heuristic is deterministic, so one
-   play-out per (world, candidate) is all a world can say;
-5. plays the best candidate; the heuristic's own choice is kept unless another candidate beats
-   it by more than ``min_gain`` points per hand.
+   worlds serve every candidate (common random numbers), so candidates are compared world by
+   world; the heuristic is deterministic, so one play-out per (world, candidate) is all a world
+   can say. After the first quarter of the worlds (``stage``) candidates significantly worse
+   than the best so far are dropped (``drop_z``) and the rest get the remaining worlds;
+5. plays the best candidate; the heuristic's own choice is kept unless another one beats it
+   by more than ``min_gain`` points per hand (and ``min_z`` standard errors of the paired
+   difference).
 
-Card play prunes equivalent cards first: two legal cards of one suit with nothing between them
-that anybody else could still hold ("touching" cards, e.g. K-Q, or K-J once the queen is
-played) win exactly the same tricks, so one of them is evaluated for the group. Bidding
-evaluates the heuristic's bid, one below and one above it, and nil when legal: the remaining
-seats bid with the heuristic, then the whole hand is played out. The blind-nil decision compares
-blind nil with looking at the cards the same way (the seat's own hand is sampled too: it has
-not seen it). Passing cards after a blind nil uses the heuristic.
+Card play first merges equivalent cards: two legal cards of one suit with nothing between them
+that is still in play ("touching" cards, e.g. K-Q, or K-J once the queen fell in an earlier
+trick; a card of the trick in progress still counts) win exactly the same tricks, so one card
+per group is evaluated. Passing cards after a blind nil uses the heuristic.
 
-Budget: ``worlds`` (card play) and ``bid_worlds`` (bidding, full-hand play-outs) fix the work,
-so decisions depend on the seed and the observations only, never on the machine. ``max_time``
-(seconds per decision, off by default) stops early once that long has passed (after
-``min_worlds`` worlds): results then depend on the machine's speed.
+Bidding (``search_bids``, off by default): the heuristic's bid, ``bid_down``/``bid_up`` bids
+around it and nil are scored the same way, the remaining seats bidding with the heuristic and
+the whole hand played out; the blind-nil decision compares blind nil with looking at the cards
+(the seat's own hand is sampled too: it has not seen it). Measured against the heuristic this
+made the player *weaker* (about 2 points per hand with the defaults below, more with looser
+thresholds): the play-outs play the heuristic for this side, which takes fewer tricks and
+sets the opponents far less often than this player really does (the heuristic's contracts are
+set about 18% of the time against it), so they undervalue keeping one's bid and favour nil and
+safe bids. With ``search_bids=True`` a bid other than the heuristic's is taken only when it
+wins by ``bid_min_gain`` points and ``bid_min_z`` standard errors. By default the heuristic's
+bids (fitted to full-effort play) are used, and the card play is searched.
+
+Budget and determinism: ``worlds`` deals per card decision, capped by ``max_steps`` cards
+simulated per decision (fewer worlds early in the hand, when many candidates meet long
+play-outs), ``bid_worlds`` per bidding decision. These fix the work, so decisions depend on the
+seed and the observation only, never on the machine; ``max_time`` (seconds per decision, off
+by default) adds a clock that stops early (after ``min_worlds`` worlds), and then results depend
+on the machine's speed. Every decision draws from its own random stream, seeded by the agent's
+seed and a stable hash of the observation: the same observation gives the same decision
+whatever happened before (``reset(seed)`` changes the seed), and two variants of the agent meet
+the same worlds wherever they see the same observation, which makes comparisons paired.
 
 Rules: the play-outs need the rule set. ``rules=None`` (the default) reads it from the
 observation where it can: cutthroat when the observation has no partnerships (three players
@@ -45,7 +62,8 @@ when it has three seats), ``openspiel`` when the mercy score is -350, ``standard
 pass ``rules="tournament"`` and the like for the rest (``basic`` plays and scores exactly like
 ``standard`` once the bids are made). Whatever the rules, the candidates are always the actions
 the observation's mask offers; if the simulated rules disagree with the mask about the current
-position the agent falls back to the heuristic's choice (never an illegal action).
+position the agent falls back to the heuristic's choice (never an illegal action). Cutthroat
+(four or three players) is searched like the partnership game, each player for itself.
 
 Engine use: a world is a :class:`~spades_env.game.SpadesGame` built by constructing one
 normally and then overwriting its per-hand state (hands, bids, tricks taken, the trick in
@@ -53,7 +71,8 @@ progress, voids, ...), see :func:`build_game`; cards played to earlier tricks, w
 into tricks the observation does not give, are stored as one-card pseudo tricks in
 ``game.tricks`` so that ``game.played`` (and :func:`spades_env.view_from_game`) see them. The
 simulation frame puts this seat at seat 0 (relative seats are absolute seats there), which every
-rule treats alike except a fixed dealer, and the built game's dealer is simply set.
+rule treats alike except a fixed dealer, and the built game's dealer is simply set. Cards the
+opponents passed each other after a blind nil are unknown and left out of their views.
 Play-outs copy a world with :func:`copy_game` (a shallow copy of its lists, about 100 times
 cheaper than ``SpadesGame.clone``) and feed the heuristic :class:`RolloutView` objects kept up
 to date incrementally instead of rebuilding a view per card with ``view_from_game``; the tests
@@ -514,35 +533,68 @@ def _pick(candidates: list[int], values: list[list[float]], weights: list[float]
     return candidates[best], means, zs
 
 
+def _drop_losers(active: list[int], values: list[list[Optional[float]]], weights: list[float],
+                 base: Optional[int], drop_z: float) -> tuple[list[int], list[int]]:
+    """Split the active candidates into those kept and those dropped: a candidate is dropped
+    when its paired mean difference to the best one so far is below ``-drop_z`` standard
+    errors (never the best one, never the heuristic's choice ``base``)."""
+    total = sum(weights)
+    n_eff = total * total / sum(w * w for w in weights)
+    means = {i: sum(w * row[i] for w, row in zip(weights, values)) / total for i in active}
+    best = max(active, key=lambda i: means[i])
+    kept, out = [], []
+    for i in active:
+        if i in (best, base):
+            kept.append(i)
+            continue
+        d = means[i] - means[best]
+        var = sum(w * (row[i] - row[best] - d) ** 2 for w, row in zip(weights, values)) / total
+        se = math.sqrt(var / n_eff) if n_eff > 1 else float("inf")
+        (out if d < -drop_z * se else kept).append(i)
+    return kept, out
+
+
 # ====================================================================== the agent
 class SearchAgent(Agent):
     """Perfect-information Monte Carlo over sampled deals with heuristic play-outs (module doc).
 
-    Options: ``worlds`` (deals sampled per card-play decision, default 40), ``bid_worlds``
-    (per bidding or blind-nil decision, default 48), ``max_time`` (seconds per decision; None:
-    no limit, the default), ``min_worlds`` (worlds evaluated before ``max_time`` may stop the
-    search), ``rules`` (None: from the observation, see :func:`rules_from_view`),
-    ``infer_bids`` (weight worlds by the bids, default True), ``bid_sharpness`` (1.0),
-    ``nil_mismatch`` (0.05), ``oversample`` (4: worlds drawn per world kept when inferring),
-    ``prune`` (touching cards, default True), ``min_gain`` (points per hand another candidate
-    must beat the heuristic's choice by, default 0.5), ``search_bids`` (default True),
-    ``seed``."""
+    Budget: ``worlds`` (deals sampled per card-play decision, default 200), ``max_steps``
+    (cards simulated per decision, default 20,000: fewer worlds when many candidates meet long
+    play-outs early in the hand; None: no cap), ``bid_worlds`` (per bidding or blind-nil
+    decision, default 64), ``min_worlds`` (at least this many whatever the caps, default 8),
+    ``max_time`` (seconds per decision; None, the default: no clock, decisions do not depend on
+    the machine). ``stage`` (default 0.25): after this share of the worlds, candidates
+    significantly worse than the best so far (by ``drop_z`` standard errors, default 2.5) are
+    dropped, the heuristic's choice never.
+    Choosing: ``min_gain`` (points per hand another candidate must beat the heuristic's choice
+    by, default 0.5) and ``min_z`` (standard errors, default 0); ``bid_min_gain`` (5.0) and
+    ``bid_min_z`` (2.0) for bids. ``prune`` (touching cards, default True).
+    Worlds: ``infer_bids`` (weight worlds by the bids, default True), ``bid_sharpness`` (1.0),
+    ``nil_mismatch`` (0.05), ``oversample`` (draws per world kept when inferring, default 3).
+    Bidding: ``search_bids`` (default False: the heuristic bids; see the module doc),
+    ``bid_down``/``bid_up`` (bids below/above the heuristic's to try, 0 and 1), ``bid_nil``
+    (try nil, default True).
+    ``rules`` (None: from the observation, see :func:`rules_from_view`), ``seed``."""
 
     name = "search"
 
-    def __init__(self, seed: Optional[int] = None, worlds: int = 40, bid_worlds: int = 48,
-                 max_time: Optional[float] = None, min_worlds: int = 4, rules=None,
+    def __init__(self, seed: Optional[int] = None, worlds: int = 200, bid_worlds: int = 64,
+                 max_steps: Optional[int] = 20_000, min_worlds: int = 8, max_time: Optional[float] = None,
+                 stage: float = 0.25, drop_z: float = 2.5, rules=None,
                  infer_bids: bool = True, bid_sharpness: float = 1.0, nil_mismatch: float = 0.05,
-                 oversample: int = 4, prune: bool = True, min_gain: float = 0.5,
-                 bid_min_gain: float = 5.0, search_bids: bool = True, bid_down: int = 0,
-                 bid_up: int = 1, bid_nil: bool = True, min_z: float = 0.0, bid_min_z: float = 2.0) -> None:
+                 oversample: int = 3, prune: bool = True, min_gain: float = 0.5, min_z: float = 0.0,
+                 search_bids: bool = False, bid_min_gain: float = 5.0, bid_min_z: float = 2.0,
+                 bid_down: int = 0, bid_up: int = 1, bid_nil: bool = True) -> None:
         super().__init__(seed)
         if int(worlds) < 1 or int(bid_worlds) < 1:
             raise ValueError("worlds and bid_worlds must be at least 1")
         self.worlds = int(worlds)
         self.bid_worlds = int(bid_worlds)
-        self.max_time = None if max_time is None else float(max_time)
+        self.max_steps = None if max_steps is None else int(max_steps)
         self.min_worlds = max(1, int(min_worlds))
+        self.max_time = None if max_time is None else float(max_time)
+        self.stage = float(stage)
+        self.drop_z = float(drop_z)
         self.rules_option = rules
         self._rules_cache: dict = {}
         self.infer_bids = bool(infer_bids)
@@ -551,16 +603,18 @@ class SearchAgent(Agent):
         self.oversample = max(1, int(oversample))
         self.prune = bool(prune)
         self.min_gain = float(min_gain)
-        self.bid_min_gain = float(bid_min_gain)
-        self.bid_down, self.bid_up, self.bid_nil = int(bid_down), int(bid_up), bool(bid_nil)
-        self.min_z, self.bid_min_z = float(min_z), float(bid_min_z)
+        self.min_z = float(min_z)
         self.search_bids = bool(search_bids)
+        self.bid_min_gain = float(bid_min_gain)
+        self.bid_min_z = float(bid_min_z)
+        self.bid_down, self.bid_up, self.bid_nil = int(bid_down), int(bid_up), bool(bid_nil)
         self.last_info: dict = {}    # what the last search found (for tests and curiosity)
         self._decision_rng = random.Random(seed)
 
     def __repr__(self) -> str:
-        return (f"SearchAgent(seed={self.seed!r}, worlds={self.worlds}, bid_worlds={self.bid_worlds}, "
-                f"max_time={self.max_time!r}, rules={self.rules_option!r})")
+        return (f"SearchAgent(seed={self.seed!r}, worlds={self.worlds}, max_steps={self.max_steps}, "
+                f"bid_worlds={self.bid_worlds}, search_bids={self.search_bids}, max_time={self.max_time!r}, "
+                f"rules={self.rules_option!r})")
 
     # ------------------------------------------------------------------ entry point
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
@@ -651,25 +705,40 @@ class SearchAgent(Agent):
         except ValueError as exc:
             self.last_info = {"fallback": str(exc)}
             return fallback
-        worlds = self._draw_worlds(view, rules, knowledge, sampler, n_worlds)
         candidates = [grp[0] for grp in groups]
+        in_play = view.phase == PHASE_PLAY
+        per_playout = sum(knowledge.sizes) if in_play else 52 // view.players * view.players
+        if self.max_steps is not None:
+            # Draw no more worlds than the step cap lets us play out (expecting the candidates
+            # to shrink to about three after the first stage).
+            k = len(candidates)
+            k_est = k if (k <= 3 or self.stage <= 0) else self.stage * k + (1 - self.stage) * 3
+            affordable = math.ceil(self.max_steps / (per_playout * k_est))
+            n_worlds = min(n_worlds, max(self.min_worlds, affordable))
+        worlds = self._draw_worlds(view, rules, knowledge, sampler, n_worlds)
         template = build_game(view, rules, worlds[0][0])
         mask = template.legal_mask()
         if any(not mask >> a & 1 for a in candidates):
             self.last_info = {"fallback": "the simulated rules disagree with the action mask"}
             return fallback
-        in_play = view.phase == PHASE_PLAY
         led = template.led_suit if (in_play and template.trick_cards) else -1
         if in_play:
             base_played = [list(p) for p in view.played]
             base_voids = [set(v) for v in view.voids]
-        values: list[list[float]] = []     # per world: the hand value of every candidate
+        k = len(candidates)
+        active = list(range(k))
+        base = candidates.index(fallback) if fallback in candidates else None
+        stage_end = max(self.min_worlds, int(self.stage * len(worlds))) if self.stage > 0 else None
+        values: list[list[Optional[float]]] = []     # per world: each candidate's hand value
         weights: list[float] = []
+        steps = 0
+        dropped: list[int] = []
         for hands, weight in worlds:
             world = copy_game(template)
             world.hands = list(hands)
-            row = []
-            for action in candidates:
+            row: list[Optional[float]] = [None] * k
+            for i in active:
+                action = candidates[i]
                 g = copy_game(world)
                 if in_play:
                     played = [list(p) for p in base_played]
@@ -682,15 +751,25 @@ class SearchAgent(Agent):
                 else:
                     g.apply(action)
                     play_out(g)
-                row.append(hand_value(g, 0))
+                row[i] = hand_value(g, 0)
             values.append(row)
             weights.append(weight)
-            if (self.max_time is not None and len(values) >= self.min_worlds
-                    and time.perf_counter() - start > self.max_time):
-                break
-        choice, means, zs = _pick(candidates, values, weights, fallback, min_gain, min_z)
+            steps += len(active) * per_playout
+            if len(values) == stage_end and len(active) > 2:
+                active, out = _drop_losers(active, values, weights, base, self.drop_z)
+                dropped += [candidates[i] for i in out]
+            if len(values) >= self.min_worlds:
+                if self.max_steps is not None and steps >= self.max_steps:
+                    break
+                if self.max_time is not None and time.perf_counter() - start > self.max_time:
+                    break
+        kept = [candidates[i] for i in active]
+        choice, means, zs = _pick(kept, [[row[i] for i in active] for row in values], weights, fallback,
+                                  min_gain, min_z)
+        candidates = kept
         self.last_info = {"candidates": candidates, "means": means, "z": zs, "worlds": len(values),
-                          "distinct_worlds": len(worlds), "choice": choice, "heuristic": fallback,
+                          "drawn_worlds": len(worlds), "dropped": dropped, "steps": steps,
+                          "choice": choice, "heuristic": fallback,
                           "seconds": time.perf_counter() - start}
         return choice
 
