@@ -405,6 +405,18 @@ class SpadesVectorEnv:
         s = self.state if s is None else s
         return self._observation(s), self.legal_mask(s)
 
+    def observe_seat(self, seat: int | torch.Tensor, s: Optional[VecState] = None) -> torch.Tensor:
+        """(B, obs_size) float32: what ``seat`` (an int, or one seat per table) sees at every
+        table, whether or not it is to act: the AEC env's ``observe(agent)``. Training uses it
+        to bootstrap the value of seats waiting for their turn."""
+        s = self.state if s is None else s
+        if self.state is None and s is None:
+            raise VectorEnvError("observe_seat() before reset(): call reset() first")
+        frame = torch.as_tensor(seat, dtype=I64, device=self.device).expand(self.num_envs).contiguous()
+        if bool(((frame < 0) | (frame >= NUM_SEATS)).any()):
+            raise VectorEnvError(f"seat: expected seats 0..3, got {frame.unique().tolist()}")
+        return self._encode(s, frame, egocentric=True)
+
     def _observation(self, s: VecState) -> torch.Tensor:
         """(B, obs_size) float32 observations of the players to act, built in one buffer: card
         planes copied in, every one-hot cell set by a single scatter."""

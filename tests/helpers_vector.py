@@ -37,9 +37,11 @@ def play_aec_games(count: int, seed: int, with_state: bool = False, **env_kwargs
             else:
                 action = int(legal[pick.randrange(len(legal))])
             state = env.state() if with_state else None
+            views = [env.observe(a)["observation"] for a in env.possible_agents] if with_state else None
             env.step(action)
             steps.append({"seat": env.agent_name_mapping[agent], "action": action,
                           "observation": obs["observation"], "mask": obs["action_mask"], "state": state,
+                          "views": views,
                           "rewards": [env.rewards[a] for a in env.possible_agents]})
         record = env.game_record()
         games.append({"record": record, "steps": steps, "scores": scores})
@@ -76,6 +78,10 @@ def compare_with_vector(games: list[dict], **env_kwargs) -> dict:
         if steps[0]["state"] is not None:
             np.testing.assert_array_equal(vec.state_tensor()[idx].numpy(), np.stack([s["state"] for s in steps]),
                                           err_msg=f"{rules}: step {t}: states")
+            for seat in range(4):
+                np.testing.assert_array_equal(vec.observe_seat(seat)[idx].numpy(),
+                                              np.stack([s["views"][seat] for s in steps]),
+                                              err_msg=f"{rules}: step {t}: observation of seat {seat}")
         actions = mask.to(torch.int64).argmax(1)          # any legal action for finished tables
         actions[idx] = torch.tensor([s["action"] for s in steps])
         compared += len(live)

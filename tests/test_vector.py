@@ -34,7 +34,7 @@ def test_batched_engine_matches_aec_env(kwargs, count):
     assert done > count * 30
 
 
-def test_state_tensor_matches_aec_state():
+def test_state_tensor_and_every_seats_view_match_aec_env():
     for rules in ("standard", "openspiel"):
         games = play_aec_games(25, seed=3, with_state=True, rules=rules)
         compare_with_vector(games, rules=rules)
