@@ -517,6 +517,37 @@ class SpadesVectorEnv:
         s = self.state if s is None else s
         return self._encode(s, torch.zeros_like(s.to_act), egocentric=False)
 
+    # ------------------------------------------------------------------ snapshots
+    _SNAPSHOT_TENSORS = ("_deal_pool", "_pool_ptr", "_deal_queue", "_start_scores", "_start_bags", "_mask")
+
+    def state_dict(self) -> dict:
+        """Everything needed to continue exactly where the tables are (the training checkpoints
+        save it): the table states, the deal stream and the pending deals, on the CPU."""
+        if self.state is None:
+            raise VectorEnvError("state_dict() before reset(): call reset() first")
+        cpu = lambda t: None if t is None else t.detach().to("cpu").clone()     # noqa: E731
+        return {"format": "spades-vector-env", "num_envs": self.num_envs, "rules": self.rules.name,
+                "state": {f.name: cpu(getattr(self.state, f.name)) for f in fields(VecState)},
+                "generator": self._generator.get_state().clone(), "steps": self._steps,
+                "fixed_start_dealer": cpu(self._fixed_start_dealer),
+                **{name.lstrip("_"): cpu(getattr(self, name)) for name in self._SNAPSHOT_TENSORS}}
+
+    def load_state_dict(self, snapshot: dict) -> None:
+        """Continue from :meth:`state_dict` (same ``num_envs`` and rules)."""
+        if not isinstance(snapshot, dict) or snapshot.get("format") != "spades-vector-env":
+            raise VectorEnvError("load_state_dict: expected a SpadesVectorEnv.state_dict() snapshot")
+        if snapshot["num_envs"] != self.num_envs or snapshot["rules"] != self.rules.name:
+            raise VectorEnvError(f"load_state_dict: snapshot of {snapshot['num_envs']} tables under rules "
+                                 f"{snapshot['rules']!r}; this env has {self.num_envs} under {self.rules.name!r}")
+        dev = self.device
+        self.state = VecState(**{f.name: snapshot["state"][f.name].to(dev) for f in fields(VecState)})
+        self._generator.set_state(snapshot["generator"])
+        self._steps = int(snapshot["steps"])
+        fixed = snapshot["fixed_start_dealer"]
+        self._fixed_start_dealer = None if fixed is None else fixed.to(dev)
+        for name in self._SNAPSHOT_TENSORS:
+            setattr(self, name, snapshot[name.lstrip("_")].to(dev))
+
     # ------------------------------------------------------------------ step
     def step(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict]:
         """Apply one action per table. Returns ``(observation, mask, rewards (B, 4), done (B,), info)``.
