@@ -1,0 +1,131 @@
+"""The neural agent: a policy network trained by ``spades-train``, no search at play time.
+
+    bot = agents.make("neural")                                  # the model shipped in the repo
+    bot = agents.make("neural", checkpoint="runs/quickstart/checkpoints/last.pt")
+    bot = agents.make("neural", checkpoint="model.pt", greedy=False, seed=0)   # sample
+
+A checkpoint is either a training checkpoint (``spades-train`` writes them) or an exported
+model (:func:`export_model`, a few hundred kB: the policy weights, its shape, the rules it
+was trained under and where it came from).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import torch
+
+from .base import Agent
+from .networks import NUM_ACTIONS, PolicyNet
+
+MODEL_FORMAT = "spades-neural-policy"
+CHECKPOINT_FORMAT = "spades-train-checkpoint"
+DEFAULT_MODEL = Path(__file__).parent / "models" / "neural_standard.pt"
+
+
+class ModelError(ValueError):
+    """A file that is not a usable neural model."""
+
+
+def read_checkpoint(path: str | Path) -> dict:
+    """``torch.load`` a training checkpoint or exported model, with clear errors."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"neural model {str(path)!r} not found (expected a file written by "
+                                "spades-train or train.ppo.export_model)")
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:     # truncated, not a torch file, unpickling refused...
+        raise ModelError(f"{path}: corrupt or not a spades model/checkpoint ({type(exc).__name__}: "
+                         f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
+    if not isinstance(data, dict) or data.get("format") not in (MODEL_FORMAT, CHECKPOINT_FORMAT):
+        raise ModelError(f"{path}: not a spades model (expected a dict with format {MODEL_FORMAT!r} "
+                         f"or {CHECKPOINT_FORMAT!r})")
+    return data
+
+
+def policy_from_checkpoint(data: dict, source: str = "checkpoint") -> tuple[PolicyNet, dict]:
+    """Rebuild the policy of a training checkpoint or exported model; returns (policy, info)."""
+    try:
+        arch = data["arch"]
+        policy = PolicyNet(**arch)
+        policy.load_state_dict(data["policy"])
+    except (KeyError, TypeError, RuntimeError) as exc:
+        raise ModelError(f"{source}: the policy weights do not load ({type(exc).__name__}: "
+                         f"{str(exc).splitlines()[0]})") from None
+    policy.eval()
+    info = {"rules": data.get("rules"), "arch": arch, "provenance": data.get("provenance", {})}
+    return policy, info
+
+
+class NeuralAgent(Agent):
+    """Plays the policy network's most likely legal action (``greedy``) or samples it.
+
+    Options: ``checkpoint`` (path; default: the shipped model), ``greedy`` (default True),
+    ``seed`` (sampling), ``policy`` (a ``PolicyNet`` object, used as is: training evaluates
+    itself this way)."""
+
+    name = "neural"
+
+    def __init__(self, checkpoint: Optional[str | Path] = None, greedy: bool = True,
+                 seed: Optional[int] = None, policy: Optional[PolicyNet] = None) -> None:
+        super().__init__(seed)
+        self.greedy = bool(greedy)
+        if policy is not None:
+            self.policy, self.info = policy.eval(), {"rules": None, "arch": policy.arch, "provenance": {}}
+            self.checkpoint = None
+        else:
+            self.checkpoint = Path(checkpoint) if checkpoint is not None else DEFAULT_MODEL
+            self.policy, self.info = policy_from_checkpoint(read_checkpoint(self.checkpoint), str(self.checkpoint))
+        self.obs_size = self.policy.arch["obs_size"]
+
+    def action_probabilities(self, obs: dict) -> np.ndarray:
+        """The policy's probabilities over the 68 actions (0 for illegal ones)."""
+        logits = self._logits(obs)
+        return torch.softmax(logits, 0).numpy()
+
+    def _logits(self, obs: dict) -> torch.Tensor:
+        observation = np.asarray(obs["observation"], dtype=np.float32)
+        mask = np.asarray(obs["action_mask"]).astype(bool)
+        if observation.shape != (self.obs_size,) or mask.shape != (NUM_ACTIONS,):
+            raise ValueError(f"NeuralAgent: observation of shape {observation.shape} and mask {mask.shape}; this "
+                             f"model expects ({self.obs_size},) and ({NUM_ACTIONS},) (was it trained under "
+                             f"other rules? model rules: {self.info.get('rules')})")
+        if not mask.any():
+            raise ValueError("NeuralAgent.act: the action mask is empty (is it this agent's turn?)")
+        with torch.inference_mode():
+            return self.policy(torch.from_numpy(observation)[None], torch.from_numpy(mask)[None])[0]
+
+    def act(self, obs: dict, info: Optional[dict] = None) -> int:
+        logits = self._logits(obs)
+        if self.greedy:
+            return int(torch.argmax(logits))
+        probs = torch.softmax(logits.double(), 0).numpy()
+        legal = np.flatnonzero(np.asarray(obs["action_mask"]))
+        cumulative = np.cumsum(probs[legal])
+        pick = int(np.searchsorted(cumulative, self.rng.random() * cumulative[-1], side="right"))
+        return int(legal[min(pick, len(legal) - 1)])
+
+    def __repr__(self) -> str:
+        source = "policy object" if self.checkpoint is None else str(self.checkpoint)
+        return f"NeuralAgent({source}, greedy={self.greedy}, seed={self.seed!r})"
+
+
+def export_model(checkpoint: str | Path, out: str | Path, **provenance: Any) -> Path:
+    """Write the policy of a training checkpoint as a small standalone model file."""
+    data = read_checkpoint(checkpoint)
+    policy, info = policy_from_checkpoint(data, str(checkpoint))
+    meta = dict(data.get("provenance", {}))
+    if data["format"] == CHECKPOINT_FORMAT:
+        meta.update({"config": data["config"], "update": data["update"], "decisions": data["decisions"]})
+    meta.update(provenance)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    torch.save({"format": MODEL_FORMAT, "version": 1, "arch": info["arch"], "rules": info["rules"],
+                "policy": policy.state_dict(), "provenance": meta}, tmp)
+    tmp.replace(out)
+    return out
+

@@ -1,0 +1,257 @@
+"""Training: the config object, per-seat advantages, a tiny run end to end, kill + resume, the
+neural agent and its model files."""
+
+from __future__ import annotations
+
+import csv
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import agents
+from agents.neural import ModelError, NeuralAgent, export_model, read_checkpoint
+from spades_env import spades_v0
+from train.config import ConfigError, TrainConfig, describe_fields, load_config
+from train.ppo import Trainer, main
+from train.rollout import finished_rows, seat_advantages
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TINY = ["num_envs=32", "rollout_steps=16", "total_decisions=3072", "minibatch_size=256", "epochs=2",
+        "hidden=32", "head_hidden=16", "pool_every=2", "eval_every=3", "eval_deals=2", "final_eval_deals=2",
+        "checkpoint_every=1", "imitation_decisions=512", "imitation_epochs=1", "threads=1",
+        "progress=false", "tensorboard=false", "opponents={self: 0.4, pool: 0.3, heuristic: 0.3}"]
+
+
+def tiny(tmp_path: Path, name: str = "tiny", *extra: str) -> TrainConfig:
+    return load_config(None, TINY + [f"run_dir={tmp_path}", f"name={name}", *extra])
+
+
+# ---------------------------------------------------------------------- config
+def test_config_files_in_the_repo_load():
+    for path in sorted((ROOT / "configs").glob("*.yaml")):
+        load_config(path)
+
+
+def test_config_errors_name_the_field_and_what_is_expected(tmp_path):
+    with pytest.raises(ConfigError, match=r"unknown field 'learning_rat'.*did you mean 'learning_rate'"):
+        load_config(None, ["learning_rat=0.1"])
+    with pytest.raises(ConfigError, match=r"num_envs='many': expected int"):
+        load_config(None, ["num_envs=many"])
+    with pytest.raises(ConfigError, match=r"critic='global': expected 'local' or 'central'"):
+        load_config(None, ["critic=global"])
+    with pytest.raises(ConfigError, match=r"opponents: unknown kind 'random'"):
+        load_config(None, ["opponents={random: 1}"])
+    with pytest.raises(ConfigError, match=r"gae_lambda=1.5: expected a number in \[0, 1\]"):
+        load_config(None, ["gae_lambda=1.5"])
+    with pytest.raises(ConfigError, match="minibatch_size=99999 exceeds"):
+        load_config(None, ["minibatch_size=99999", "num_envs=8", "rollout_steps=8"])
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("num_envs: [1, 2\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)
+    bad.write_text("- just\n- a list\n")
+    with pytest.raises(ConfigError, match="expected a mapping"):
+        load_config(bad)
+    with pytest.raises(ConfigError, match="cannot read config"):
+        load_config(tmp_path / "missing.yaml")
+    with pytest.raises(ConfigError, match="expected field=value"):
+        load_config(None, ["epochs"])
+
+
+def test_every_field_is_documented():
+    text = describe_fields()
+    for name in TrainConfig.__dataclass_fields__:
+        assert f"\n{name}: " in "\n" + text
+    assert load_config(None, ["learning_rate=1", "total_decisions=2e6"]).total_decisions == 2_000_000
+
+
+# ---------------------------------------------------------------------- advantages
+def brute_force_advantages(reward, done, seat, value, bootstrap, gamma, lam):
+    """One (table, seat) chain at a time, in plain Python."""
+    T, B = seat.shape
+    adv = np.zeros((T, B))
+    for b in range(B):
+        for s in range(4):
+            steps = [t for t in range(T) if seat[t, b] == s]
+            for i, t in enumerate(steps):
+                # the seat's next decision in the same episode, if any
+                end = next((u for u in range(t, T) if done[u, b]), None)
+                nxt = steps[i + 1] if i + 1 < len(steps) else None
+                if nxt is not None and end is not None and end < nxt:
+                    nxt = None
+                stop = end if (nxt is None and end is not None) else (nxt - 1 if nxt is not None else T - 1)
+                r = sum(reward[u, b, s] for u in range(t, stop + 1))
+                if nxt is not None:
+                    next_v = value[nxt, b]
+                elif end is not None:
+                    next_v = 0.0
+                else:
+                    next_v = bootstrap[b, s]
+                adv[t, b] = r + gamma * next_v - value[t, b]
+            # GAE: accumulate backwards along the chain (broken by episode ends)
+            for i in range(len(steps) - 2, -1, -1):
+                t, nxt = steps[i], steps[i + 1]
+                if not any(done[u, b] for u in range(t, nxt)):
+                    adv[t, b] += gamma * lam * adv[nxt, b]
+    return adv
+
+
+@pytest.mark.parametrize("gamma,lam", [(1.0, 1.0), (1.0, 0.95), (0.9, 0.8)])
+def test_seat_advantages_match_a_brute_force_walk(gamma, lam):
+    rng = np.random.default_rng(int(gamma * 100 + lam * 10))
+    T, B = 40, 6
+    seat = rng.integers(0, 4, (T, B))
+    done = rng.random((T, B)) < 0.08
+    reward = rng.normal(size=(T, B, 4)) * (rng.random((T, B, 1)) < 0.3)
+    value = rng.normal(size=(T, B))
+    bootstrap = rng.normal(size=(B, 4))
+    expected = brute_force_advantages(reward, done, seat, value, bootstrap, gamma, lam)
+    got = seat_advantages(torch.tensor(reward), torch.tensor(done), torch.tensor(seat), torch.tensor(value),
+                          torch.tensor(bootstrap), gamma, lam)
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-9, atol=1e-9)
+
+
+def test_monte_carlo_returns_of_a_hand_are_the_hands_rewards():
+    """gamma = lambda = 1, zero values: every decision's return is what its seat received from
+    that decision to the end of the episode; rows after the last episode end are incomplete."""
+    seat = torch.tensor([[0], [1], [0], [1], [0]])
+    done = torch.tensor([[False], [False], [True], [False], [False]])
+    reward = torch.zeros(5, 1, 4, dtype=torch.float64)
+    reward[1, 0, 0] = 1.0          # seat 0 gets 1 after seat 1's decision
+    reward[2, 0] = torch.tensor([2.0, 3.0, 2.0, 3.0])     # hand end
+    reward[4, 0, 0] = 5.0
+    returns = seat_advantages(reward, done, seat, torch.zeros(5, 1, dtype=torch.float64),
+                              torch.zeros(1, 4, dtype=torch.float64), 1.0, 1.0)
+    assert returns[:, 0].tolist() == [3.0, 3.0, 2.0, 0.0, 5.0]
+    assert finished_rows(done)[:, 0].tolist() == [True, True, True, False, False]
+
+
+# ---------------------------------------------------------------------- runs
+def weights(path: Path) -> dict:
+    return read_checkpoint(path)["policy"]
+
+
+def test_tiny_run_writes_everything_and_its_model_plays(tmp_path):
+    config = tiny(tmp_path, "tiny", "tensorboard=true")
+    Trainer(config, log=lambda line: None).train()
+    run = tmp_path / "tiny"
+    for name in ("config.yaml", "metrics.csv", "learning_curves.png", "final_eval.json", "model.pt",
+                 "checkpoints/last.pt"):
+        assert (run / name).is_file(), name
+    assert list((run / "tensorboard").iterdir())
+    rows = list(csv.DictReader((run / "metrics.csv").open()))
+    assert [int(r["update"]) for r in rows] == list(range(1, config.updates + 1))
+    assert all(float(r["decisions_per_s"]) > 0 for r in rows)
+    assert rows[2]["eval__heuristic__diff"] != "" and rows[-1]["eval__random__diff"] != ""
+    assert len(list((run / "checkpoints").glob("update_*.pt"))) == config.keep_checkpoints
+    bot = agents.make("neural", checkpoint=str(run / "model.pt"))
+    env = spades_v0.env()
+    env.reset(seed=3)
+    for agent in env.agent_iter():
+        obs, _, term, trunc, info = env.last()
+        action = None if term or trunc else bot.act(obs, info)
+        assert action is None or obs["action_mask"][action] == 1
+        env.step(action)
+
+
+def test_killed_run_resumes_exactly(tmp_path):
+    """A run killed (SIGKILL) mid-way and resumed ends with the very weights of a run never
+    stopped, and one metrics row per update."""
+    config = tiny(tmp_path, "straight")
+    Trainer(config, log=lambda line: None).train()
+    args = [f"--set={item}" for item in TINY + [f"run_dir={tmp_path}", "name=killed"]]
+    cmd = [sys.executable, "-c", "import sys; from train.ppo import main; sys.exit(main(sys.argv[1:]))", *args]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    target = tmp_path / "killed" / "checkpoints" / "update_000003.pt"
+    deadline = time.time() + 120
+    while not target.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert target.exists(), "the run never reached update 3"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (tmp_path / "killed" / "model.pt").exists(), "killed too late: the run had finished"
+    assert main(args + ["--resume"]) == 0
+    straight, resumed = weights(tmp_path / "straight" / "model.pt"), weights(tmp_path / "killed" / "model.pt")
+    assert straight.keys() == resumed.keys()
+    for key in straight:
+        assert torch.equal(straight[key], resumed[key]), key
+    rows = list(csv.DictReader((tmp_path / "killed" / "metrics.csv").open()))
+    assert [int(r["update"]) for r in rows] == list(range(1, config.updates + 1))
+
+
+def test_resume_refuses_changed_settings_and_bad_checkpoints(tmp_path, capsys):
+    config = tiny(tmp_path, "run", "total_decisions=512")
+    Trainer(config, log=lambda line: None).train()
+    with pytest.raises(ConfigError, match=r"hidden=32 \(config now 64\)"):
+        Trainer(tiny(tmp_path, "run", "total_decisions=512", "hidden=64"), resume=True)
+    args = [f"--set={item}" for item in TINY + [f"run_dir={tmp_path}", "name=nothing"]]
+    assert main(args + ["--resume"]) == 2
+    assert "no checkpoint" in capsys.readouterr().err
+    broken = tmp_path / "broken.pt"
+    broken.write_bytes((tmp_path / "run" / "checkpoints" / "last.pt").read_bytes()[:5000])
+    with pytest.raises(ModelError, match="corrupt or not a spades model"):
+        Trainer(tiny(tmp_path, "run", "total_decisions=512"), resume=broken)
+    with pytest.raises(ModelError, match="corrupt or not a spades model"):
+        NeuralAgent(checkpoint=broken)
+    torch.save({"format": "something else"}, tmp_path / "other.pt")
+    with pytest.raises(ModelError, match="not a spades model"):
+        NeuralAgent(checkpoint=tmp_path / "other.pt")
+    with pytest.raises(FileNotFoundError, match="not found"):
+        agents.make("neural", checkpoint=str(tmp_path / "missing.pt"))
+    with pytest.raises(ModelError, match="an exported model, not a training checkpoint"):
+        Trainer(tiny(tmp_path, "run", "total_decisions=512"), resume=tmp_path / "run" / "model.pt")
+
+
+# ---------------------------------------------------------------------- the neural agent
+def test_shipped_model_plays_legal_deterministic_games():
+    bots = [agents.make("neural") for _ in range(4)]
+    assert bots[0].checkpoint.name == "neural_standard.pt"
+    env = spades_v0.env()
+    runs = []
+    for _ in range(2):
+        env.reset(seed=11)
+        actions = []
+        for agent in env.agent_iter():
+            obs, _, term, trunc, info = env.last()
+            action = None if term or trunc else bots[int(agent[-1])].act(obs, info)
+            assert action is None or obs["action_mask"][action] == 1
+            actions.append(action)
+            env.step(action)
+        runs.append(actions)
+    assert runs[0] == runs[1]
+
+
+def test_sampling_agent_is_reproducible_and_checks_its_input():
+    env = spades_v0.env()
+    env.reset(seed=5)
+    obs, _, _, _, info = env.last()
+    picks = [NeuralAgent(greedy=False, seed=s).act(obs, info) for s in (1, 1, 2)]
+    assert picks[0] == picks[1] and all(obs["action_mask"][p] for p in picks)
+    probs = NeuralAgent().action_probabilities(obs)
+    assert abs(probs.sum() - 1) < 1e-5 and (probs[obs["action_mask"] == 0] == 0).all()
+    with pytest.raises(ValueError, match=r"expects \(742,\)"):
+        NeuralAgent().act({"observation": np.zeros(10, np.float32), "action_mask": obs["action_mask"]})
+    with pytest.raises(ValueError, match="mask is empty"):
+        NeuralAgent().act({"observation": obs["observation"], "action_mask": np.zeros(68, np.int8)})
+
+
+def test_export_keeps_the_policy(tmp_path):
+    config = tiny(tmp_path, "exp", "total_decisions=512")
+    trainer = Trainer(config, log=lambda line: None)
+    trainer.train()
+    out = export_model(tmp_path / "exp" / "checkpoints" / "last.pt", tmp_path / "small.pt", note="test")
+    data = read_checkpoint(out)
+    assert data["provenance"]["note"] == "test" and data["provenance"]["update"] == trainer.update
+    assert out.stat().st_size < (tmp_path / "exp" / "checkpoints" / "last.pt").stat().st_size
+    env = spades_v0.env()
+    env.reset(seed=2)
+    obs, _, _, _, info = env.last()
+    a, b = NeuralAgent(checkpoint=out), NeuralAgent(checkpoint=tmp_path / "exp" / "checkpoints" / "last.pt")
+    np.testing.assert_array_equal(a.action_probabilities(obs), b.action_probabilities(obs))

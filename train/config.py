@@ -1,0 +1,232 @@
+"""The one config object of ``spades-train``: a dataclass with a help text per field, read from YAML.
+
+    config = load_config("configs/quickstart.yaml", overrides=["ppo.epochs=2"])
+
+Unknown fields, wrong types and out-of-range values are refused with an error naming the field,
+what was given and what is expected. ``spades-train --show-config`` prints every field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A training config that cannot be used."""
+
+
+def _f(default: Any, help: str, **kwargs: Any) -> Any:
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: type(default)(default), metadata={"help": help}, **kwargs)
+    return field(default=default, metadata={"help": help}, **kwargs)
+
+
+@dataclass
+class TrainConfig:
+    """A self-play PPO run: what is played, by whom, how the networks learn, what is logged."""
+
+    # --- the run
+    name: str = _f("run", "run name; the run folder is <run_dir>/<name>")
+    run_dir: str = _f("runs", "parent folder of run folders")
+    seed: int = _f(0, "seeds the deals, the networks and the sampling (a run is reproducible on one device)")
+    device: str = _f("cpu", "torch device for the engine and the networks ('cpu', 'cuda', ...)")
+    threads: int = _f(0, "torch CPU threads (0: torch's default)")
+    total_decisions: int = _f(2_000_000, "stop after this many decisions of experience (all seats)")
+
+    # --- the game
+    rules: str = _f("standard", "rule preset name or YAML path (partnership rules)")
+    episode: str = _f("hand", "'hand' (each hand an episode, from 0-0) or 'game' (to the target score)")
+    reward: str = _f("team_diff", "reward scheme of the env: team_score, team_diff, win, win_bonus")
+    reward_scale: float = _f(0.01, "points are multiplied by this (0.01: one reward unit = 100 points)")
+    shaping: float = _f(0.0, "weight of the env's potential-based shaping (sums to 0 per hand)")
+
+    # --- experience
+    num_envs: int = _f(512, "tables stepped together by the batched engine")
+    rollout_steps: int = _f(64, "steps of every table per update (experience = num_envs * rollout_steps)")
+    opponents: dict = _f({"self": 0.5, "pool": 0.25, "heuristic": 0.25},
+                         "share of tables (drawn per hand) where the other side is the current policy "
+                         "(self-play: both sides learn), a past policy from the pool, or the heuristic")
+    pool_size: int = _f(8, "past policies kept as opponents")
+    pool_every: int = _f(10, "updates between snapshots added to the pool")
+
+    # --- the networks
+    hidden: int = _f(256, "width of the shared layers of the policy (and of the critic)")
+    layers: int = _f(2, "shared layers of the policy and of the critic")
+    head_hidden: int = _f(128, "width of the bidding head's and the card head's hidden layer")
+    critic: str = _f("local", "'local': the critic sees the seat's observation; 'central': also the full "
+                              "state, all hands included (training only; the policy never sees it)")
+
+    # --- PPO
+    learning_rate: float = _f(3e-4, "Adam step size")
+    anneal_lr: bool = _f(True, "decay the step size linearly to 0 over the run")
+    gamma: float = _f(1.0, "discount per decision of the same seat")
+    gae_lambda: float = _f(0.95, "GAE lambda")
+    clip: float = _f(0.2, "PPO clip range of the probability ratio")
+    epochs: int = _f(3, "passes over each batch of experience")
+    minibatch_size: int = _f(4096, "decisions per gradient step")
+    entropy_coef: float = _f(0.005, "entropy bonus")
+    value_coef: float = _f(0.5, "weight of the value loss")
+    max_grad_norm: float = _f(0.5, "gradient clipping (global norm)")
+    target_kl: Optional[float] = _f(None, "stop an update's epochs early once the approximate KL exceeds this")
+
+    # --- imitation warm start
+    imitation_decisions: int = _f(0, "before PPO, imitate this many decisions of the heuristic playing "
+                                      "itself (0: start from scratch)")
+    imitation_epochs: int = _f(4, "passes over the imitation data")
+    imitation_learning_rate: float = _f(1e-3, "Adam step size of the imitation (its own optimizer)")
+
+    # --- evaluation, logging, checkpoints
+    eval_every: int = _f(20, "updates between duplicate evaluations (0: only at the end)")
+    eval_deals: int = _f(100, "duplicate deals per evaluation and opponent")
+    eval_opponents: list = _f(["random", "heuristic"], "agents the policy is evaluated against")
+    final_eval_deals: int = _f(300, "duplicate deals of the evaluation at the end of the run")
+    checkpoint_every: int = _f(10, "updates between checkpoints (one is always written at the end)")
+    keep_checkpoints: int = _f(3, "numbered checkpoints kept besides last.pt")
+    tensorboard: bool = _f(True, "write TensorBoard event files to the run folder")
+    progress: bool = _f(True, "show a progress bar")
+
+    # ------------------------------------------------------------------ derived values
+    @property
+    def batch_decisions(self) -> int:
+        return self.num_envs * self.rollout_steps
+
+    @property
+    def updates(self) -> int:
+        return max(1, -(-self.total_decisions // self.batch_decisions))
+
+    @property
+    def run_path(self) -> Path:
+        return Path(self.run_dir) / self.name
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def validate(self) -> "TrainConfig":
+        """Check every value; raises :class:`ConfigError` naming the first bad one."""
+        positive = ("total_decisions", "num_envs", "rollout_steps", "pool_size", "pool_every", "hidden",
+                    "layers", "head_hidden", "epochs", "minibatch_size", "eval_deals", "imitation_epochs",
+                    "checkpoint_every", "keep_checkpoints")
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name}={getattr(self, name)!r}: expected a positive integer")
+        for name in ("imitation_decisions", "eval_every", "final_eval_deals", "threads"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name}={getattr(self, name)!r}: expected 0 or more")
+        for name in ("learning_rate", "imitation_learning_rate", "reward_scale", "clip", "max_grad_norm"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"{name}={getattr(self, name)!r}: expected a positive number")
+        for name in ("gamma", "gae_lambda"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ConfigError(f"{name}={getattr(self, name)!r}: expected a number in [0, 1]")
+        for name in ("entropy_coef", "value_coef", "shaping"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name}={getattr(self, name)!r}: expected 0 or more")
+        if self.target_kl is not None and not self.target_kl > 0:
+            raise ConfigError(f"target_kl={self.target_kl!r}: expected a positive number or null")
+        if self.episode not in ("hand", "game"):
+            raise ConfigError(f"episode={self.episode!r}: expected 'hand' or 'game'")
+        if self.critic not in ("local", "central"):
+            raise ConfigError(f"critic={self.critic!r}: expected 'local' or 'central'")
+        kinds = ("self", "pool", "heuristic")
+        unknown = [k for k in self.opponents if k not in kinds]
+        if unknown:
+            raise ConfigError(f"opponents: unknown kind {unknown[0]!r}; expected some of {', '.join(kinds)}")
+        shares = list(self.opponents.values())
+        if not shares or any(not isinstance(v, (int, float)) or v < 0 for v in shares) or sum(shares) <= 0:
+            raise ConfigError(f"opponents={self.opponents!r}: expected non-negative shares with a positive sum, "
+                              "e.g. {self: 0.5, pool: 0.25, heuristic: 0.25}")
+        if not self.eval_opponents or any(not isinstance(o, str) for o in self.eval_opponents):
+            raise ConfigError(f"eval_opponents={self.eval_opponents!r}: expected a list of agent names")
+        if self.minibatch_size > self.batch_decisions:
+            raise ConfigError(f"minibatch_size={self.minibatch_size} exceeds the decisions per update "
+                              f"(num_envs * rollout_steps = {self.batch_decisions})")
+        return self
+
+
+FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
+
+
+def _check_type(name: str, value: Any) -> Any:
+    f = FIELDS[name]
+    default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+    if name == "target_kl":
+        if value is None:
+            return None
+        expected: type = float
+    else:
+        expected = type(default)
+    if expected in (int, float) and isinstance(value, str):
+        try:                             # YAML reads 2e6 as a string
+            value = float(value.replace("_", ""))
+        except ValueError:
+            pass
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if expected is int and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+        raise ConfigError(f"{name}={value!r}: expected {expected.__name__} ({f.metadata['help']})")
+    return value
+
+
+def config_from_dict(values: dict, source: str = "config") -> TrainConfig:
+    """Build and validate a config from a mapping (unknown fields are refused)."""
+    if not isinstance(values, dict):
+        raise ConfigError(f"{source}: expected a mapping of field: value, got {type(values).__name__}")
+    checked = {}
+    for name, value in values.items():
+        if name not in FIELDS:
+            close = difflib.get_close_matches(str(name), list(FIELDS), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"{source}: unknown field {name!r}{hint}; see `spades-train --show-config`")
+        checked[name] = _check_type(name, value)
+    return TrainConfig(**checked).validate()
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """``"field=value"`` (the value read as YAML: ``epochs=2``, ``critic=central``)."""
+    if "=" not in text:
+        raise ConfigError(f"override {text!r}: expected field=value")
+    name, raw = text.split("=", 1)
+    try:
+        return name.strip(), yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"override {text!r}: the value is not valid YAML ({exc})") from None
+
+
+def load_config(path: Optional[str | Path] = None, overrides: Sequence[str] = ()) -> TrainConfig:
+    """Read a YAML config (or start from the defaults) and apply ``field=value`` overrides."""
+    values: dict = {}
+    source = "defaults"
+    if path is not None:
+        source = str(path)
+        try:
+            text = Path(path).read_text()
+        except OSError as exc:
+            raise ConfigError(f"cannot read config {path}: {exc.strerror or exc}") from None
+        try:
+            values = yaml.safe_load(text) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+        if not isinstance(values, dict):
+            raise ConfigError(f"{path}: expected a mapping of field: value, got {type(values).__name__}")
+    values = dict(values)
+    for item in overrides:
+        name, value = parse_override(item)
+        values[name] = value
+    return config_from_dict(values, source)
+
+
+def describe_fields() -> str:
+    """Every field with its default and help text (``spades-train --show-config``)."""
+    lines = []
+    for name, f in FIELDS.items():
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        lines.append(f"{name}: {default!r}\n    {f.metadata['help']}")
+    return "\n".join(lines)

@@ -1,0 +1,122 @@
+"""Where a training run's numbers go: a CSV file, TensorBoard, and PNG learning curves."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+from typing import Iterable, Optional
+
+
+class MetricsLog:
+    """One CSV row per update (fixed columns; empty cells where a value was not measured),
+    mirrored to TensorBoard. Reopening a run keeps the rows up to the checkpoint's update and
+    drops the later ones (they are measured again), so a resumed run has one row per update."""
+
+    def __init__(self, run_path: Path, columns: list[str], tensorboard: bool, resume_update: Optional[int]) -> None:
+        self.path = Path(run_path) / "metrics.csv"
+        self.columns = ["update", "decisions"] + [c for c in columns if c not in ("update", "decisions")]
+        self.rows: list[dict] = []
+        if resume_update is not None and self.path.exists():
+            with self.path.open(newline="") as f:
+                self.rows = [self._parse(r) for r in csv.DictReader(f) if int(r["update"]) <= resume_update]
+        tmp = self.path.with_name("metrics.csv.tmp")
+        with tmp.open("w", newline="") as f:
+            writer = csv.DictWriter(f, self.columns, extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(self.rows)
+        tmp.replace(self.path)
+        self.writer = None
+        if tensorboard:
+            from torch.utils.tensorboard import SummaryWriter
+            self.writer = SummaryWriter(str(Path(run_path) / "tensorboard"),
+                                        purge_step=None if resume_update is None else resume_update + 1)
+
+    @staticmethod
+    def _parse(row: dict) -> dict:
+        out = {}
+        for k, v in row.items():
+            if v in ("", None):
+                continue
+            for kind in (int, float, str):
+                try:
+                    out[k] = kind(v)
+                    break
+                except ValueError:
+                    continue
+        return out
+
+    def add(self, row: dict) -> None:
+        self.rows.append(row)
+        with self.path.open("a", newline="") as f:
+            csv.DictWriter(f, self.columns, extrasaction="ignore").writerow(row)
+        if self.writer is not None:
+            step = int(row["update"])
+            for key, value in row.items():
+                if key not in ("update",) and isinstance(value, (int, float)) and math.isfinite(value):
+                    self.writer.add_scalar(key.replace("__", "/"), value, step)
+            self.writer.flush()
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+    def series(self, key: str) -> tuple[list[float], list[float]]:
+        xs, ys = [], []
+        for row in self.rows:
+            if isinstance(row.get(key), (int, float)):
+                xs.append(row["decisions"] / 1e6)
+                ys.append(row[key])
+        return xs, ys
+
+
+def _legend(ax) -> None:
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="best")
+
+
+def plot_learning_curves(log: MetricsLog, out: Path, eval_opponents: Iterable[str], title: str) -> Path:
+    """A PNG with three panels: duplicate evaluation with its 95% intervals, the points per hand
+    the learning side scores in training by opponent kind, and the policy's entropies."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
+    ax = axes[0]
+    for name in eval_opponents:
+        xs, ys = log.series(f"eval__{name}__diff")
+        if xs:
+            _, lows = log.series(f"eval__{name}__low")
+            _, highs = log.series(f"eval__{name}__high")
+            line, = ax.plot(xs, ys, marker="o", label=f"vs {name}")
+            if len(lows) == len(xs) == len(highs):
+                ax.fill_between(xs, lows, highs, alpha=0.2, color=line.get_color())
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set(title="Duplicate evaluation (95% CI)", xlabel="decisions (millions)", ylabel="points per hand")
+    _legend(ax)
+    ax = axes[1]
+    for kind in ("self", "pool", "heuristic"):
+        xs, ys = log.series(f"train__points_vs_{kind}")
+        if xs:
+            ax.plot(xs, ys, label=f"vs {kind}")
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set(title="Training: learning side's points per hand", xlabel="decisions (millions)",
+           ylabel="points per hand (own - opponents)")
+    _legend(ax)
+    ax = axes[2]
+    for key, label in (("loss__entropy_bid", "bidding entropy"), ("loss__entropy_card", "card entropy"),
+                       ("loss__value", "value loss")):
+        xs, ys = log.series(key)
+        if xs:
+            ax.plot(xs, ys, label=label)
+    ax.set(title="Policy entropy and value loss", xlabel="decisions (millions)")
+    _legend(ax)
+    fig.suptitle(title)
+    fig.tight_layout()
+    out = Path(out)
+    tmp = out.with_name(out.stem + ".tmp.png")
+    fig.savefig(tmp, dpi=90)
+    plt.close(fig)
+    tmp.replace(out)
+    return out

@@ -1,0 +1,569 @@
+"""``spades-train``: PPO with action masking, self-play on the batched engine.
+
+    spades-train --config configs/quickstart.yaml            # writes runs/quickstart/
+    spades-train --config configs/quickstart.yaml --resume   # continue a killed run
+    spades-train --config configs/quickstart.yaml --set num_envs=256 --set critic=central
+    spades-train --show-config                               # every config field, documented
+
+One update: every table of the batched engine plays ``rollout_steps`` decisions; the learning
+policy's decisions become a batch for ``epochs`` passes of clipped PPO. Per hand a table's
+other side is drawn from ``opponents``: the current policy (self-play, both sides learn), a
+past policy from the pool, or the heuristic. The policy network has a bidding head and a card
+head (:mod:`agents.networks`); the critic sees the seat's observation, or with
+``critic: central`` the full state as well (training only). ``imitation_decisions`` first
+imitates the heuristic (a warm start; PPO then improves on it).
+
+The run folder holds ``config.yaml``, ``metrics.csv``, ``tensorboard/``, ``learning_curves.png``,
+``checkpoints/`` (``last.pt`` and numbered ones, written atomically), ``final_eval.json`` and
+``model.pt`` (the policy alone, for ``agents.make("neural", checkpoint=...)``). A checkpoint
+holds everything the run needs to continue exactly: weights, optimizer, opponent pool, the
+tables mid-hand and every random stream, so a resumed run continues as if never stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+import time
+from collections import deque
+from pathlib import Path
+from typing import Callable, Optional
+
+import torch
+import torch.nn.functional as F
+import yaml
+
+from agents.heuristic import HeuristicAgent
+from agents.networks import PolicyNet, ValueNet, masked_entropy
+from agents.neural import CHECKPOINT_FORMAT, ModelError, NeuralAgent, export_model, read_checkpoint
+from spades_env.vector import SpadesVectorEnv
+
+from .config import ConfigError, TrainConfig, describe_fields, load_config
+from .metrics import MetricsLog, plot_learning_curves
+from .rollout import Rollout, finished_rows, seat_advantages
+
+KINDS = ("self", "pool", "heuristic")
+LEARNER, POOL, HEURISTIC = 0, 1, 2
+RECENT_EPISODES = 2000
+
+# Fields a resumed run may change (they do not change what is learned, only how long the run
+# lasts and what is measured along the way).
+RESUMABLE_CHANGES = {"total_decisions", "eval_every", "eval_deals", "eval_opponents", "final_eval_deals",
+                     "checkpoint_every", "keep_checkpoints", "tensorboard", "progress", "threads"}
+
+
+class Trainer:
+    """A PPO self-play run; ``Trainer(config).train()``. ``resume``: True (the run folder's
+    ``checkpoints/last.pt``) or a checkpoint path."""
+
+    def __init__(self, config: TrainConfig, resume: bool | str | Path = False,
+                 log: Callable[[str], None] = print) -> None:
+        cfg = self.config = config.validate()
+        self.log = log
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        self.device = dev = torch.device(cfg.device)
+        torch.manual_seed(cfg.seed)
+        self.env = SpadesVectorEnv(cfg.num_envs, rules=cfg.rules, reward=cfg.reward, episode=cfg.episode,
+                                   device=dev, seed=cfg.seed, reward_scale=cfg.reward_scale,
+                                   shaping=cfg.shaping, check_actions=False)
+        self.obs, self.mask = self.env.reset()
+        self.obs_size = self.env.obs_size
+        self.state_size = self.env.state_tensor().shape[1] if cfg.critic == "central" else None
+        self.policy = PolicyNet(self.obs_size, cfg.hidden, cfg.layers, cfg.head_hidden).to(dev)
+        self.critic = ValueNet(self.obs_size + (self.state_size or 0), cfg.hidden, cfg.layers).to(dev)
+        self.optimizer = torch.optim.Adam(list(self.policy.parameters()) + list(self.critic.parameters()),
+                                          lr=cfg.learning_rate, eps=1e-5)
+        self.generator = torch.Generator(device=dev)
+        self.generator.manual_seed(cfg.seed + 1)
+        self.heuristic = HeuristicAgent(seed=cfg.seed)
+        self.pool_weights: list[dict] = []
+        self.pool_nets: list[PolicyNet] = []
+        self.pool_added = 0
+        B = cfg.num_envs
+        self.controller = torch.zeros(B, 4, dtype=torch.int64, device=dev)    # LEARNER / POOL / HEURISTIC
+        self.table_kind = torch.zeros(B, dtype=torch.int64, device=dev)       # index into KINDS
+        self.learner_side = torch.zeros(B, dtype=torch.int64, device=dev)
+        self.pool_slot = torch.zeros(B, dtype=torch.int64, device=dev)
+        self.recent = {kind: deque(maxlen=RECENT_EPISODES) for kind in KINDS}
+        self.update = 0
+        self.decisions = 0
+        self.wall_s = 0.0
+        self.imitated = cfg.imitation_decisions == 0
+        self.run_path = cfg.run_path
+        self.checkpoint_dir = self.run_path / "checkpoints"
+        self._assign(torch.ones(B, dtype=torch.bool, device=dev))
+        resume_update = None
+        if resume:
+            path = self.checkpoint_dir / "last.pt" if resume is True else Path(resume)
+            self.load_checkpoint(path)
+            resume_update = self.update
+        self.run_path.mkdir(parents=True, exist_ok=True)
+        self.checkpoint_dir.mkdir(exist_ok=True)
+        (self.run_path / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+        columns = ["wall_s", "decisions_per_s", "rollout_s", "learn_s", "learning_rate", "loss__policy",
+                   "loss__value", "loss__entropy_bid", "loss__entropy_card", "loss__approx_kl",
+                   "loss__clip_fraction", "loss__explained_variance", "pool_size"]
+        columns += [f"train__points_vs_{k}" for k in KINDS]
+        for name in cfg.eval_opponents:
+            columns += [f"eval__{name}__{s}" for s in ("diff", "low", "high", "made", "opp_made")]
+        self.metrics = MetricsLog(self.run_path, columns, cfg.tensorboard, resume_update)
+
+    # ------------------------------------------------------------------ opponents
+    def _assign(self, tables: torch.Tensor) -> None:
+        """Draw who plays the other side of the given tables (at the start of their episode)."""
+        n = int(tables.sum())
+        if n == 0:
+            return
+        cfg, dev = self.config, self.device
+        shares = torch.tensor([float(cfg.opponents.get(k, 0.0)) for k in KINDS], device=dev)
+        if not self.pool_weights:
+            shares[POOL] = 0.0
+        if float(shares.sum()) <= 0:
+            shares[0] = 1.0
+        kind = torch.multinomial(shares, n, replacement=True, generator=self.generator)
+        side = torch.randint(0, 2, (n,), generator=self.generator, device=dev)
+        slot = torch.randint(0, max(1, len(self.pool_weights)), (n,), generator=self.generator, device=dev)
+        seats = torch.arange(4, device=dev)[None, :]
+        other_side = (seats % 2) != side[:, None]
+        code = torch.where(kind == 1, POOL, torch.where(kind == 2, HEURISTIC, LEARNER))
+        ctrl = torch.where(other_side, code[:, None], torch.zeros_like(code)[:, None])
+        idx = torch.nonzero(tables)[:, 0]
+        self.controller[idx] = ctrl
+        self.table_kind[idx] = kind
+        self.learner_side[idx] = side
+        self.pool_slot[idx] = slot
+
+    def _add_to_pool(self) -> None:
+        weights = {k: v.detach().to("cpu").clone() for k, v in self.policy.state_dict().items()}
+        cfg = self.config
+        if len(self.pool_weights) < cfg.pool_size:
+            self.pool_weights.append(weights)
+        else:
+            self.pool_weights[self.pool_added % cfg.pool_size] = weights
+        self.pool_added += 1
+        self._load_pool_nets()
+
+    def _load_pool_nets(self) -> None:
+        cfg = self.config
+        while len(self.pool_nets) < len(self.pool_weights):
+            self.pool_nets.append(PolicyNet(self.obs_size, cfg.hidden, cfg.layers, cfg.head_hidden).to(self.device))
+        for net, weights in zip(self.pool_nets, self.pool_weights):
+            net.load_state_dict(weights)
+            net.eval()
+
+    # ------------------------------------------------------------------ experience
+    def _critic_input(self, obs: torch.Tensor, state: Optional[torch.Tensor]) -> torch.Tensor:
+        return obs if state is None else torch.cat([obs, state], 1)
+
+    @torch.no_grad()
+    def _choose(self, obs: torch.Tensor, mask: torch.Tensor, controller: torch.Tensor,
+                state: Optional[torch.Tensor], buf: Rollout, t: int) -> torch.Tensor:
+        """Everyone's action at every table; fills the learner rows' log-probabilities and values."""
+        actions = torch.zeros(obs.shape[0], dtype=torch.int64, device=self.device)
+        rows = torch.nonzero(controller == LEARNER)[:, 0]
+        if rows.numel():
+            logp_all = F.log_softmax(self.policy(obs[rows], mask[rows]), 1)
+            a = torch.multinomial(logp_all.exp(), 1, generator=self.generator)[:, 0]
+            actions[rows] = a
+            buf.logp[t, rows] = logp_all.gather(1, a[:, None])[:, 0]
+            buf.value[t, rows] = self.critic(self._critic_input(obs[rows], None if state is None else state[rows]))
+        pool_rows = controller == POOL
+        if bool(pool_rows.any()):
+            for slot in torch.unique(self.pool_slot[pool_rows]).tolist():
+                rows = torch.nonzero(pool_rows & (self.pool_slot == slot))[:, 0]
+                probs = torch.softmax(self.pool_nets[slot](obs[rows], mask[rows]), 1)
+                actions[rows] = torch.multinomial(probs, 1, generator=self.generator)[:, 0]
+        rows = torch.nonzero(controller == HEURISTIC)[:, 0]
+        if rows.numel():
+            obs_np, mask_np = obs[rows].cpu().numpy(), mask[rows].cpu().numpy()
+            chosen = [self.heuristic.act({"observation": o, "action_mask": m}) for o, m in zip(obs_np, mask_np)]
+            actions[rows] = torch.tensor(chosen, dtype=torch.int64, device=self.device)
+        return actions
+
+    def collect(self) -> Rollout:
+        """Play ``rollout_steps`` steps of every table."""
+        cfg, env = self.config, self.env
+        buf = Rollout.empty(cfg.rollout_steps, cfg.num_envs, self.obs_size, self.state_size, self.device)
+        obs, mask = self.obs, self.mask
+        for t in range(cfg.rollout_steps):
+            seat = env.state.to_act.clone()
+            controller = self.controller.gather(1, seat[:, None])[:, 0]
+            state = env.state_tensor() if self.state_size else None
+            actions = self._choose(obs, mask, controller, state, buf, t)
+            buf.obs[t], buf.mask[t], buf.action[t], buf.seat[t] = obs, mask, actions, seat
+            buf.learner[t] = controller == LEARNER
+            if state is not None:
+                buf.state[t] = state
+            obs, mask, rewards, done, info = env.step(actions)
+            buf.reward[t], buf.done[t] = rewards.to(torch.float32), done
+            if bool(done.any()):
+                self._episodes_finished(done, info["final_scores"])
+        self.obs, self.mask = obs, mask
+        return buf
+
+    def _episodes_finished(self, done: torch.Tensor, final_scores: torch.Tensor) -> None:
+        idx = torch.nonzero(done)[:, 0]
+        side = self.learner_side[idx]
+        scores = final_scores[idx]
+        diff = (scores.gather(1, side[:, None]) - scores.gather(1, (1 - side)[:, None]))[:, 0]
+        for kind, d in zip(self.table_kind[idx].tolist(), diff.tolist()):
+            self.recent[KINDS[kind]].append(d)
+        self._assign(done)
+
+    @torch.no_grad()
+    def _bootstrap(self) -> torch.Tensor:
+        """(B, 4): every seat's value where the rollout stops (its episode goes on)."""
+        state = self.env.state_tensor() if self.state_size else None
+        values = [self.critic(self._critic_input(self.env.observe_seat(seat), state)) for seat in range(4)]
+        return torch.stack(values, 1)
+
+    # ------------------------------------------------------------------ learning
+    def learn(self, buf: Rollout) -> dict:
+        cfg = self.config
+        advantages = seat_advantages(buf.reward, buf.done, buf.seat, buf.value, self._bootstrap(),
+                                     cfg.gamma, cfg.gae_lambda)
+        returns = advantages + buf.value
+        data = buf.flat(buf.learner, advantage=advantages, ret=returns)
+        n = data["action"].shape[0]
+        if n == 0:
+            return {}
+        if cfg.anneal_lr:
+            for group in self.optimizer.param_groups:
+                group["lr"] = cfg.learning_rate * (1.0 - self.update / cfg.updates)
+        stats: dict[str, list[float]] = {k: [] for k in ("policy", "value", "entropy_bid", "entropy_card",
+                                                          "approx_kl", "clip_fraction")}
+        params = list(self.policy.parameters()) + list(self.critic.parameters())
+        stop = False
+        for _ in range(cfg.epochs):
+            order = torch.randperm(n, generator=self.generator, device=self.device)
+            for start in range(0, n, cfg.minibatch_size):
+                mb = order[start:start + cfg.minibatch_size]
+                if mb.numel() < 2:
+                    continue
+                logp_all = F.log_softmax(self.policy(data["obs"][mb], data["mask"][mb]), 1)
+                action = data["action"][mb]
+                logp = logp_all.gather(1, action[:, None])[:, 0]
+                log_ratio = logp - data["logp"][mb]
+                ratio = log_ratio.exp()
+                adv = data["advantage"][mb]
+                adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+                policy_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip, 1 + cfg.clip)).mean()
+                entropy = masked_entropy(logp_all)
+                value = self.critic(self._critic_input(data["obs"][mb], data["state"][mb] if "state" in data else None))
+                value_loss = 0.5 * (value - data["ret"][mb]).pow(2).mean()
+                loss = policy_loss - cfg.entropy_coef * entropy.mean() + cfg.value_coef * value_loss
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+                self.optimizer.step()
+                with torch.no_grad():
+                    is_bid = action >= 52
+                    approx_kl = float(((ratio - 1) - log_ratio).mean())
+                    stats["policy"].append(float(policy_loss))
+                    stats["value"].append(float(value_loss))
+                    if bool(is_bid.any()):
+                        stats["entropy_bid"].append(float(entropy[is_bid].mean()))
+                    if bool((~is_bid).any()):
+                        stats["entropy_card"].append(float(entropy[~is_bid].mean()))
+                    stats["approx_kl"].append(approx_kl)
+                    stats["clip_fraction"].append(float(((ratio - 1).abs() > cfg.clip).float().mean()))
+                if cfg.target_kl is not None and approx_kl > cfg.target_kl:
+                    stop = True
+                    break
+            if stop:
+                break
+        out = {f"loss__{k}": sum(v) / len(v) for k, v in stats.items() if v}
+        with torch.no_grad():
+            var = data["ret"].var()
+            out["loss__explained_variance"] = float(1 - (data["ret"] - data["value"]).var() / var) if var > 0 else 0.0
+        out["learning_rate"] = self.optimizer.param_groups[0]["lr"]
+        return out
+
+    # ------------------------------------------------------------------ imitation warm start
+    def imitate(self) -> dict:
+        """Supervised warm start: the policy imitates the heuristic playing all four seats, the
+        critic learns the Monte-Carlo returns of those games."""
+        cfg, dev = self.config, self.device
+        env = SpadesVectorEnv(cfg.num_envs, rules=cfg.rules, reward=cfg.reward, episode=cfg.episode, device=dev,
+                              seed=cfg.seed + 7919, reward_scale=cfg.reward_scale, shaping=cfg.shaping,
+                              check_actions=False)
+        obs, mask = env.reset()
+        steps = max(1, -(-cfg.imitation_decisions // cfg.num_envs))
+        everyone = torch.full((cfg.num_envs,), HEURISTIC, dtype=torch.int64, device=dev)
+        kept = {k: [] for k in ("obs", "mask", "action", "seat", "reward", "done", "state")}
+        bar = _bar(steps * cfg.num_envs, "imitating the heuristic", cfg.progress)
+        scratch = Rollout.empty(1, cfg.num_envs, self.obs_size, None, dev)
+        for _ in range(steps):
+            seat = env.state.to_act.clone()
+            state = env.state_tensor().to(torch.float16) if self.state_size else None
+            actions = self._choose(obs, mask, everyone, None, scratch, 0)
+            kept["obs"].append(obs.to(torch.float16))
+            kept["mask"].append(mask)
+            kept["action"].append(actions)
+            kept["seat"].append(seat)
+            kept["state"].append(state)
+            obs, mask, rewards, done, _ = env.step(actions)
+            kept["reward"].append(rewards.to(torch.float32))
+            kept["done"].append(done)
+            bar.update(cfg.num_envs)
+        bar.close()
+        T = steps
+        data = {k: torch.stack(v) for k, v in kept.items() if v and v[0] is not None}
+        returns = seat_advantages(data["reward"], data["done"], data["seat"], torch.zeros(T, cfg.num_envs, device=dev),
+                                  torch.zeros(cfg.num_envs, 4, device=dev), 1.0, 1.0)
+        complete = finished_rows(data["done"]).reshape(-1)
+        obs_all = data["obs"].reshape(T * cfg.num_envs, -1)
+        mask_all = data["mask"].reshape(T * cfg.num_envs, -1)
+        action_all = data["action"].reshape(-1)
+        returns = returns.reshape(-1)
+        state_all = data["state"].reshape(T * cfg.num_envs, -1) if "state" in data else None
+        n = action_all.shape[0]
+        params = list(self.policy.parameters()) + list(self.critic.parameters())
+        optimizer = torch.optim.Adam(params, lr=cfg.imitation_learning_rate, eps=1e-5)
+        batches = cfg.imitation_epochs * -(-n // cfg.minibatch_size)
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: 1.0 - i / batches)
+        result = {}
+        for epoch in range(cfg.imitation_epochs):
+            order = torch.randperm(n, generator=self.generator, device=dev)
+            correct = total = 0
+            value_losses = []
+            for start in range(0, n, cfg.minibatch_size):
+                mb = order[start:start + cfg.minibatch_size]
+                o, m = obs_all[mb].float(), mask_all[mb]
+                logits = self.policy(o, m)
+                policy_loss = F.cross_entropy(logits, action_all[mb])
+                valid = complete[mb]
+                critic_in = self._critic_input(o, None if state_all is None else state_all[mb].float())
+                value_loss = (0.5 * (self.critic(critic_in) - returns[mb]).pow(2) * valid).sum() / valid.sum().clamp(min=1)
+                loss = policy_loss + cfg.value_coef * value_loss
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+                optimizer.step()
+                schedule.step()
+                correct += int((logits.argmax(1) == action_all[mb]).sum())
+                total += mb.numel()
+                value_losses.append(float(value_loss.detach()))
+            result = {"imitation_accuracy": correct / total, "imitation_value_loss": sum(value_losses) / len(value_losses)}
+            self.log(f"imitation epoch {epoch + 1}/{cfg.imitation_epochs}: matches the heuristic on "
+                     f"{100 * result['imitation_accuracy']:.1f}% of {n:,} decisions, value loss {result['imitation_value_loss']:.4f}")
+        self.imitated = True
+        return result
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(self, deals: int, seed: int, progress: bool = False) -> dict:
+        """Duplicate matches of the current policy (greedy) against each ``eval_opponents``."""
+        from train.evaluate import evaluate
+        policy = copy.deepcopy(self.policy).to("cpu").eval()
+
+        def neural() -> NeuralAgent:          # the factory's name labels the team
+            return NeuralAgent(policy=policy)
+
+        row, results = {}, {}
+        for name in self.config.eval_opponents:
+            result = evaluate(neural, name, deals=deals, duplicate=True,
+                              rules=self.config.rules, seed=seed, workers=1, progress=progress)
+            a, b = result.teams["A"], result.teams["B"]
+            row.update({f"eval__{name}__diff": result.score_diff.mean, f"eval__{name}__low": result.score_diff.low,
+                        f"eval__{name}__high": result.score_diff.high, f"eval__{name}__made": a.make_rate,
+                        f"eval__{name}__opp_made": b.make_rate})
+            results[name] = result
+        self.last_eval = results
+        return row
+
+    # ------------------------------------------------------------------ checkpoints
+    def checkpoint_data(self) -> dict:
+        cfg = self.config
+        return {
+            "format": CHECKPOINT_FORMAT, "version": 1, "config": cfg.to_dict(), "rules": self.env.rules.name,
+            "arch": self.policy.arch, "critic_arch": self.critic.arch,
+            "update": self.update, "decisions": self.decisions, "wall_s": self.wall_s, "imitated": self.imitated,
+            "policy": self.policy.state_dict(), "critic": self.critic.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "pool": self.pool_weights, "pool_added": self.pool_added,
+            "env": self.env.state_dict(), "generator": self.generator.get_state(),
+            "heuristic_rng": list(_listify(self.heuristic.rng.getstate())),
+            "controller": self.controller.cpu(), "table_kind": self.table_kind.cpu(),
+            "learner_side": self.learner_side.cpu(), "pool_slot": self.pool_slot.cpu(),
+            "recent": {k: list(v) for k, v in self.recent.items()},
+            "provenance": {"trained_by": "spades-train", "config_name": cfg.name},
+        }
+
+    def save_checkpoint(self) -> Path:
+        """Write ``checkpoints/update_NNNNNN.pt`` and ``last.pt`` atomically; prune old ones."""
+        data = self.checkpoint_data()
+        numbered = self.checkpoint_dir / f"update_{self.update:06d}.pt"
+        for path in (numbered, self.checkpoint_dir / "last.pt"):
+            tmp = path.with_name(path.name + ".tmp")
+            torch.save(data, tmp)
+            tmp.replace(path)
+        old = sorted(self.checkpoint_dir.glob("update_*.pt"))[:-self.config.keep_checkpoints]
+        for path in old:
+            path.unlink(missing_ok=True)
+        return numbered
+
+    def load_checkpoint(self, path: Path) -> None:
+        data = read_checkpoint(path)
+        if data["format"] != CHECKPOINT_FORMAT:
+            raise ModelError(f"{path}: an exported model, not a training checkpoint (resume needs "
+                             "checkpoints/last.pt or update_*.pt of a run)")
+        saved = data["config"]
+        now = self.config.to_dict()
+        differ = sorted(k for k in now if k not in RESUMABLE_CHANGES and saved.get(k) != now[k])
+        if differ:
+            raise ConfigError(f"{path}: the checkpoint's run used other settings: "
+                              + ", ".join(f"{k}={saved.get(k)!r} (config now {now[k]!r})" for k in differ)
+                              + f"; only {', '.join(sorted(RESUMABLE_CHANGES))} may change on resume")
+        try:
+            self.policy.load_state_dict(data["policy"])
+            self.critic.load_state_dict(data["critic"])
+            self.optimizer.load_state_dict(data["optimizer"])
+            self.pool_weights = list(data["pool"])
+            self.pool_added = int(data["pool_added"])
+            self._load_pool_nets()
+            self.env.load_state_dict(data["env"])
+            self.generator.set_state(data["generator"])
+            self.heuristic.rng.setstate(_tuplify(data["heuristic_rng"]))
+            for name in ("controller", "table_kind", "learner_side", "pool_slot"):
+                setattr(self, name, data[name].to(self.device))
+            self.recent = {k: deque(data["recent"][k], maxlen=RECENT_EPISODES) for k in KINDS}
+            self.update, self.decisions = int(data["update"]), int(data["decisions"])
+            self.wall_s, self.imitated = float(data["wall_s"]), bool(data["imitated"])
+        except (KeyError, RuntimeError, ValueError, TypeError) as exc:
+            raise ModelError(f"{path}: incomplete or corrupt training checkpoint ({type(exc).__name__}: "
+                             f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
+        self.obs, self.mask = self.env.observe()
+        self.log(f"resumed from {path}: update {self.update}/{self.config.updates}, {self.decisions:,} decisions")
+
+    # ------------------------------------------------------------------ the loop
+    def train(self) -> dict:
+        """Run to ``total_decisions``; returns the final evaluation row."""
+        cfg = self.config
+        if not self.imitated:
+            self.imitate()
+            self.save_checkpoint()
+        bar = _bar(cfg.updates * cfg.batch_decisions, f"training {cfg.name}", cfg.progress,
+                   initial=self.update * cfg.batch_decisions)
+        eval_seed = cfg.seed + 1_000_003
+        while self.update < cfg.updates:
+            start = time.perf_counter()
+            buf = self.collect()
+            rollout_s = time.perf_counter() - start
+            stats = self.learn(buf)
+            learn_s = time.perf_counter() - start - rollout_s
+            self.update += 1
+            self.decisions += cfg.batch_decisions
+            self.wall_s += rollout_s + learn_s
+            if self.update % cfg.pool_every == 0:
+                self._add_to_pool()
+            row = {"update": self.update, "decisions": self.decisions, "wall_s": round(self.wall_s, 2),
+                   "decisions_per_s": cfg.batch_decisions / (rollout_s + learn_s),
+                   "rollout_s": rollout_s, "learn_s": learn_s, "pool_size": len(self.pool_weights), **stats}
+            for kind, values in self.recent.items():
+                if values:
+                    row[f"train__points_vs_{kind}"] = sum(values) / len(values)
+            if self.update == cfg.updates:
+                row.update(self._final_evaluation())
+            elif cfg.eval_every and self.update % cfg.eval_every == 0:
+                row.update(self.evaluate(cfg.eval_deals, eval_seed))
+                bar.write(self._eval_line(row))
+            self.metrics.add(row)
+            bar.update(cfg.batch_decisions)
+            bar.set_postfix_str(f"{row['decisions_per_s']:,.0f} dec/s" + (
+                f", vs heuristic (train) {row['train__points_vs_heuristic']:+.1f}"
+                if "train__points_vs_heuristic" in row else ""))
+            if self.update % cfg.checkpoint_every == 0 or self.update == cfg.updates:
+                self.save_checkpoint()
+            if (cfg.eval_every and self.update % cfg.eval_every == 0) or self.update == cfg.updates:
+                plot_learning_curves(self.metrics, self.run_path / "learning_curves.png", cfg.eval_opponents, cfg.name)
+        bar.close()
+        return self.finish()
+
+    def _eval_line(self, row: dict) -> str:
+        parts = [f"update {row['update']}, {row['decisions']:,} decisions:"]
+        for name in self.config.eval_opponents:
+            d, lo, hi = (row.get(f"eval__{name}__{s}") for s in ("diff", "low", "high"))
+            parts.append(f"vs {name} {d:+.1f} [{lo:+.1f}, {hi:+.1f}]" if lo is not None else f"vs {name} {d:+.1f}")
+        return " ".join(parts) + " points/hand (duplicate, 95% CI)"
+
+    def _final_evaluation(self) -> dict:
+        cfg = self.config
+        self.log(f"final evaluation: {cfg.final_eval_deals} duplicate deals (held out) against "
+                 f"{', '.join(cfg.eval_opponents)}")
+        self.final_row = self.evaluate(max(2, cfg.final_eval_deals), cfg.seed + 2_000_003, progress=cfg.progress)
+        return self.final_row
+
+    def finish(self) -> dict:
+        """The final table, ``final_eval.json`` and the exported model."""
+        cfg = self.config
+        if getattr(self, "final_row", None) is None:      # resumed after the last update
+            self._final_evaluation()
+        self.log(format_table(self.last_eval, cfg))
+        summary = {"update": self.update, "decisions": self.decisions, "wall_s": round(self.wall_s, 2),
+                   "training_decisions_per_s": self.decisions / self.wall_s if self.wall_s else None,
+                   "evaluation": {name: r.to_dict() for name, r in self.last_eval.items()}}
+        (self.run_path / "final_eval.json").write_text(json.dumps(summary, indent=2, default=str))
+        export_model(self.checkpoint_dir / "last.pt", self.run_path / "model.pt")
+        self.metrics.close()
+        self.log(f"run folder: {self.run_path} (model.pt, metrics.csv, learning_curves.png, tensorboard/)")
+        return self.final_row
+
+
+def format_table(results: dict, cfg: TrainConfig) -> str:
+    lines = [f"{'opponent':<12} {'points/hand':>12} {'95% CI':>18} {'contracts made':>15} {'opp. made':>10}"]
+    for name, r in results.items():
+        d = r.score_diff
+        ci = f"[{d.low:+.1f}, {d.high:+.1f}]" if d.low is not None else "-"
+        made = lambda t: f"{100 * t.make_rate:.1f}%" if t.make_rate is not None else "-"   # noqa: E731
+        lines.append(f"{name:<12} {d.mean:>+12.1f} {ci:>18} {made(r.teams['A']):>15} {made(r.teams['B']):>10}")
+    return (f"{cfg.name}: the trained policy (greedy) against the baselines, {next(iter(results.values())).units} "
+            "duplicate deals each\n" + "\n".join(lines))
+
+
+def _listify(value):
+    return [_listify(v) for v in value] if isinstance(value, (tuple, list)) else value
+
+
+def _tuplify(value):
+    return tuple(_tuplify(v) for v in value) if isinstance(value, list) else value
+
+
+def _bar(total: int, desc: str, enabled: bool, initial: int = 0):
+    from tqdm import tqdm
+    return tqdm(total=total, initial=initial, desc=desc, unit="dec", unit_scale=True, disable=not enabled,
+                dynamic_ncols=True, file=sys.stderr)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="spades-train", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", help="YAML config (fields: spades-train --show-config)")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="override a config field (repeatable), e.g. --set num_envs=256")
+    parser.add_argument("--resume", nargs="?", const=True, default=False, metavar="CHECKPOINT",
+                        help="continue the run from its checkpoints/last.pt (or the given checkpoint)")
+    parser.add_argument("--show-config", action="store_true", help="list every config field and exit")
+    args = parser.parse_args(argv)
+    if args.show_config:
+        print(describe_fields())
+        return 0
+    try:
+        config = load_config(args.config, args.set)
+        if args.resume is True and not (config.run_path / "checkpoints" / "last.pt").exists():
+            raise ConfigError(f"--resume: no checkpoint at {config.run_path / 'checkpoints' / 'last.pt'}")
+        trainer = Trainer(config, resume=args.resume, log=lambda line: print(line, flush=True))
+        trainer.train()
+    except (ConfigError, ModelError, FileNotFoundError) as exc:
+        print(f"spades-train: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("spades-train: interrupted; continue with --resume (from the last checkpoint)", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
