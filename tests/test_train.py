@@ -255,3 +255,15 @@ def test_export_keeps_the_policy(tmp_path):
     obs, _, _, _, info = env.last()
     a, b = NeuralAgent(checkpoint=out), NeuralAgent(checkpoint=tmp_path / "exp" / "checkpoints" / "last.pt")
     np.testing.assert_array_equal(a.action_probabilities(obs), b.action_probabilities(obs))
+
+
+def test_central_critic_and_pure_self_play_run(tmp_path):
+    """The centralized critic (observation + full state) and opponents drawn from self-play only."""
+    config = tiny(tmp_path, "central", "critic=central", "opponents={self: 1.0}", "imitation_decisions=0",
+                  "total_decisions=1024")
+    trainer = Trainer(config, log=lambda line: None)
+    assert trainer.critic.arch["input_size"] == trainer.obs_size + trainer.env.state_tensor().shape[1]
+    trainer.train()
+    rows = list(csv.DictReader((tmp_path / "central" / "metrics.csv").open()))
+    assert len(rows) == config.updates and rows[-1]["train__points_vs_heuristic"] == ""
+    assert bool((trainer.controller == 0).all())          # every seat learns in self-play

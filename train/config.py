@@ -42,8 +42,9 @@ class TrainConfig:
     # --- the game
     rules: str = _f("standard", "rule preset name or YAML path (partnership rules)")
     episode: str = _f("hand", "'hand' (each hand an episode, from 0-0) or 'game' (to the target score)")
-    reward: str = _f("team_diff", "reward scheme of the env: team_score, team_diff, win, win_bonus")
+    reward: str = _f("team_diff", "reward scheme of the env: team_score, team_diff or win")
     reward_scale: float = _f(0.01, "points are multiplied by this (0.01: one reward unit = 100 points)")
+    win_bonus: float = _f(0.0, "reward added for winning a game / taken for losing it (game episodes)")
     shaping: float = _f(0.0, "weight of the env's potential-based shaping (sums to 0 per hand)")
 
     # --- experience
@@ -124,7 +125,7 @@ class TrainConfig:
         for name in ("gamma", "gae_lambda"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected a number in [0, 1]")
-        for name in ("entropy_coef", "value_coef", "shaping"):
+        for name in ("entropy_coef", "value_coef", "shaping", "win_bonus"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected 0 or more")
         if self.target_kl is not None and not self.target_kl > 0:

@@ -38,7 +38,9 @@ import yaml
 from agents.heuristic import HeuristicAgent
 from agents.networks import PolicyNet, ValueNet, masked_entropy
 from agents.neural import CHECKPOINT_FORMAT, ModelError, NeuralAgent, export_model, read_checkpoint
-from spades_env.vector import SpadesVectorEnv
+from spades_env.rewards import RewardError
+from spades_env.rules import RulesError
+from spades_env.vector import SpadesVectorEnv, VectorEnvError
 
 from .config import ConfigError, TrainConfig, describe_fields, load_config
 from .metrics import MetricsLog, plot_learning_curves
@@ -68,7 +70,8 @@ class Trainer:
         torch.manual_seed(cfg.seed)
         self.env = SpadesVectorEnv(cfg.num_envs, rules=cfg.rules, reward=cfg.reward, episode=cfg.episode,
                                    device=dev, seed=cfg.seed, reward_scale=cfg.reward_scale,
-                                   shaping=cfg.shaping, check_actions=False)
+                                   shaping=cfg.shaping, win_bonus=cfg.win_bonus,
+                                   check_actions=False)
         self.obs, self.mask = self.env.reset()
         self.obs_size = self.env.obs_size
         self.state_size = self.env.state_tensor().shape[1] if cfg.critic == "central" else None
@@ -289,7 +292,7 @@ class Trainer:
         cfg, dev = self.config, self.device
         env = SpadesVectorEnv(cfg.num_envs, rules=cfg.rules, reward=cfg.reward, episode=cfg.episode, device=dev,
                               seed=cfg.seed + 7919, reward_scale=cfg.reward_scale, shaping=cfg.shaping,
-                              check_actions=False)
+                              win_bonus=cfg.win_bonus, check_actions=False)
         obs, mask = env.reset()
         steps = max(1, -(-cfg.imitation_decisions // cfg.num_envs))
         everyone = torch.full((cfg.num_envs,), HEURISTIC, dtype=torch.int64, device=dev)
@@ -412,10 +415,11 @@ class Trainer:
                              "checkpoints/last.pt or update_*.pt of a run)")
         saved = data["config"]
         now = self.config.to_dict()
-        differ = sorted(k for k in now if k not in RESUMABLE_CHANGES and saved.get(k) != now[k])
+        defaults = TrainConfig().to_dict()        # fields added since the checkpoint: their defaults
+        differ = sorted(k for k in now if k not in RESUMABLE_CHANGES and saved.get(k, defaults[k]) != now[k])
         if differ:
             raise ConfigError(f"{path}: the checkpoint's run used other settings: "
-                              + ", ".join(f"{k}={saved.get(k)!r} (config now {now[k]!r})" for k in differ)
+                              + ", ".join(f"{k}={saved.get(k, defaults[k])!r} (config now {now[k]!r})" for k in differ)
                               + f"; only {', '.join(sorted(RESUMABLE_CHANGES))} may change on resume")
         try:
             self.policy.load_state_dict(data["policy"])
@@ -538,7 +542,8 @@ def _bar(total: int, desc: str, enabled: bool, initial: int = 0):
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="spades-train", description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(prog="spades-train", description="PPO with action masking, self-play on the batched engine: "
+                                     "learns bidding and card play; see train/ppo.py and the README.",
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", help="YAML config (fields: spades-train --show-config)")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
@@ -556,7 +561,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             raise ConfigError(f"--resume: no checkpoint at {config.run_path / 'checkpoints' / 'last.pt'}")
         trainer = Trainer(config, resume=args.resume, log=lambda line: print(line, flush=True))
         trainer.train()
-    except (ConfigError, ModelError, FileNotFoundError) as exc:
+    except (ConfigError, ModelError, FileNotFoundError, RulesError, RewardError, VectorEnvError) as exc:
         print(f"spades-train: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
