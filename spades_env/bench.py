@@ -93,9 +93,15 @@ VECTOR_BATCH_SIZES = (1, 16, 256, 1024, 4096, 16384)
 
 
 def run_vector(batch_size: int, seconds: float = 2.0, rules: str = "standard", device: str = "cpu",
-               compile: bool = False, seed: int = 0) -> dict:
+               compile: bool = False, seed: int = 0, gc_freeze: bool = True) -> dict:
     """The batched engine: random legal actions for every table, the float32 observation and the
-    mask of every next decision produced at every step (the way a self-play loop uses it)."""
+    mask of every next decision produced at every step (the way a self-play loop uses it).
+
+    ``gc_freeze``: after the warm-up, move every object alive to Python's permanent GC generation
+    (``gc.freeze()``, undone at the end), so the cyclic collector stops rescanning torch's (and
+    torch.compile's) large object graphs every few steps, as a long training loop would do."""
+    import gc
+
     import torch
 
     from .vector import SpadesVectorEnv
@@ -106,13 +112,21 @@ def run_vector(batch_size: int, seconds: float = 2.0, rules: str = "standard", d
     obs, mask = env.reset()
 
     def random_legal(mask):
-        noise = torch.rand(mask.shape, generator=generator, device=device)
-        return torch.where(mask, noise, -1.0).argmax(1)
+        # Uniform over each table's legal actions: the k-th legal action, k = floor(u * count),
+        # with one uniform u per table (a per-cell noise tensor costs 3x more at large batches).
+        seen = mask.view(torch.uint8).cumsum(1, dtype=torch.uint8)       # legal actions so far
+        count = seen[:, -1]
+        u = torch.rand(mask.shape[0], generator=generator, device=device)
+        k = torch.minimum((u * count).to(torch.uint8), count - 1)
+        return (seen <= k[:, None]).sum(1)
 
     warm_start = time.perf_counter()
     for _ in range(3):  # warm-up (and the compilation, when compiling)
         obs, mask, *_ = env.step(random_legal(mask))
     warmup = time.perf_counter() - warm_start
+    if gc_freeze:
+        gc.collect()
+        gc.freeze()
     steps = 0
     sync = torch.cuda.synchronize if env.device.type == "cuda" else (lambda: None)
     sync()
@@ -125,8 +139,11 @@ def run_vector(batch_size: int, seconds: float = 2.0, rules: str = "standard", d
             if time.perf_counter() - start >= seconds:
                 break
     elapsed = time.perf_counter() - start
+    if gc_freeze:
+        gc.unfreeze()
     return {"batch_size": batch_size, "steps": steps, "seconds": elapsed, "warmup_s": warmup,
-            "decisions_per_s": batch_size * steps / elapsed, "compiled": compile, "device": str(env.device)}
+            "decisions_per_s": batch_size * steps / elapsed, "compiled": compile, "device": str(env.device),
+            "gc_freeze": gc_freeze}
 
 
 def run_benchmarks(decisions: int = 300_000, rules: str = "standard", repeats: int = 3,
@@ -205,6 +222,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--vector-seconds", type=float, default=2.0, help="measured seconds per batch size")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch CPU threads for the batched engine (default: torch's choice)")
+    parser.add_argument("--no-gc-freeze", action="store_true",
+                        help="batched engine: leave Python's cyclic GC as is during the measurement (by default "
+                             "gc.freeze() after the warm-up keeps it from rescanning torch's objects every few steps)")
     parser.add_argument("--quick", action="store_true", help="a short run (50000 decisions, 1 repeat, small batches)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
@@ -239,7 +259,8 @@ def main(argv: Optional[list[str]] = None) -> int:
               f"batch sizes {batch_sizes} ...", flush=True)
         for compiled in ([False, True] if args.compile else [False]):
             for b in batch_sizes:
-                row = run_vector(b, args.vector_seconds, args.rules, args.device, compiled, args.seed)
+                row = run_vector(b, args.vector_seconds, args.rules, args.device, compiled, args.seed,
+                                 gc_freeze=not args.no_gc_freeze)
                 rows.append(row)
                 print(f"  batch {b:>6} {'compiled' if compiled else 'eager':>9}: "
                       f"{row['decisions_per_s']:>13,.0f} decisions/s", flush=True)
