@@ -267,3 +267,25 @@ def test_central_critic_and_pure_self_play_run(tmp_path):
     rows = list(csv.DictReader((tmp_path / "central" / "metrics.csv").open()))
     assert len(rows) == config.updates and rows[-1]["train__points_vs_heuristic"] == ""
     assert bool((trainer.controller == 0).all())          # every seat learns in self-play
+
+
+def test_init_from_a_checkpoint_starts_from_its_weights(tmp_path):
+    first = tiny(tmp_path, "first", "total_decisions=512")
+    Trainer(first, log=lambda line: None).train()
+    source = tmp_path / "first" / "checkpoints" / "last.pt"
+    second = Trainer(tiny(tmp_path, "second", f"init_from={source}"), log=lambda line: None)
+    assert second.imitated
+    for key, value in read_checkpoint(source)["policy"].items():
+        assert torch.equal(second.policy.state_dict()[key], value)
+    with pytest.raises(ConfigError, match="init_from=.*set hidden/layers/head_hidden to match"):
+        Trainer(tiny(tmp_path, "third", f"init_from={source}", "hidden=48"), log=lambda line: None)
+
+
+def test_max_updates_stops_early_on_the_full_schedule(tmp_path):
+    config = tiny(tmp_path, "short", "max_updates=2", "imitation_decisions=0", "eval_every=0")
+    assert config.updates == 6 and config.last_update == 2
+    trainer = Trainer(config, log=lambda line: None)
+    trainer.train()
+    assert trainer.update == 2
+    rows = list(csv.DictReader((tmp_path / "short" / "metrics.csv").open()))
+    assert len(rows) == 2 and float(rows[1]["learning_rate"]) == pytest.approx(config.learning_rate * (1 - 1 / 6))

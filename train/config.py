@@ -38,6 +38,8 @@ class TrainConfig:
     device: str = _f("cpu", "torch device for the engine and the networks ('cpu', 'cuda', ...)")
     threads: int = _f(0, "torch CPU threads (0: torch's default)")
     total_decisions: int = _f(2_000_000, "stop after this many decisions of experience (all seats)")
+    max_updates: Optional[int] = _f(None, "stop after this many updates although the learning-rate schedule "
+                                          "runs to total_decisions (null: run to total_decisions)")
 
     # --- the game
     rules: str = _f("standard", "rule preset name or YAML path (partnership rules)")
@@ -76,7 +78,9 @@ class TrainConfig:
     max_grad_norm: float = _f(0.5, "gradient clipping (global norm)")
     target_kl: Optional[float] = _f(None, "stop an update's epochs early once the approximate KL exceeds this")
 
-    # --- imitation warm start
+    # --- warm starts
+    init_from: Optional[str] = _f(None, "start from the policy (and critic, if it has one) of this checkpoint "
+                                        "or model instead of from scratch; skips the imitation")
     imitation_decisions: int = _f(0, "before PPO, imitate this many decisions of the heuristic playing "
                                       "itself (0: start from scratch)")
     imitation_epochs: int = _f(4, "passes over the imitation data")
@@ -100,6 +104,11 @@ class TrainConfig:
     @property
     def updates(self) -> int:
         return max(1, -(-self.total_decisions // self.batch_decisions))
+
+    @property
+    def last_update(self) -> int:
+        """The update the run stops after."""
+        return self.updates if self.max_updates is None else min(self.updates, self.max_updates)
 
     @property
     def run_path(self) -> Path:
@@ -128,6 +137,8 @@ class TrainConfig:
         for name in ("entropy_coef", "value_coef", "shaping", "win_bonus"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected 0 or more")
+        if self.max_updates is not None and self.max_updates < 1:
+            raise ConfigError(f"max_updates={self.max_updates!r}: expected a positive integer or null")
         if self.target_kl is not None and not self.target_kl > 0:
             raise ConfigError(f"target_kl={self.target_kl!r}: expected a positive number or null")
         if self.episode not in ("hand", "game"):
@@ -156,10 +167,10 @@ FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
 def _check_type(name: str, value: Any) -> Any:
     f = FIELDS[name]
     default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-    if name == "target_kl":
+    if name in ("target_kl", "init_from", "max_updates"):
         if value is None:
             return None
-        expected: type = float
+        expected: type = {"target_kl": float, "init_from": str, "max_updates": int}[name]
     else:
         expected = type(default)
     if expected in (int, float) and isinstance(value, str):

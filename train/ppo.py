@@ -52,7 +52,7 @@ RECENT_EPISODES = 2000
 
 # Fields a resumed run may change (they do not change what is learned, only how long the run
 # lasts and what is measured along the way).
-RESUMABLE_CHANGES = {"total_decisions", "eval_every", "eval_deals", "eval_opponents", "final_eval_deals",
+RESUMABLE_CHANGES = {"max_updates", "total_decisions", "eval_every", "eval_deals", "eval_opponents", "final_eval_deals",
                      "checkpoint_every", "keep_checkpoints", "tensorboard", "progress", "threads"}
 
 
@@ -98,6 +98,8 @@ class Trainer:
         self.run_path = cfg.run_path
         self.checkpoint_dir = self.run_path / "checkpoints"
         self._assign(torch.ones(B, dtype=torch.bool, device=dev))
+        if cfg.init_from and not resume:
+            self._init_from(Path(cfg.init_from))
         resume_update = None
         if resume:
             path = self.checkpoint_dir / "last.pt" if resume is True else Path(resume)
@@ -113,6 +115,18 @@ class Trainer:
         for name in cfg.eval_opponents:
             columns += [f"eval__{name}__{s}" for s in ("diff", "low", "high", "made", "opp_made")]
         self.metrics = MetricsLog(self.run_path, columns, cfg.tensorboard, resume_update)
+
+    def _init_from(self, path: Path) -> None:
+        data = read_checkpoint(path)
+        if data["arch"] != self.policy.arch:
+            raise ConfigError(f"init_from={str(path)!r}: its policy has shape {data['arch']}, this config "
+                              f"builds {self.policy.arch} (set hidden/layers/head_hidden to match)")
+        self.policy.load_state_dict(data["policy"])
+        if "critic" in data and data.get("critic_arch") == self.critic.arch:
+            self.critic.load_state_dict(data["critic"])
+        else:
+            self.log(f"init_from: {path} has no critic of this shape; the critic starts from scratch")
+        self.imitated = True
 
     # ------------------------------------------------------------------ opponents
     def _assign(self, tables: torch.Tensor) -> None:
@@ -392,7 +406,7 @@ class Trainer:
             "controller": self.controller.cpu(), "table_kind": self.table_kind.cpu(),
             "learner_side": self.learner_side.cpu(), "pool_slot": self.pool_slot.cpu(),
             "recent": {k: list(v) for k, v in self.recent.items()},
-            "provenance": {"trained_by": "spades-train", "config_name": cfg.name},
+            "provenance": {"trained_by": "spades-train", "config_name": cfg.name, "init_from": cfg.init_from},
         }
 
     def save_checkpoint(self) -> Path:
@@ -449,10 +463,10 @@ class Trainer:
         if not self.imitated:
             self.imitate()
             self.save_checkpoint()
-        bar = _bar(cfg.updates * cfg.batch_decisions, f"training {cfg.name}", cfg.progress,
+        bar = _bar(cfg.last_update * cfg.batch_decisions, f"training {cfg.name}", cfg.progress,
                    initial=self.update * cfg.batch_decisions)
         eval_seed = cfg.seed + 1_000_003
-        while self.update < cfg.updates:
+        while self.update < cfg.last_update:
             start = time.perf_counter()
             buf = self.collect()
             rollout_s = time.perf_counter() - start
@@ -469,7 +483,7 @@ class Trainer:
             for kind, values in self.recent.items():
                 if values:
                     row[f"train__points_vs_{kind}"] = sum(values) / len(values)
-            if self.update == cfg.updates:
+            if self.update == cfg.last_update:
                 row.update(self._final_evaluation())
             elif cfg.eval_every and self.update % cfg.eval_every == 0:
                 row.update(self.evaluate(cfg.eval_deals, eval_seed))
@@ -479,9 +493,9 @@ class Trainer:
             bar.set_postfix_str(f"{row['decisions_per_s']:,.0f} dec/s" + (
                 f", vs heuristic (train) {row['train__points_vs_heuristic']:+.1f}"
                 if "train__points_vs_heuristic" in row else ""))
-            if self.update % cfg.checkpoint_every == 0 or self.update == cfg.updates:
+            if self.update % cfg.checkpoint_every == 0 or self.update == cfg.last_update:
                 self.save_checkpoint()
-            if (cfg.eval_every and self.update % cfg.eval_every == 0) or self.update == cfg.updates:
+            if (cfg.eval_every and self.update % cfg.eval_every == 0) or self.update == cfg.last_update:
                 plot_learning_curves(self.metrics, self.run_path / "learning_curves.png", cfg.eval_opponents, cfg.name)
         bar.close()
         return self.finish()
