@@ -189,6 +189,8 @@ def test_killed_run_resumes_exactly(tmp_path):
 def test_resume_refuses_changed_settings_and_bad_checkpoints(tmp_path, capsys):
     config = tiny(tmp_path, "run", "total_decisions=512")
     Trainer(config, log=lambda line: None).train()
+    with pytest.raises(ConfigError, match="already holds a run: continue it with --resume"):
+        Trainer(tiny(tmp_path, "run", "total_decisions=512"))
     with pytest.raises(ConfigError, match=r"hidden=32 \(config now 64\)"):
         Trainer(tiny(tmp_path, "run", "total_decisions=512", "hidden=64"), resume=True)
     args = [f"--set={item}" for item in TINY + [f"run_dir={tmp_path}", "name=nothing"]]

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import shutil
 import sys
 import time
 from collections import deque
@@ -60,10 +61,16 @@ class Trainer:
     """A PPO self-play run; ``Trainer(config).train()``. ``resume``: True (the run folder's
     ``checkpoints/last.pt``) or a checkpoint path."""
 
-    def __init__(self, config: TrainConfig, resume: bool | str | Path = False,
+    def __init__(self, config: TrainConfig, resume: bool | str | Path = False, overwrite: bool = False,
                  log: Callable[[str], None] = print) -> None:
         cfg = self.config = config.validate()
         self.log = log
+        if not resume and (cfg.run_path / "checkpoints" / "last.pt").exists():
+            if not overwrite:
+                raise ConfigError(f"{cfg.run_path} already holds a run: continue it with --resume, start over with "
+                                  "--overwrite, or pick another name (--set name=...)")
+            for old in ("checkpoints", "tensorboard"):
+                shutil.rmtree(cfg.run_path / old, ignore_errors=True)
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
         self.device = dev = torch.device(cfg.device)
@@ -564,6 +571,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="override a config field (repeatable), e.g. --set num_envs=256")
     parser.add_argument("--resume", nargs="?", const=True, default=False, metavar="CHECKPOINT",
                         help="continue the run from its checkpoints/last.pt (or the given checkpoint)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="start over in a run folder that already holds a run (its checkpoints are deleted)")
     parser.add_argument("--show-config", action="store_true", help="list every config field and exit")
     args = parser.parse_args(argv)
     if args.show_config:
@@ -573,7 +582,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         config = load_config(args.config, args.set)
         if args.resume is True and not (config.run_path / "checkpoints" / "last.pt").exists():
             raise ConfigError(f"--resume: no checkpoint at {config.run_path / 'checkpoints' / 'last.pt'}")
-        trainer = Trainer(config, resume=args.resume, log=lambda line: print(line, flush=True))
+        trainer = Trainer(config, resume=args.resume, overwrite=args.overwrite,
+                          log=lambda line: print(line, flush=True))
         trainer.train()
     except (ConfigError, ModelError, FileNotFoundError, RulesError, RewardError, VectorEnvError) as exc:
         print(f"spades-train: error: {exc}", file=sys.stderr)
