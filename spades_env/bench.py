@@ -93,9 +93,10 @@ VECTOR_BATCH_SIZES = (1, 16, 256, 1024, 4096, 16384)
 
 
 def run_vector(batch_size: int, seconds: float = 2.0, rules: str = "standard", device: str = "cpu",
-               compile: bool = False, seed: int = 0, gc_freeze: bool = True) -> dict:
-    """The batched engine: random legal actions for every table, the float32 observation and the
-    mask of every next decision produced at every step (the way a self-play loop uses it).
+               compile: bool = False, seed: int = 0, gc_freeze: bool = True, obs_dtype: str = "float32") -> dict:
+    """The batched engine: random legal actions for every table, the observation (float32, or
+    ``obs_dtype``) and the mask of every next decision produced at every step (the way a
+    self-play loop uses it).
 
     ``gc_freeze``: after the warm-up, move every object alive to Python's permanent GC generation
     (``gc.freeze()``, undone at the end), so the cyclic collector stops rescanning torch's (and
@@ -107,7 +108,7 @@ def run_vector(batch_size: int, seconds: float = 2.0, rules: str = "standard", d
     from .vector import SpadesVectorEnv
 
     env = SpadesVectorEnv(batch_size, rules=rules, device=device, seed=seed, compile=compile,
-                          check_actions=False)
+                          check_actions=False, obs_dtype=obs_dtype)
     generator = torch.Generator(device=device).manual_seed(seed)
     obs, mask = env.reset()
 
@@ -143,7 +144,7 @@ def run_vector(batch_size: int, seconds: float = 2.0, rules: str = "standard", d
         gc.unfreeze()
     return {"batch_size": batch_size, "steps": steps, "seconds": elapsed, "warmup_s": warmup,
             "decisions_per_s": batch_size * steps / elapsed, "compiled": compile, "device": str(env.device),
-            "gc_freeze": gc_freeze}
+            "gc_freeze": gc_freeze, "obs_dtype": str(env.obs_dtype).replace("torch.", "")}
 
 
 def run_benchmarks(decisions: int = 300_000, rules: str = "standard", repeats: int = 3,
@@ -192,7 +193,8 @@ def format_table(results: dict, rules: str) -> str:
 
 
 def format_vector_table(rows: list[dict]) -> str:
-    lines = ["Batched engine (SpadesVectorEnv): random legal play, float32 observation + mask every decision",
+    dtype = rows[0].get("obs_dtype", "float32") if rows else "float32"
+    lines = [f"Batched engine (SpadesVectorEnv): random legal play, {dtype} observation + mask every decision",
              f"{'batch':>7} {'mode':>9} {'decisions/s':>13} {'ms/step':>9} {'warm-up s':>10}"]
     for r in rows:
         mode = "compiled" if r["compiled"] else "eager"
@@ -222,6 +224,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--vector-seconds", type=float, default=2.0, help="measured seconds per batch size")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch CPU threads for the batched engine (default: torch's choice)")
+    parser.add_argument("--obs-dtype", default="float32", choices=["float32", "bfloat16", "float16"],
+                        help="batched engine: dtype of the observations (default float32, the AEC env's values; "
+                             "bfloat16/float16 are the float32 values converted: 0/1 cells exact, score fractions "
+                             "rounded)")
     parser.add_argument("--no-gc-freeze", action="store_true",
                         help="batched engine: leave Python's cyclic GC as is during the measurement (by default "
                              "gc.freeze() after the warm-up keeps it from rescanning torch's objects every few steps)")
@@ -260,7 +266,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         for compiled in ([False, True] if args.compile else [False]):
             for b in batch_sizes:
                 row = run_vector(b, args.vector_seconds, args.rules, args.device, compiled, args.seed,
-                                 gc_freeze=not args.no_gc_freeze)
+                                 gc_freeze=not args.no_gc_freeze, obs_dtype=args.obs_dtype)
                 rows.append(row)
                 print(f"  batch {b:>6} {'compiled' if compiled else 'eager':>9}: "
                       f"{row['decisions_per_s']:>13,.0f} decisions/s", flush=True)

@@ -98,13 +98,22 @@ class SpadesVectorEnv:
         seed: seeds the deals and the first dealers (reproducible on a given device).
         compile: run the step under ``torch.compile`` (faster for large batches after a warm-up).
         check_actions: verify every action against the mask (a clear error names the tables).
+        obs_dtype: the dtype of every observation returned (``reset``, ``step``, ``observe``,
+            ``observe_seat``, ``state_tensor``): ``torch.float32`` (the default: the AEC env's
+            values), or ``torch.bfloat16`` / ``torch.float16`` (or their names), which are exactly
+            the float32 observation converted with ``.to(obs_dtype)`` (round to nearest even): every
+            0/1 cell is exact; only the fractional cells of the ``sides`` and ``game`` blocks
+            (scores / target, bags / bag_limit, tricks / 13, ...) are rounded, to 8 significant bits
+            for bfloat16 and 11 for float16. Half the memory traffic, and ready for a network that
+            runs in that dtype.
     """
 
     def __init__(self, num_envs: int, rules: Rules | str | dict | None = "standard",
                  reward: str = "team_score", episode: Optional[str] = None, device: str | torch.device = "cpu",
                  seed: Optional[int] = None, reward_scale: float = 0.01, win_bonus: float = 0.0,
                  shaping: float = 0.0, compile: bool = False, check_actions: bool = True,
-                 deal_pool_size: Optional[int] = None, **rule_overrides: Any) -> None:
+                 deal_pool_size: Optional[int] = None, obs_dtype: torch.dtype | str = torch.float32,
+                 **rule_overrides: Any) -> None:
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
             raise VectorEnvError(f"num_envs={num_envs!r}: expected a positive integer")
         self.rules = r = make_rules(rules, **rule_overrides)
@@ -125,6 +134,7 @@ class SpadesVectorEnv:
         self._generator.manual_seed(seed if seed is not None else torch.seed() % (2 ** 62))
         self._ranges = {k: torch.arange(k, dtype=I64, device=dev) for k in (4, 6, 14, 32, 52)}
         self._card_bits = torch.ones(52, dtype=I64, device=dev) << self._ranges[52]
+        self._shifts32 = torch.arange(32, dtype=torch.int32, device=dev)
         self._suit_masks = torch.tensor([((1 << 13) - 1) << (13 * s) for s in range(4)], dtype=I64, device=dev)
         self._seat_range = torch.arange(NUM_SEATS, dtype=I64, device=dev)
         self._pass_slots = 4 * max(r.blind_nil_pass, 1)
@@ -140,6 +150,7 @@ class SpadesVectorEnv:
         self._start_scores = torch.zeros(B, 2, dtype=I64, device=dev)
         self._start_bags = torch.zeros(B, 2, dtype=I64, device=dev)
         self._fixed_start_dealer: Optional[torch.Tensor] = None
+        self.obs_dtype = _obs_dtype(obs_dtype)
         self._compiled = compile
         self._step_fn = torch.compile(self._full_step_fused, dynamic=False) if compile else self._full_step
         self.state: Optional[VecState] = None
@@ -401,12 +412,12 @@ class SpadesVectorEnv:
 
     # ------------------------------------------------------------------ observation
     def observe(self, s: Optional[VecState] = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """(observation (B, obs_size) float32, action mask (B, 68) bool) of the players to act."""
+        """(observation (B, obs_size) float32 (or ``obs_dtype``), action mask (B, 68) bool) of the players to act."""
         s = self.state if s is None else s
-        return self._observation(s), self.legal_mask(s)
+        return self._cast(self._observation(s)), self.legal_mask(s)
 
     def observe_seat(self, seat: int | torch.Tensor, s: Optional[VecState] = None) -> torch.Tensor:
-        """(B, obs_size) float32: what ``seat`` (an int, or one seat per table) sees at every
+        """(B, obs_size) float32 (or ``obs_dtype``): what ``seat`` (an int, or one seat per table) sees at every
         table, whether or not it is to act: the AEC env's ``observe(agent)``. Training uses it
         to bootstrap the value of seats waiting for their turn."""
         s = self.state if s is None else s
@@ -415,7 +426,7 @@ class SpadesVectorEnv:
         frame = torch.as_tensor(seat, dtype=I64, device=self.device).expand(self.num_envs).contiguous()
         if bool(((frame < 0) | (frame >= NUM_SEATS)).any()):
             raise VectorEnvError(f"seat: expected seats 0..3, got {frame.unique().tolist()}")
-        return self._encode(s, frame, egocentric=True)
+        return self._cast(self._encode(s, frame, egocentric=True))
 
     def _observation(self, s: VecState) -> torch.Tensor:
         """(B, obs_size) float32 observations of the players to act, built in one buffer: card
@@ -537,12 +548,13 @@ class SpadesVectorEnv:
         return torch.stack([zero if w is None else w for w in words], 1)
 
     def _unpack_bits(self, words: torch.Tensor, count: int, dtype: torch.dtype) -> torch.Tensor:
-        """(B, W) 32-bit words -> (B, count) 0/1 cells of ``dtype``."""
-        bits = (words[:, :, None] >> self._ranges[32]) & 1
+        """(B, W) 32-bit words (in int64) -> (B, count) 0/1 cells of ``dtype``; the words are
+        narrowed to int32 (bit 31 becomes the sign, which the arithmetic shift and ``& 1`` keep)."""
+        bits = (words.to(torch.int32)[:, :, None] >> self._shifts32) & 1       # 16 lanes per vector op
         return bits.to(dtype).reshape(words.shape[0], -1)[:, :count]
 
     def _observation_fused(self, s: VecState, frame: torch.Tensor) -> torch.Tensor:
-        """``_encode(s, frame, egocentric=True)``, value for value, from packed bit words."""
+        """``_cast(_encode(s, frame, egocentric=True))``, value for value, from packed bit words."""
         B = self.num_envs
         blocks = self.layout.obs_blocks
         one = torch.ones_like(frame)
@@ -576,11 +588,35 @@ class SpadesVectorEnv:
         pieces += seat_rows("voids", [voids[:, r] for r in range(4)], 4)
         float_start = blocks["sides"].offset                            # the last blocks: sides, game
         words = self._pack_words(sorted(pieces, key=lambda p: p[0]), float_start)
-        sides = self._side_features(s)                                  # (B, 2, 7) absolute sides
-        own = frame & 1
-        sides = sides.gather(1, torch.stack([own, 1 - own], 1)[..., None].expand(B, 2, SIDE_SLOTS))
-        return torch.cat([self._unpack_bits(words, float_start, F32), sides.reshape(B, 2 * SIDE_SLOTS),
-                          self._game_cells(s)], 1)
+        return torch.cat([self._unpack_bits(words, float_start, self.obs_dtype),
+                          self._cast(self._float_cells_fused(s, frame))], 1)
+
+    def _float_cells_fused(self, s: VecState, frame: torch.Tensor) -> torch.Tensor:
+        """(B, 19): the ``sides`` block (own side first) and the ``game`` block, each cell computed
+        from per-table scalars exactly as ``_side_features`` and ``_game_cells`` do."""
+        r = self.rules
+        target = float(r.target_score)
+        own = (frame & 1) == 0                                           # own side is side 0
+        pick = lambda t, j: torch.where(own, t[:, j], t[:, 1 - j])       # noqa: E731  relative side j
+        scores, bags = s.scores, s.bags
+        may = self._side_may_blind(scores)
+        counted, contract = self._counted_and_contract(s)
+        zero = torch.zeros_like(scores[:, 0], dtype=F32)
+        cells = []
+        for j in range(2):
+            sc = pick(scores, j).to(F32)
+            cells += [sc / target, pick(bags, j).to(F32) / float(r.bag_limit),
+                      (r.target_score - pick(scores, j)).to(F32) / target,
+                      (pick(scores, j) - r.mercy_score).to(F32) / target if r.mercy_score is not None else zero,
+                      pick(may, j).to(F32), pick(counted, j).to(F32) / 13.0, pick(contract, j).to(F32) / 13.0]
+        cells += [zero + r.target_score / 1000.0, zero + (r.mercy_score / 1000.0 if r.mercy_score is not None else 0.0),
+                  zero + float(r.mercy_score is not None), zero + r.bag_limit / 100.0]
+        if r.max_hands:
+            hands_done = s.hand_number - (s.phase < PHASE_HAND_OVER).to(I64)
+            cells.append(hands_done.to(F64).div(r.max_hands).to(F32))
+        else:
+            cells.append(zero)
+        return torch.stack(cells, 1)
 
     def _legal_bid_bits(self, s: VecState, seat: torch.Tensor) -> torch.Tensor:
         """(B,) bit b set where ``seat`` may bid b (0 = nil): ``_legal_bids`` as a bitboard."""
@@ -616,11 +652,15 @@ class SpadesVectorEnv:
         return self._unpack_bits(words, NUM_ACTIONS, torch.uint8)
 
     def state_tensor(self, s: Optional[VecState] = None) -> torch.Tensor:
-        """(B, state_size) float32: the AEC env's ``state()`` of every table (centralized critics):
+        """(B, state_size) float32 (or ``obs_dtype``): the AEC env's ``state()`` of every table (centralized critics):
         the public vector in the absolute frame (every seat's private blocks included), then every
         true hand."""
         s = self.state if s is None else s
-        return self._encode(s, torch.zeros_like(s.to_act), egocentric=False)
+        return self._cast(self._encode(s, torch.zeros_like(s.to_act), egocentric=False))
+
+    def _cast(self, obs: torch.Tensor) -> torch.Tensor:
+        """A float32 observation in ``obs_dtype``."""
+        return obs if self.obs_dtype == F32 else obs.to(self.obs_dtype)
 
     # ------------------------------------------------------------------ snapshots
     _SNAPSHOT_TENSORS = ("_deal_pool", "_pool_ptr", "_deal_queue", "_start_scores", "_start_bags", "_mask")
@@ -904,7 +944,8 @@ class SpadesVectorEnv:
             points = contract_points + over + nil_points - r.bag_penalty * penalties
             return points, torch.fmod(s.scores + points, 10)
         counter = s.bags + bags_taken
-        penalties = counter // r.bag_limit
+        # counter // bag_limit, exactly (small non-negative integers), without an integer division
+        penalties = (counter.to(F64) / r.bag_limit).floor().to(I64)
         points = contract_points + over + nil_points - r.bag_penalty * penalties
         return points, counter - penalties * r.bag_limit
 
@@ -951,6 +992,17 @@ class SpadesVectorEnv:
         sides = torch.arange(2, device=self.device)[None, :]
         values = torch.where(sides == winner[:, None], 1.0, -1.0)
         return torch.where((winner >= 0)[:, None], values, 0.0).to(F64)
+
+
+OBS_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def _obs_dtype(value: Any) -> torch.dtype:
+    """``obs_dtype`` as a torch dtype (a dtype or its name), or a clear error."""
+    dtype = OBS_DTYPES.get(value, value) if isinstance(value, str) else value
+    if dtype not in OBS_DTYPES.values():
+        raise VectorEnvError(f"obs_dtype={value!r}: expected one of {', '.join(OBS_DTYPES)}")
+    return dtype
 
 
 def _suit(card: torch.Tensor) -> torch.Tensor:

@@ -179,25 +179,26 @@ def test_state_dict_continues_exactly():
 
 
 FUSED_CASES = [
-    {"episode": "hand", "reward": "team_diff", "shaping": 1.0},
-    {"bids_may_total_13": False, "blind_nil_pass": 3, "blind_nil_min_deficit": 0, "max_hands": 2,
-     "win_bonus": 1.0, "max_team_bid": 11},
+    ({"episode": "hand", "reward": "team_diff", "shaping": 1.0}, torch.bfloat16),
+    ({"bids_may_total_13": False, "blind_nil_pass": 3, "blind_nil_min_deficit": 0, "max_hands": 2,
+      "win_bonus": 1.0, "max_team_bid": 11}, torch.float32),
 ]
 
 
-@pytest.mark.parametrize("kwargs", FUSED_CASES, ids=["hand_team_diff", "variants"])
-def test_compiled_fused_path_matches_eager_over_many_games(kwargs):
+@pytest.mark.parametrize("kwargs,obs_dtype", FUSED_CASES, ids=["hand_team_diff_bfloat16", "variants_float32"])
+def test_compiled_fused_path_matches_eager_over_many_games(kwargs, obs_dtype):
     """compile=True builds the observation and the mask with its own (bit-packed) encoders: over
-    hundreds of random games (nil and blind nil often), every observation, mask, reward, done
-    flag, final score, winner and state field equals the eager engine's."""
+    hundreds of random games (nil and blind nil often), every observation (float32, or bfloat16:
+    the eager float32 one converted), mask, reward, done flag, final score, winner and state
+    field equals the eager engine's."""
     B = 64
     eager = SpadesVectorEnv(B, seed=11, **kwargs)
-    compiled = SpadesVectorEnv(B, seed=11, compile=True, **kwargs)
+    compiled = SpadesVectorEnv(B, seed=11, compile=True, obs_dtype=obs_dtype, **kwargs)
     outs = [env.reset(scores=[0, 150]) for env in (eager, compiled)]
     gen = torch.Generator().manual_seed(2)
     episodes = 0
     for t in range(420):
-        assert torch.equal(outs[0][0], outs[1][0]), f"step {t}: observations"
+        assert outs[1][0].dtype == obs_dtype and torch.equal(outs[0][0].to(obs_dtype), outs[1][0]), f"step {t}: obs"
         assert outs[1][1].dtype == torch.bool and torch.equal(outs[0][1], outs[1][1]), f"step {t}: masks"
         for field in eager.state.__dataclass_fields__:
             assert torch.equal(getattr(eager.state, field), getattr(compiled.state, field)), f"step {t}: {field}"
@@ -210,5 +211,30 @@ def test_compiled_fused_path_matches_eager_over_many_games(kwargs):
         for key in ("final_scores", "winner"):
             assert torch.equal(outs[0][4][key], outs[1][4][key]), f"step {t}: {key}"
         episodes += int(outs[0][3].sum())
-    assert torch.equal(eager.state_tensor(), compiled.state_tensor())
+    assert torch.equal(eager.state_tensor().to(obs_dtype), compiled.state_tensor())
     assert episodes >= 150
+
+
+def test_obs_dtype_is_the_float32_observation_converted():
+    """obs_dtype=bfloat16/float16: every observation is exactly the float32 one converted; 0/1
+    cells stay exact, only the fractional cells (sides, game) are rounded."""
+    dtypes = (torch.float32, "bfloat16", torch.float16)
+    envs = [SpadesVectorEnv(32, seed=4, max_hands=3, obs_dtype=dt) for dt in dtypes]
+    outs = [env.reset(scores=[40, 170]) for env in envs]
+    gen = torch.Generator().manual_seed(5)
+    rounded = 0
+    for t in range(150):
+        base = outs[0][0]
+        for env, out in zip(envs[1:], outs[1:]):
+            assert out[0].dtype == env.obs_dtype and torch.equal(out[0], base.to(env.obs_dtype)), t
+            assert torch.equal(out[1], outs[0][1])
+            assert torch.equal(env.observe_seat(2), envs[0].observe_seat(2).to(env.obs_dtype))
+            assert torch.equal(env.state_tensor(), envs[0].state_tensor().to(env.obs_dtype))
+            binary = (base == 0) | (base == 1)
+            assert torch.equal(out[0][binary].float(), base[binary])
+        rounded += int((outs[1][0].float() != base).sum())
+        actions = torch.where(outs[0][1], torch.rand(32, 68, generator=gen), -1.0).argmax(1)
+        outs = [env.step(actions) for env in envs]
+    assert rounded > 0                          # bfloat16 did round some score fractions
+    with pytest.raises(VectorEnvError, match="obs_dtype"):
+        SpadesVectorEnv(2, obs_dtype=torch.int8)
