@@ -223,7 +223,7 @@ def test_obs_dtype_is_the_float32_observation_converted():
     outs = [env.reset(scores=[40, 170]) for env in envs]
     gen = torch.Generator().manual_seed(5)
     rounded = 0
-    for t in range(150):
+    for t in range(80):
         base = outs[0][0]
         for env, out in zip(envs[1:], outs[1:]):
             assert out[0].dtype == env.obs_dtype and torch.equal(out[0], base.to(env.obs_dtype)), t
