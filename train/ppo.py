@@ -497,7 +497,7 @@ class Trainer:
                 bar.write(self._eval_line(row))
             self.metrics.add(row)
             bar.update(cfg.batch_decisions)
-            bar.set_postfix_str(f"{row['decisions_per_s']:,.0f} dec/s" + (
+            bar.set_postfix_str(f"last update {row['decisions_per_s']:,.0f} dec/s" + (
                 f", vs heuristic (train) {row['train__points_vs_heuristic']:+.1f}"
                 if "train__points_vs_heuristic" in row else ""))
             if self.update % cfg.checkpoint_every == 0 or self.update == cfg.last_update:
