@@ -291,3 +291,14 @@ def test_max_updates_stops_early_on_the_full_schedule(tmp_path):
     assert trainer.update == 2
     rows = list(csv.DictReader((tmp_path / "short" / "metrics.csv").open()))
     assert len(rows) == 2 and float(rows[1]["learning_rate"]) == pytest.approx(config.learning_rate * (1 - 1 / 6))
+
+
+def test_neural_agent_evaluates_in_forked_workers():
+    """torch's OpenMP pool does not survive fork: worker processes must not hang on it."""
+    code = ("import torch; torch.ones(1000, 1000) @ torch.ones(1000, 1000)\n"   # parent pool warmed up
+            "from train.evaluate import evaluate\n"
+            "r = evaluate('neural', 'random', deals=4, duplicate=True, workers=2, seed=0)\n"
+            "print(r.hands)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-1] == "8"

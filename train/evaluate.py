@@ -499,6 +499,11 @@ _WORKER: Optional[_Worker] = None
 
 def _init_worker(configs: Sequence[MatchConfig]) -> None:
     global _WORKER
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        # A forked child must not enter the parent's OpenMP thread pool (it hangs); one
+        # intra-op thread per worker runs torch ops inline, and workers already share the cores.
+        torch.set_num_threads(1)
     _WORKER = _Worker(configs)
 
 
