@@ -220,13 +220,15 @@ def test_ctrl_c_saves_the_record(tmp_path):
     try:
         assert term.read_prompt().endswith("> ")
         time.sleep(0.3)                  # a person reads the prompt before pressing Ctrl-C
-        term.type_raw(b"\x03")          # Ctrl-C typed on the terminal: SIGINT to the program
-        for _ in range(50):
+        # Ctrl-C typed on the terminal: SIGINT to the program. CPython's readline can miss a
+        # SIGINT that lands just before it waits, so a person would press again: up to 5 times.
+        for _ in range(5):
+            term.type_raw(b"\x03")
+            deadline = time.monotonic() + 5.0
+            while term.proc.poll() is None and time.monotonic() < deadline:
+                term._read(0.1)
             if term.proc.poll() is not None:
                 break
-            term._read(0.1)
-        else:   # CPython's readline can miss a SIGINT that lands just before it waits: press again
-            term.type_raw(b"\x03")
         code, screen = term.finish()
     finally:
         term.kill()
