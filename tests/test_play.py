@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 import re
 import subprocess
 import sys
@@ -47,6 +48,9 @@ class Terminal:
 
         def controlling_terminal() -> None:   # so that Ctrl-C on the terminal is a SIGINT
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+            # A shell starts background jobs with SIGINT ignored, and the child would inherit
+            # that (pytest run as `cmd &`): a person's terminal delivers Ctrl-C.
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
 
         self.proc = subprocess.Popen([sys.executable, "-m", "agents.play", *args], stdin=slave, stdout=slave,
                                      stderr=slave, cwd=cwd, env=env, start_new_session=True,
