@@ -1,6 +1,6 @@
 """The one config object of ``spades-train``: a dataclass with a help text per field, read from YAML.
 
-    config = load_config("configs/quickstart.yaml", overrides=["ppo.epochs=2"])
+    config = load_config("configs/quickstart.yaml", overrides=["epochs=2", "critic=central"])
 
 Unknown fields, wrong types and out-of-range values are refused with an error naming the field,
 what was given and what is expected. ``spades-train --show-config`` prints every field.
