@@ -334,31 +334,8 @@ class SpadesVectorEnv:
         return (deficit >= r.blind_nil_min_deficit).to(I64)
 
     def _legal_bids(self, s: VecState, seat: torch.Tensor) -> torch.Tensor:
-        """(B, 14) 1 for the bids (0 = nil .. 13) ``seat`` may make."""
-        r = self.rules
-        b = self._ranges[14][None, :]
-        partner_bid = s.bids.gather(1, ((seat + 2) & 3)[:, None])[:, 0]
-        has_partner = partner_bid >= 0
-        low = torch.full_like(seat, 1)
-        high = torch.full_like(seat, 13)
-        nil_ok = torch.full_like(seat, int(r.nil))
-        if r.min_team_bid:
-            low = torch.where(has_partner, torch.clamp(r.min_team_bid - partner_bid, min=1), low)
-            nil_ok = nil_ok * (~has_partner | (partner_bid >= r.min_team_bid)).to(I64)
-        if r.max_team_bid is not None:
-            high = torch.where(has_partner, torch.clamp(r.max_team_bid - partner_bid, max=13),
-                               torch.full_like(seat, min(13, r.max_team_bid - (0 if r.nil else 1))))
-        legal = ((b >= low[:, None]) & (b <= high[:, None]) & (b >= 1)).to(I64)
-        legal[:, 0] = nil_ok
-        if not r.bids_may_total_13:
-            others = torch.where(self._seat_range[None, :] == seat[:, None], 0, s.bids.clamp(min=0)).sum(1)
-            forbidden = 13 - others
-            is_dealer = seat == s.dealer
-            hit = ((b == forbidden[:, None]) & is_dealer[:, None] & (forbidden[:, None] >= 0)).to(I64)
-            without = legal * (1 - hit)
-            keep = (without.sum(1) > 0)[:, None]
-            legal = torch.where(keep, without, legal)
-        return legal
+        """(B, 14) 1 for the bids (0 = nil .. 13) ``seat`` may make (:meth:`_legal_bid_bits` unpacked)."""
+        return (self._legal_bid_bits(s, seat)[:, None] >> self._ranges[14]) & 1
 
     def _begin_bidding_turn(self, s: VecState, where: torch.Tensor) -> VecState:
         """At ``to_act``'s bidding turn: offer blind nil, or show its cards (tables in ``where``)."""
@@ -421,7 +398,7 @@ class SpadesVectorEnv:
         table, whether or not it is to act: the AEC env's ``observe(agent)``. Training uses it
         to bootstrap the value of seats waiting for their turn."""
         s = self.state if s is None else s
-        if self.state is None and s is None:
+        if s is None:
             raise VectorEnvError("observe_seat() before reset(): call reset() first")
         frame = torch.as_tensor(seat, dtype=I64, device=self.device).expand(self.num_envs).contiguous()
         if bool(((frame < 0) | (frame >= NUM_SEATS)).any()):

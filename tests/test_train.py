@@ -48,6 +48,12 @@ def test_config_errors_name_the_field_and_what_is_expected(tmp_path):
         load_config(None, ["critic=global"])
     with pytest.raises(ConfigError, match=r"opponents: unknown kind 'random'"):
         load_config(None, ["opponents={random: 1}"])
+    with pytest.raises(ConfigError, match=r"win_bonus=-1.0: expected 0 or more"):
+        load_config(None, ["win_bonus=-1"])
+    with pytest.raises(ConfigError, match=r"max_updates=0: expected a positive integer or null"):
+        load_config(None, ["max_updates=0"])
+    with pytest.raises(ConfigError, match=r"target_kl=0.0: expected a positive number or null"):
+        load_config(None, ["target_kl=0"])
     with pytest.raises(ConfigError, match=r"gae_lambda=1.5: expected a number in \[0, 1\]"):
         load_config(None, ["gae_lambda=1.5"])
     with pytest.raises(ConfigError, match="minibatch_size=99999 exceeds"):
@@ -302,3 +308,11 @@ def test_neural_agent_evaluates_in_forked_workers():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split()[-1] == "8"
+
+
+def test_reward_settings_reach_the_engine(tmp_path):
+    trainer = Trainer(tiny(tmp_path, "rewards", "episode=game", "reward=team_score", "win_bonus=0.5",
+                           "shaping=0.2", "reward_scale=0.02"), log=lambda line: None)
+    scheme = trainer.env.reward_scheme
+    assert (trainer.env.episode, scheme.reward, scheme.win_bonus, scheme.shaping, scheme.reward_scale) == \
+        ("game", "team_score", 0.5, 0.2, 0.02)

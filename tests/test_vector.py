@@ -238,3 +238,16 @@ def test_obs_dtype_is_the_float32_observation_converted():
     assert rounded > 0                          # bfloat16 did round some score fractions
     with pytest.raises(VectorEnvError, match="obs_dtype"):
         SpadesVectorEnv(2, obs_dtype=torch.int8)
+
+
+def test_snapshot_and_seat_view_errors_are_clear():
+    env = SpadesVectorEnv(4, seed=0)
+    with pytest.raises(VectorEnvError, match="before reset"):
+        env.state_dict()
+    with pytest.raises(VectorEnvError, match="before reset"):
+        env.observe_seat(0)
+    env.reset()
+    with pytest.raises(VectorEnvError, match="expected seats 0..3"):
+        env.observe_seat(4)
+    with pytest.raises(VectorEnvError, match="expected a SpadesVectorEnv.state_dict"):
+        env.load_state_dict({"state": {}})
