@@ -289,6 +289,25 @@ def test_init_from_a_checkpoint_starts_from_its_weights(tmp_path):
         Trainer(tiny(tmp_path, "third", f"init_from={source}", "hidden=48"), log=lambda line: None)
 
 
+def test_critic_warmup_freezes_the_policy_then_releases_it(tmp_path):
+    """``critic_warmup_updates``: a central critic learns from an imported policy that stays fixed."""
+    first = tiny(tmp_path, "first", "total_decisions=512", "imitation_decisions=0")
+    Trainer(first, log=lambda line: None).train()
+    model = export_model(tmp_path / "first" / "checkpoints" / "last.pt", tmp_path / "model.pt")
+    config = tiny(tmp_path, "warm", f"init_from={model}", "critic=central", "critic_warmup_updates=2")
+    trainer = Trainer(config, log=lambda line: None)
+    policy_before = {k: v.clone() for k, v in trainer.policy.state_dict().items()}
+    critic_before = {k: v.clone() for k, v in trainer.critic.state_dict().items()}
+    trainer.learn(trainer.collect())                      # update 0 of 2 warm-up updates
+    assert all(torch.equal(policy_before[k], v) for k, v in trainer.policy.state_dict().items())
+    assert not all(torch.equal(critic_before[k], v) for k, v in trainer.critic.state_dict().items())
+    trainer.update = 2                                    # warm-up over: the policy learns again
+    trainer.learn(trainer.collect())
+    assert not all(torch.equal(policy_before[k], v) for k, v in trainer.policy.state_dict().items())
+    with pytest.raises(ConfigError, match="critic_warmup_updates=-1: expected 0 or more"):
+        load_config(None, ["critic_warmup_updates=-1"])
+
+
 def test_max_updates_stops_early_on_the_full_schedule(tmp_path):
     config = tiny(tmp_path, "short", "max_updates=2", "imitation_decisions=0", "eval_every=0")
     assert config.updates == 6 and config.last_update == 2

@@ -85,6 +85,8 @@ class TrainConfig:
                                       "itself (0: start from scratch)")
     imitation_epochs: int = _f(4, "passes over the imitation data")
     imitation_learning_rate: float = _f(1e-3, "Adam step size of the imitation (its own optimizer)")
+    critic_warmup_updates: int = _f(0, "first updates of PPO train only the critic, the policy frozen (for "
+                                       "init_from a model without a critic that fits, e.g. a new central one)")
 
     # --- evaluation, logging, checkpoints
     eval_every: int = _f(20, "updates between duplicate evaluations (0: only at the end)")
@@ -125,7 +127,7 @@ class TrainConfig:
         for name in positive:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected a positive integer")
-        for name in ("imitation_decisions", "eval_every", "final_eval_deals", "threads"):
+        for name in ("imitation_decisions", "eval_every", "final_eval_deals", "threads", "critic_warmup_updates"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected 0 or more")
         for name in ("learning_rate", "imitation_learning_rate", "reward_scale", "clip", "max_grad_norm"):

@@ -260,6 +260,7 @@ class Trainer:
         stats: dict[str, list[float]] = {k: [] for k in ("policy", "value", "entropy_bid", "entropy_card",
                                                           "approx_kl", "clip_fraction")}
         params = list(self.policy.parameters()) + list(self.critic.parameters())
+        critic_only = self.update < cfg.critic_warmup_updates
         stop = False
         for _ in range(cfg.epochs):
             order = torch.randperm(n, generator=self.generator, device=self.device)
@@ -279,6 +280,8 @@ class Trainer:
                 value = self.critic(self._critic_input(data["obs"][mb], data["state"][mb] if "state" in data else None))
                 value_loss = 0.5 * (value - data["ret"][mb]).pow(2).mean()
                 loss = policy_loss - cfg.entropy_coef * entropy.mean() + cfg.value_coef * value_loss
+                if critic_only:
+                    loss = cfg.value_coef * value_loss
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
@@ -294,7 +297,7 @@ class Trainer:
                         stats["entropy_card"].append(float(entropy[~is_bid].mean()))
                     stats["approx_kl"].append(approx_kl)
                     stats["clip_fraction"].append(float(((ratio - 1).abs() > cfg.clip).float().mean()))
-                if cfg.target_kl is not None and approx_kl > cfg.target_kl:
+                if cfg.target_kl is not None and approx_kl > cfg.target_kl and not critic_only:
                     stop = True
                     break
             if stop:
