@@ -175,3 +175,48 @@ def redeal_hidden(game: SpadesGame, seat: int, rng: random.Random) -> list[list[
         rng.shuffle(shuffled)
         mapping.update(zip(slots, shuffled))
     return [sorted(mapping.get(c, c) for c in hand) for hand in deal]
+
+
+def check_no_peeking(make_agent, deals: Sequence[list[list[int]]], scores: Sequence[int], rng: random.Random,
+                     decide_at, redeals: int = 1) -> tuple[int, int]:
+    """Play ``deals`` (heuristic players) and, at the steps where ``decide_at(step, obs)`` holds,
+    redeal the cards the acting seat cannot see, replay the hand so far in a twin env and check
+    that the seat's observation and mask are the same and a fresh ``make_agent()`` makes the
+    same decision. Returns (decisions checked, redeals that moved a hidden card)."""
+    import agents
+    import numpy as np
+    from spades_env import spades_v0
+
+    env = spades_v0.raw_env(rules="standard", episode="hand")
+    twin = spades_v0.raw_env(rules="standard", episode="hand")
+    checked = changed = 0
+    for hand_no, deal in enumerate(deals):
+        options = {"dealer": hand_no % 4, "scores": list(scores)}
+        drivers = [agents.make("heuristic", seed=1) for _ in range(4)]
+        env.reset(seed=hand_no, options={"deal": deal, **options})
+        actions = []
+        for step, name in enumerate(env.agent_iter()):
+            obs, _, term, trunc, info = env.last()
+            if term or trunc:
+                env.step(None)
+                continue
+            seat = int(name[-1])
+            if decide_at(step, obs):
+                expected = make_agent().act(obs, info)
+                game = env.unwrapped.game
+                for _ in range(redeals):
+                    twin.reset(seed=hand_no, options={"deal": redeal_hidden(game, seat, rng), **options})
+                    for a in actions:
+                        twin.step(a)
+                    other = twin.unwrapped.game
+                    assert other.hands[seat] == game.hands[seat]
+                    changed += other.hands != game.hands
+                    twin_obs = twin.observe(name)
+                    np.testing.assert_array_equal(twin_obs["observation"], obs["observation"])
+                    np.testing.assert_array_equal(twin_obs["action_mask"], obs["action_mask"])
+                    assert make_agent().act(twin_obs, info) == expected
+                    checked += 1
+            action = drivers[seat].act(obs, info)
+            actions.append(action)
+            env.step(action)
+    return checked, changed

@@ -18,7 +18,7 @@ from agents.search import (DealSampler, Knowledge, SearchAgent, _play_views, _re
 from spades_env import decode_observation, make_rules, spades_v0, view_from_game
 from spades_env.game import PHASE_BIDDING, PHASE_BLIND_DECISION, PHASE_HAND_OVER, PHASE_PLAY, SpadesGame
 
-from helpers import redeal_hidden, card, cards
+from helpers import check_no_peeking, card, cards
 
 SMALL = dict(worlds=4, bid_worlds=4)
 
@@ -183,38 +183,9 @@ def test_deterministic_given_seed():
 @pytest.mark.parametrize("scores", [[0, 0], [0, 300]])
 def test_no_peeking_same_observation_same_decision(scores):
     """The same observation with the hidden cards dealt differently gives the same decision."""
-    env = spades_v0.raw_env(rules="standard", episode="hand")
-    twin = spades_v0.raw_env(rules="standard", episode="hand")
-    rng = random.Random(4)
-    checked = changed = 0
-    for hand_no in range(3):
-        bots = [agents.make("heuristic", seed=1) for _ in range(4)]
-        env.reset(seed=hand_no, options={"deal": deal_for(hand_no), "dealer": hand_no % 4, "scores": scores})
-        actions = []
-        for step, name in enumerate(env.agent_iter()):
-            obs, _, term, trunc, info = env.last()
-            if term or trunc:
-                env.step(None)
-                continue
-            seat = int(name[-1])
-            if step % 4 == 1 and obs["action_mask"].sum() > 1:
-                game = env.unwrapped.game
-                expected = agents.make("search", seed=9, worlds=6, bid_worlds=6).act(obs, info)
-                deal = redeal_hidden(game, seat, rng)
-                twin.reset(seed=hand_no, options={"deal": deal, "dealer": hand_no % 4, "scores": scores})
-                for a in actions:
-                    twin.step(a)
-                other = twin.unwrapped.game
-                assert other.hands[seat] == game.hands[seat]
-                changed += other.hands != game.hands
-                twin_obs = twin.observe(name)
-                np.testing.assert_array_equal(twin_obs["observation"], obs["observation"])
-                fresh = agents.make("search", seed=9, worlds=6, bid_worlds=6)
-                assert fresh.act(twin_obs, info) == expected
-                checked += 1
-            action = bots[seat].act(obs, info)
-            actions.append(action)
-            env.step(action)
+    checked, changed = check_no_peeking(lambda: agents.make("search", seed=9, worlds=6, bid_worlds=6),
+                                        [deal_for(i) for i in range(3)], scores, random.Random(4),
+                                        lambda step, obs: step % 4 == 1 and obs["action_mask"].sum() > 1)
     assert checked >= 25 and changed >= checked // 2
 
 
