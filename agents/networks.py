@@ -6,12 +6,21 @@ passing) and the *bidding head* the 16 other actions (bids 0-13 with 0 = nil, bl
 Only one head's actions are ever legal at a time, so the two policies learn independently on
 top of shared features. ``ValueNet`` is the critic: the observation (local) or the observation
 plus the full state (central, training only).
+
+With ``card_features`` the policy first derives, from the observation alone, what a card player
+counts in their head (:class:`CardFeatures`: for every card whether it is unseen, how many unseen
+cards of its suit are above and below it, whether it is a master card, which card wins the trick
+so far and which of one's cards would beat it, suit lengths and known voids), and the card head
+scores each card from the trunk's features together with that card's own features, with weights
+shared by all 52 cards.
 """
 
 from __future__ import annotations
 
 import torch
 from torch import nn
+
+from spades_env.observation import layout_for_size
 
 NUM_CARDS = 52
 NUM_OTHER_ACTIONS = 16          # bids 0..13 (ids 52..65), blind nil (66), look (67)
@@ -28,23 +37,118 @@ def mlp(sizes: list[int], last_activation: bool = True) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
-class PolicyNet(nn.Module):
-    """Shared trunk, a card head and a bidding head; ``forward`` returns masked logits (B, 68)."""
+class CardFeatures(nn.Module):
+    """Derived card-counting features of a batch of observations (no learned weights).
 
-    def __init__(self, obs_size: int, hidden: int = 256, layers: int = 2, head_hidden: int = 128) -> None:
+    ``forward(obs)`` returns ``(per_card, summary)``: ``per_card`` (B, 52, PER_CARD) and
+    ``summary`` (B, SUMMARY). Per card: held, unseen (in no one's play and not held), played
+    this hand, in the current trick, the trick's winning card so far, unseen cards of its suit
+    above it and below it (/13), own cards of its suit above it (/13), master card (held, none
+    unseen above it), would beat the trick's winner now, own and unseen cards of its suit (/13),
+    and whether each other seat is known void in its suit. Summary: cards in the trick (/n),
+    which relative seat wins the trick so far (n), own cards per suit (/13), unseen per suit (/13).
+    """
+
+    PER_CARD = 12       # plus one known-void flag per other seat
+
+    def __init__(self, obs_size: int) -> None:
+        super().__init__()
+        layout = layout_for_size(obs_size)
+        self.n = n = layout.n
+        self.summary_size = 1 + n + 8
+        self.per_card_size = self.PER_CARD + (n - 1)
+        blocks = layout.obs_blocks
+        self.hand = blocks["hand"].slice
+        self.trick = blocks["current_trick"].slice
+        self.played = blocks["played"].slice
+        self.leader = blocks["trick_leader"].slice
+        self.voids = blocks["voids"].slice
+        rank = torch.arange(NUM_CARDS) % 13
+        suit = torch.arange(NUM_CARDS) // 13
+        # Trick strength of a card: spades beat the led suit, which beats the rest.
+        self.register_buffer("rank_score", (rank + 1).float(), persistent=False)
+        self.register_buffer("is_spade", (suit == 3).float(), persistent=False)
+        above = (suit[:, None] == suit[None, :]) & (rank[None, :] > rank[:, None])       # [c, d]: d above c
+        below = (suit[:, None] == suit[None, :]) & (rank[None, :] < rank[:, None])
+        self.register_buffer("above", above.float(), persistent=False)
+        self.register_buffer("below", below.float(), persistent=False)
+        self.register_buffer("suit_of", nn.functional.one_hot(suit, 4).float(), persistent=False)   # (52, 4)
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        B, n = obs.shape[0], self.n
+        hand = obs[:, self.hand]
+        trick_rows = obs[:, self.trick].reshape(B, n, NUM_CARDS)
+        played = obs[:, self.played].reshape(B, n, NUM_CARDS).sum(1).clamp(max=1)
+        in_trick = trick_rows.sum(1)
+        unseen = (1 - hand - torch.maximum(played, in_trick)).clamp(min=0)
+        higher_unseen = unseen @ self.above.T / 13                 # per card c: sum over d above c
+        lower_unseen = unseen @ self.below.T / 13
+        higher_held = hand @ self.above.T / 13
+        master = hand * (higher_unseen == 0).float()
+        # The led suit is the suit of the leader's card in the current trick.
+        leader = obs[:, self.leader]
+        lead_card = (leader[:, :, None] * trick_rows).sum(1)                              # (B, 52)
+        lead_suit = lead_card @ self.suit_of                                              # (B, 4)
+        follows = lead_suit @ self.suit_of.T                                               # (B, 52)
+        strength = (self.rank_score + 50 * follows + 100 * self.is_spade) * ((follows + self.is_spade) > 0)
+        trick_strength = strength * in_trick
+        best = trick_strength.max(1, keepdim=True).values
+        winner = in_trick * (trick_strength == best).float() * (best > 0).float()
+        beats = hand * (strength > best).float() * (best > 0).float()
+        held_per_suit = hand @ self.suit_of / 13                                          # (B, 4)
+        unseen_per_suit = unseen @ self.suit_of / 13
+        voids = obs[:, self.voids].reshape(B, n, 4)[:, 1:]                                 # other seats
+        per_card = torch.cat([
+            torch.stack([hand, unseen, played, in_trick, winner, higher_unseen, lower_unseen, higher_held,
+                         master, beats, held_per_suit @ self.suit_of.T, unseen_per_suit @ self.suit_of.T], 2),
+            (voids @ self.suit_of.T).transpose(1, 2),
+        ], 2)
+        winner_seat = (trick_rows * winner[:, None, :]).sum(2)                           # (B, n)
+        summary = torch.cat([in_trick.sum(1, keepdim=True) / n, winner_seat, held_per_suit, unseen_per_suit], 1)
+        return per_card, summary
+
+
+class PolicyNet(nn.Module):
+    """Shared trunk, a card head and a bidding head; ``forward`` returns masked logits (B, 68).
+
+    ``card_features``: the trunk also reads :class:`CardFeatures` and the card head scores each
+    card from the trunk's output and the card's own features (weights shared across cards, plus a
+    learned embedding per card)."""
+
+    def __init__(self, obs_size: int, hidden: int = 256, layers: int = 2, head_hidden: int = 128,
+                 card_features: bool = False) -> None:
         super().__init__()
         self.arch = {"obs_size": obs_size, "hidden": hidden, "layers": layers, "head_hidden": head_hidden}
-        self.trunk = mlp([obs_size] + [hidden] * layers)
-        self.card_head = mlp([hidden, head_hidden, NUM_CARDS], last_activation=False)
+        if card_features:
+            self.arch["card_features"] = True
+        self.features = CardFeatures(obs_size) if card_features else None
+        extra = 0 if self.features is None else NUM_CARDS * self.features.per_card_size + self.features.summary_size
+        self.trunk = mlp([obs_size + extra] + [hidden] * layers)
+        if self.features is None:
+            self.card_head = mlp([hidden, head_hidden, NUM_CARDS], last_activation=False)
+            last_card_layer = self.card_head[-1]
+        else:
+            self.card_context = nn.Linear(hidden, head_hidden)
+            self.card_own = nn.Linear(self.features.per_card_size, head_hidden, bias=False)
+            self.card_embedding = nn.Parameter(torch.zeros(NUM_CARDS, head_hidden))
+            self.card_score = nn.Linear(head_hidden, 1)
+            last_card_layer = self.card_score
         self.bid_head = mlp([hidden, head_hidden, NUM_OTHER_ACTIONS], last_activation=False)
         # Small initial logits: a near-uniform policy over the legal actions to start from.
-        for head in (self.card_head, self.bid_head):
-            nn.init.orthogonal_(head[-1].weight, gain=0.01)
-            nn.init.zeros_(head[-1].bias)
+        for layer in (last_card_layer, self.bid_head[-1]):
+            nn.init.orthogonal_(layer.weight, gain=0.01)
+            nn.init.zeros_(layer.bias)
 
     def forward(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        features = self.trunk(obs)
-        logits = torch.cat([self.card_head(features), self.bid_head(features)], 1)
+        if self.features is None:
+            trunk = self.trunk(obs)
+            card_logits = self.card_head(trunk)
+        else:
+            per_card, summary = self.features(obs)
+            trunk = self.trunk(torch.cat([obs, per_card.flatten(1), summary], 1))
+            hidden = torch.relu(self.card_context(trunk)[:, None, :] + self.card_own(per_card) + self.card_embedding)
+            card_logits = self.card_score(hidden)[:, :, 0]
+        logits = torch.cat([card_logits, self.bid_head(trunk)], 1)
         return logits.masked_fill(~mask, MASKED_LOGIT)
 
 

@@ -62,6 +62,9 @@ class TrainConfig:
     hidden: int = _f(256, "width of the shared layers of the policy (and of the critic)")
     layers: int = _f(2, "shared layers of the policy and of the critic")
     head_hidden: int = _f(128, "width of the bidding head's and the card head's hidden layer")
+    card_features: bool = _f(False, "the policy also reads derived card-counting features (unseen cards above "
+                                     "and below each card, master cards, the trick's winner, voids) and scores "
+                                     "each card with weights shared by all cards (agents.networks.CardFeatures)")
     critic: str = _f("local", "'local': the critic sees the seat's observation; 'central': also the full "
                               "state, all hands included (training only; the policy never sees it)")
 

@@ -1,0 +1,110 @@
+"""The policy network's derived card features, checked against the game engine's own state, and
+the card-feature policy's plumbing (shapes, masking, save and load)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import agents
+from agents.neural import NeuralAgent, policy_from_checkpoint
+from agents.networks import CardFeatures, PolicyNet
+from spades_env import spades_v0
+
+FEATURE = {name: i for i, name in enumerate(
+    ["held", "unseen", "played", "in_trick", "winner", "higher_unseen", "lower_unseen", "higher_held", "master",
+     "beats", "held_in_suit", "unseen_in_suit"])}
+
+
+def bits(mask: int) -> set[int]:
+    return {c for c in range(52) if mask >> c & 1}
+
+
+def expected_features(game, seat: int) -> dict[str, set | list]:
+    """What a player at ``seat`` can count, computed from the engine's state directly."""
+    played = set().union(*(bits(m) for m in game.played))
+    trick = set(game.trick_cards)
+    held = bits(game.hands[seat])
+    unseen = set(range(52)) - held - played - trick
+    winner = {game.win_card} if game.trick_cards else set()
+    out = {"held": held, "unseen": unseen, "in_trick": trick, "winner": winner, "higher": {}, "lower": {},
+           "master": {c for c in held if not any(d // 13 == c // 13 and d > c for d in unseen)}}
+    for c in range(52):
+        out["higher"][c] = sum(1 for d in unseen if d // 13 == c // 13 and d > c)
+        out["lower"][c] = sum(1 for d in unseen if d // 13 == c // 13 and d < c)
+    beats = set()
+    if game.trick_cards:
+        w = game.win_card
+        for c in held:
+            if (c // 13 == w // 13 and c > w) or (c // 13 == 3 and w // 13 != 3):
+                beats.add(c)
+    out["beats"] = beats
+    out["winner_seat"] = (game.win_seat - seat) % game.n if game.trick_cards else None
+    return out
+
+
+@pytest.mark.parametrize("rules", ["standard", "tournament", "cutthroat"])
+def test_card_features_match_the_engine(rules):
+    env = spades_v0.raw_env(rules=rules, episode="hand")
+    features = None
+    checked = 0
+    for hand_no in range(4):
+        env.reset(seed=hand_no)
+        bots = [agents.make("heuristic", seed=s) for s in range(4)]
+        for name in env.agent_iter():
+            obs, _, term, trunc, info = env.last()
+            if term or trunc:
+                env.step(None)
+                continue
+            game, seat = env.unwrapped.game, int(name[-1])
+            features = features or CardFeatures(obs["observation"].shape[0])
+            per_card, summary = features(torch.from_numpy(obs["observation"])[None])
+            f = per_card[0].numpy()
+            want = expected_features(game, seat)
+            if game.phase == 3:      # play phase: the hand is visible
+                for key in ("held", "unseen", "in_trick", "winner", "master", "beats"):
+                    got = set(np.flatnonzero(f[:, FEATURE[key]] > 0.5).tolist())
+                    assert got == want[key], (key, got, want[key])
+                for c in range(52):
+                    assert f[c, FEATURE["higher_unseen"]] * 13 == pytest.approx(want["higher"][c])
+                    assert f[c, FEATURE["lower_unseen"]] * 13 == pytest.approx(want["lower"][c])
+                winner_seat = summary[0, 1:1 + game.n].numpy()
+                if want["winner_seat"] is None:
+                    assert winner_seat.sum() == 0
+                else:
+                    assert int(np.argmax(winner_seat)) == want["winner_seat"] and winner_seat.sum() == 1
+                voids = f[:, len(FEATURE):]
+                for k in range(1, game.n):
+                    other = (seat + k) % game.n
+                    for c in range(52):
+                        assert voids[c, k - 1] == float(game.voids[other] >> (c // 13) & 1)
+                checked += 1
+            env.step(bots[seat].act(obs, info))
+    assert checked > 150
+
+
+def test_card_feature_policy_masks_saves_and_loads(tmp_path):
+    torch.manual_seed(0)
+    net = PolicyNet(742, hidden=32, layers=2, head_hidden=16, card_features=True)
+    obs = torch.rand(5, 742).round()
+    mask = torch.zeros(5, 68, dtype=torch.bool)
+    mask[:, [3, 17, 40]] = True
+    logits = net(obs, mask)
+    assert logits.shape == (5, 68) and bool((logits[~mask] < -1e8).all()) and bool((logits[mask] > -1e8).all())
+    path = tmp_path / "model.pt"
+    torch.save({"format": "spades-neural-policy", "arch": net.arch, "policy": net.state_dict(), "rules": "standard"},
+               path)
+    again, info = policy_from_checkpoint(torch.load(path, weights_only=True))
+    assert info["arch"]["card_features"] is True
+    assert torch.equal(again(obs, mask), logits)
+    env = spades_v0.raw_env(rules="standard", episode="hand")
+    env.reset(seed=0)
+    bot = NeuralAgent(checkpoint=path)
+    obs_dict, *_ = env.last()
+    assert obs_dict["action_mask"][bot.act(obs_dict)]
+
+
+def test_old_models_without_card_features_still_load():
+    bot = agents.make("neural")                 # the shipped model predates card features
+    assert "card_features" not in bot.policy.arch and bot.policy.features is None
