@@ -214,6 +214,11 @@ def parse_bid_text(text: str) -> Optional[int]:
     return words.index(t) if t in words else None
 
 
+def allowed_bids(legal: Sequence[int]) -> list[int]:
+    """The bids (0 = nil) among legal action ids."""
+    return [a - BID_ACTION_BASE for a in legal if BID_ACTION_BASE <= a < BLIND_NIL_ACTION]
+
+
 def format_bid_choices(bids: Sequence[int]) -> str:
     """``nil, 1-13`` / ``4-13`` / ``nil, 2, 4-5``."""
     parts: list[str] = []
@@ -480,7 +485,7 @@ class HumanAgent(Agent):
         return None
 
     def _bid_choice(self, text: str, view: ObservationView, legal: Sequence[int]) -> Optional[int]:
-        allowed = [a - BID_ACTION_BASE for a in legal if BID_ACTION_BASE <= a < BLIND_NIL_ACTION]
+        allowed = allowed_bids(legal)
         choices = f"You may bid: {format_bid_choices(allowed)}."
         word = text.strip().lower()
         bid = parse_bid_text(word)
@@ -689,8 +694,7 @@ class HumanAgent(Agent):
         if phase == PHASE_BLIND_DECISION:
             return "Choose: b = bid blind nil (without looking), l = look at your cards."
         if phase == PHASE_BIDDING:
-            allowed = [a - BID_ACTION_BASE for a in legal if BID_ACTION_BASE <= a < BLIND_NIL_ACTION]
-            return f"You may bid: {format_bid_choices(allowed)}."
+            return f"You may bid: {format_bid_choices(allowed_bids(legal))}."
         cards = sort_for_display([a for a in legal if a < 52])
         if phase == PHASE_PASSING:
             head = "Pass one of: "
@@ -741,8 +745,7 @@ class HumanAgent(Agent):
         if phase == PHASE_BLIND_DECISION:
             return "Blind nil? (b = blind nil, l = look, ? = help)> "
         if phase == PHASE_BIDDING:
-            allowed = [a - BID_ACTION_BASE for a in legal if BID_ACTION_BASE <= a < BLIND_NIL_ACTION]
-            return f"Your bid ({format_bid_choices(allowed)}; ? = help)> "
+            return f"Your bid ({format_bid_choices(allowed_bids(legal))}; ? = help)> "
         cards = sort_for_display([a for a in legal if a < 52])
         example = card_input_form(cards[0])
         what = "Card to pass" if phase == PHASE_PASSING else "Your card"
