@@ -50,8 +50,8 @@ def test_config_errors_name_the_field_and_what_is_expected(tmp_path):
         load_config(None, ["opponents={random: 1}"])
     with pytest.raises(ConfigError, match=r"win_bonus=-1.0: expected 0 or more"):
         load_config(None, ["win_bonus=-1"])
-    with pytest.raises(ConfigError, match=r"max_updates=0: expected a positive integer or null"):
-        load_config(None, ["max_updates=0"])
+    with pytest.raises(ConfigError, match=r"max_updates=-1: expected 0 or more, or null"):
+        load_config(None, ["max_updates=-1"])
     with pytest.raises(ConfigError, match=r"target_kl=0.0: expected a positive number or null"):
         load_config(None, ["target_kl=0"])
     with pytest.raises(ConfigError, match=r"gae_lambda=1.5: expected a number in \[0, 1\]"):
@@ -316,6 +316,16 @@ def test_max_updates_stops_early_on_the_full_schedule(tmp_path):
     assert trainer.update == 2
     rows = list(csv.DictReader((tmp_path / "short" / "metrics.csv").open()))
     assert len(rows) == 2 and float(rows[1]["learning_rate"]) == pytest.approx(config.learning_rate * (1 - 1 / 6))
+
+
+def test_max_updates_zero_is_the_imitation_alone(tmp_path):
+    config = tiny(tmp_path, "imitation", "max_updates=0", "eval_every=0")
+    trainer = Trainer(config, log=lambda line: None)
+    trainer.train()
+    assert trainer.update == 0 and trainer.imitated
+    run = tmp_path / "imitation"
+    assert (run / "model.pt").exists() and (run / "final_eval.json").exists()
+    assert read_checkpoint(run / "checkpoints" / "last.pt")["imitated"] is True
 
 
 def test_neural_agent_evaluates_in_forked_workers():

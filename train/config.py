@@ -39,7 +39,8 @@ class TrainConfig:
     threads: int = _f(0, "torch CPU threads (0: torch's default)")
     total_decisions: int = _f(2_000_000, "stop after this many decisions of experience (all seats)")
     max_updates: Optional[int] = _f(None, "stop after this many updates although the learning-rate schedule "
-                                          "runs to total_decisions (null: run to total_decisions)")
+                                          "runs to total_decisions (null: run to total_decisions; 0: only the "
+                                          "imitation warm start)")
 
     # --- the game
     rules: str = _f("standard", "rule preset name or YAML path (partnership rules)")
@@ -142,8 +143,8 @@ class TrainConfig:
         for name in ("entropy_coef", "value_coef", "shaping", "win_bonus"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected 0 or more")
-        if self.max_updates is not None and self.max_updates < 1:
-            raise ConfigError(f"max_updates={self.max_updates!r}: expected a positive integer or null")
+        if self.max_updates is not None and self.max_updates < 0:
+            raise ConfigError(f"max_updates={self.max_updates!r}: expected 0 or more, or null")
         if self.target_kl is not None and not self.target_kl > 0:
             raise ConfigError(f"target_kl={self.target_kl!r}: expected a positive number or null")
         if self.episode not in ("hand", "game"):

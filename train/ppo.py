@@ -509,6 +509,8 @@ class Trainer:
             if (cfg.eval_every and self.update % cfg.eval_every == 0) or self.update == cfg.last_update:
                 plot_learning_curves(self.metrics, self.run_path / "learning_curves.png", cfg.eval_opponents, cfg.name)
         bar.close()
+        if not (self.checkpoint_dir / "last.pt").exists():       # max_updates 0 after init_from
+            self.save_checkpoint()
         return self.finish()
 
     def _eval_line(self, row: dict) -> str:
