@@ -105,6 +105,9 @@ def test_card_feature_policy_masks_saves_and_loads(tmp_path):
     assert obs_dict["action_mask"][bot.act(obs_dict)]
 
 
-def test_old_models_without_card_features_still_load():
-    bot = agents.make("neural")                 # the shipped model predates card features
-    assert "card_features" not in bot.policy.arch and bot.policy.features is None
+def test_models_without_card_features_still_load():
+    """Models written before the option existed have no ``card_features`` key in their shape."""
+    plain = PolicyNet(742, hidden=32, layers=1, head_hidden=16)
+    assert plain.arch == {"obs_size": 742, "hidden": 32, "layers": 1, "head_hidden": 16}
+    again, _ = policy_from_checkpoint({"arch": dict(plain.arch), "policy": plain.state_dict()})
+    assert again.features is None
