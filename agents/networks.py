@@ -40,8 +40,8 @@ def mlp(sizes: list[int], last_activation: bool = True) -> nn.Sequential:
 class CardFeatures(nn.Module):
     """Derived card-counting features of a batch of observations (no learned weights).
 
-    ``forward(obs)`` returns ``(per_card, summary)``: ``per_card`` (B, 52, PER_CARD) and
-    ``summary`` (B, SUMMARY). Per card: held, unseen (in no one's play and not held), played
+    ``forward(obs)`` returns ``(per_card, summary)``: ``per_card`` (B, 52, ``per_card_size``) and
+    ``summary`` (B, ``summary_size``). Per card: held, unseen (in no one's play and not held), played
     this hand, in the current trick, the trick's winning card so far, unseen cards of its suit
     above it and below it (/13), own cards of its suit above it (/13), master card (held, none
     unseen above it), would beat the trick's winner now, own and unseen cards of its suit (/13),
