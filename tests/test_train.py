@@ -277,6 +277,23 @@ def test_central_critic_and_pure_self_play_run(tmp_path):
     assert bool((trainer.controller == 0).all())          # every seat learns in self-play
 
 
+def test_card_feature_policy_trains_and_its_model_plays(tmp_path):
+    config = tiny(tmp_path, "cards", "card_features=true", "total_decisions=1536", "eval_every=0")
+    trainer = Trainer(config, log=lambda line: None)
+    assert trainer.policy.features is not None
+    trainer.train()
+    assert trainer.pool_nets and all(net.features is not None for net in trainer.pool_nets)
+    bot = agents.make("neural", checkpoint=tmp_path / "cards" / "model.pt")
+    assert bot.policy.arch["card_features"] is True
+    env = spades_v0.raw_env(rules="standard", episode="hand")
+    env.reset(seed=1)
+    for name in env.agent_iter():
+        obs, _, term, trunc, info = env.last()
+        action = None if term or trunc else bot.act(obs, info)
+        assert action is None or obs["action_mask"][action]
+        env.step(action)
+
+
 def test_init_from_a_checkpoint_starts_from_its_weights(tmp_path):
     first = tiny(tmp_path, "first", "total_decisions=512")
     Trainer(first, log=lambda line: None).train()
