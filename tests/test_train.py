@@ -294,6 +294,17 @@ def test_card_feature_policy_trains_and_its_model_plays(tmp_path):
         env.step(action)
 
 
+def test_target_kl_stops_an_update_early(tmp_path):
+    def adam_steps(*extra: str) -> int:
+        trainer = Trainer(tiny(tmp_path, "kl", "imitation_decisions=0", "epochs=3", "minibatch_size=64", *extra),
+                          overwrite=True, log=lambda line: None)
+        trainer.learn(trainer.collect())
+        first = next(iter(trainer.policy.parameters()))
+        return int(trainer.optimizer.state[first]["step"])
+    full, stopped = adam_steps(), adam_steps("target_kl=1e-9")
+    assert full >= 6 and stopped < full
+
+
 def test_init_from_a_checkpoint_starts_from_its_weights(tmp_path):
     first = tiny(tmp_path, "first", "total_decisions=512")
     Trainer(first, log=lambda line: None).train()
