@@ -203,15 +203,7 @@ class SpadesVectorEnv:
         B, dev, r = self.num_envs, self.device, self.rules
         # Validate every option before changing anything.
         queue = self._parse_deals(deals) if deals is not None else torch.zeros(B, 0, NUM_SEATS, dtype=I64, device=dev)
-        start_scores = self._per_table_pair("scores", scores)
-        start_bags = self._per_table_pair("bags", bags)
-        if r.bags_from_score_digit:
-            digit = torch.fmod(start_scores, 10)
-            if bags is not None and not torch.equal(digit, start_bags):
-                raise VectorEnvError("bags: under bags_from_score_digit the bags are the scores' last digits")
-            start_bags = digit
-        elif bool(((start_bags < 0) | (start_bags >= r.bag_limit)).any()):
-            raise VectorEnvError(f"bags={bags!r}: expected 0..{r.bag_limit - 1} per partnership")
+        start_scores, start_bags = self._start_values(scores, bags)
         first_dealer = None
         if dealer is not None:
             d = torch.as_tensor(dealer, device=dev)
@@ -237,6 +229,34 @@ class SpadesVectorEnv:
                                                  self._pool_ptr, self._deal_queue)
         obs, self._mask = self.observe()
         return obs, self._mask
+
+    def set_start(self, scores: Any = None, bags: Any = None, tables: Optional[torch.Tensor] = None) -> None:
+        """The scores and bags (a pair, or one pair per table) that the next game or hand episode
+        of the given tables (a (B,) bool mask; all by default) starts from. Tables already playing
+        keep their current values; a table that finishes restarts from these."""
+        start_scores, start_bags = self._start_values(scores, bags)
+        if tables is None:
+            self._start_scores, self._start_bags = start_scores, start_bags
+            return
+        tables = torch.as_tensor(tables, device=self.device)
+        if tables.dtype != torch.bool or tables.shape != (self.num_envs,):
+            raise VectorEnvError(f"set_start: tables must be a bool mask of shape ({self.num_envs},)")
+        self._start_scores = torch.where(tables[:, None], start_scores, self._start_scores)
+        self._start_bags = torch.where(tables[:, None], start_bags, self._start_bags)
+
+    def _start_values(self, scores: Any, bags: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """Checked (B, 2) starting scores and bags."""
+        r = self.rules
+        start_scores = self._per_table_pair("scores", scores)
+        start_bags = self._per_table_pair("bags", bags)
+        if r.bags_from_score_digit:
+            digit = torch.fmod(start_scores, 10)
+            if bags is not None and not torch.equal(digit, start_bags):
+                raise VectorEnvError("bags: under bags_from_score_digit the bags are the scores' last digits")
+            start_bags = digit
+        elif bool(((start_bags < 0) | (start_bags >= r.bag_limit)).any()):
+            raise VectorEnvError(f"bags={bags!r}: expected 0..{r.bag_limit - 1} per partnership")
+        return start_scores, start_bags
 
     def _per_table_pair(self, name: str, value: Any) -> torch.Tensor:
         B, dev = self.num_envs, self.device
@@ -532,7 +552,6 @@ class SpadesVectorEnv:
 
     def _observation_fused(self, s: VecState, frame: torch.Tensor) -> torch.Tensor:
         """``_cast(_encode(s, frame, egocentric=True))``, value for value, from packed bit words."""
-        B = self.num_envs
         blocks = self.layout.obs_blocks
         one = torch.ones_like(frame)
         rot = (frame[:, None] + self._seat_range[None, :]) & 3         # absolute seat of relative r

@@ -305,6 +305,19 @@ def test_target_kl_stops_an_update_early(tmp_path):
     assert full >= 6 and stopped < full
 
 
+def test_varied_start_offers_blind_nil_and_redraws_scores(tmp_path):
+    config = tiny(tmp_path, "varied", "varied_start=true", "imitation_decisions=0", "opponents={self: 1.0}")
+    trainer = Trainer(config, log=lambda line: None)
+    starts = trainer.env._start_scores
+    assert starts.unique().numel() > 10 and int(starts.min()) >= -150 and int(starts.max()) <= 490
+    offered = 0
+    for _ in range(4):
+        buf = trainer.collect()
+        offered += int(buf.mask[:, :, 66].sum())         # blind nil is offered to trailing sides
+    assert offered > 0
+    assert not torch.equal(trainer.env._start_scores, starts)   # finished tables drew new scores
+
+
 def test_init_from_a_checkpoint_starts_from_its_weights(tmp_path):
     first = tiny(tmp_path, "first", "total_decisions=512")
     Trainer(first, log=lambda line: None).train()

@@ -251,3 +251,25 @@ def test_snapshot_and_seat_view_errors_are_clear():
         env.observe_seat(4)
     with pytest.raises(VectorEnvError, match="expected a SpadesVectorEnv.state_dict"):
         env.load_state_dict({"state": {}})
+
+
+def test_set_start_applies_to_the_next_episode_of_the_chosen_tables():
+    env = SpadesVectorEnv(4, rules="standard", reward="team_diff", episode="hand", seed=0)
+    _, mask = env.reset()
+    tables = torch.tensor([True, False, True, False])
+    env.set_start(scores=[[250, -40]] * 4, bags=[[3, 9]] * 4, tables=tables)
+    assert env.state.scores.abs().sum() == 0                      # hands in progress keep 0-0
+    restarted = torch.zeros(4, dtype=torch.bool)
+    generator = torch.Generator().manual_seed(0)
+    while not bool(restarted.all()):
+        actions = torch.multinomial(mask.float(), 1, generator=generator)[:, 0]
+        _, mask, _, done, _ = env.step(actions)
+        for t in torch.nonzero(done & ~restarted)[:, 0].tolist():
+            expected = [250, -40] if tables[t] else [0, 0]
+            assert env.state.scores[t].tolist() == expected
+            assert env.state.bags[t].tolist() == ([3, 9] if tables[t] else [0, 0])
+        restarted |= done
+    with pytest.raises(VectorEnvError, match="tables must be a bool mask of shape"):
+        env.set_start(scores=[0, 0], tables=torch.tensor([1, 0, 1, 0]))
+    with pytest.raises(VectorEnvError, match="expected 0..9 per partnership"):
+        env.set_start(bags=[0, 10])

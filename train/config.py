@@ -48,6 +48,9 @@ class TrainConfig:
     reward: str = _f("team_diff", "reward scheme of the env: team_score, team_diff or win")
     reward_scale: float = _f(0.01, "points are multiplied by this (0.01: one reward unit = 100 points)")
     win_bonus: float = _f(0.0, "reward added for winning a game / taken for losing it (game episodes)")
+    varied_start: bool = _f(False, "every episode starts from random scores (-150..490) and bags instead of 0-0, so "
+                                   "training meets blind nil (offered to a side that trails), the card passing "
+                                   "it brings and the bag penalty (imitation included)")
     shaping: float = _f(0.0, "weight of the env's potential-based shaping (sums to 0 per hand)")
 
     # --- experience

@@ -79,15 +79,15 @@ class Trainer:
                                    device=dev, seed=cfg.seed, reward_scale=cfg.reward_scale,
                                    shaping=cfg.shaping, win_bonus=cfg.win_bonus,
                                    check_actions=False)
-        self.obs, self.mask = self.env.reset()
+        self.generator = torch.Generator(device=dev)
+        self.generator.manual_seed(cfg.seed + 1)
+        self.obs, self.mask = self._reset_tables(self.env)
         self.obs_size = self.env.obs_size
         self.state_size = self.env.state_tensor().shape[1] if cfg.critic == "central" else None
         self.policy = PolicyNet(self.obs_size, cfg.hidden, cfg.layers, cfg.head_hidden, cfg.card_features).to(dev)
         self.critic = ValueNet(self.obs_size + (self.state_size or 0), cfg.hidden, cfg.layers).to(dev)
         self.optimizer = torch.optim.Adam(list(self.policy.parameters()) + list(self.critic.parameters()),
                                           lr=cfg.learning_rate, eps=1e-5)
-        self.generator = torch.Generator(device=dev)
-        self.generator.manual_seed(cfg.seed + 1)
         self.heuristic = HeuristicAgent(seed=cfg.seed)
         self.pool_weights: list[dict] = []
         self.pool_nets: list[PolicyNet] = []
@@ -179,6 +179,26 @@ class Trainer:
             net.load_state_dict(weights)
             net.eval()
 
+    # ------------------------------------------------------------------ starting scores
+    def _start_values(self) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """Random (B, 2) starting scores (-150..490 in steps of 10) and bags (0..bag_limit-1)."""
+        B, rules = self.config.num_envs, self.env.rules
+        scores = torch.randint(-15, 50, (B, 2), generator=self.generator, device=self.device) * 10
+        bags = torch.randint(0, rules.bag_limit, (B, 2), generator=self.generator, device=self.device)
+        return scores, None if rules.bags_from_score_digit else bags
+
+    def _reset_tables(self, env: SpadesVectorEnv) -> tuple[torch.Tensor, torch.Tensor]:
+        if not self.config.varied_start:
+            return env.reset()
+        scores, bags = self._start_values()
+        return env.reset(scores=scores, bags=bags)
+
+    def _vary_start(self, env: SpadesVectorEnv, done: torch.Tensor) -> None:
+        """With ``varied_start``, the finished tables' next episodes start from new random scores."""
+        if self.config.varied_start and bool(done.any()):
+            scores, bags = self._start_values()
+            env.set_start(scores, bags, tables=done)
+
     # ------------------------------------------------------------------ experience
     def _critic_input(self, obs: torch.Tensor, state: Optional[torch.Tensor]) -> torch.Tensor:
         return obs if state is None else torch.cat([obs, state], 1)
@@ -226,6 +246,7 @@ class Trainer:
             buf.reward[t], buf.done[t] = rewards.to(torch.float32), done
             if bool(done.any()):
                 self._episodes_finished(done, info["final_scores"])
+                self._vary_start(env, done)
         self.obs, self.mask = obs, mask
         return buf
 
@@ -318,7 +339,7 @@ class Trainer:
         env = SpadesVectorEnv(cfg.num_envs, rules=cfg.rules, reward=cfg.reward, episode=cfg.episode, device=dev,
                               seed=cfg.seed + 7919, reward_scale=cfg.reward_scale, shaping=cfg.shaping,
                               win_bonus=cfg.win_bonus, check_actions=False)
-        obs, mask = env.reset()
+        obs, mask = self._reset_tables(env)
         steps = max(1, -(-cfg.imitation_decisions // cfg.num_envs))
         everyone = torch.full((cfg.num_envs,), HEURISTIC, dtype=torch.int64, device=dev)
         kept = {k: [] for k in ("obs", "mask", "action", "seat", "reward", "done", "state")}
@@ -334,6 +355,7 @@ class Trainer:
             kept["seat"].append(seat)
             kept["state"].append(state)
             obs, mask, rewards, done, _ = env.step(actions)
+            self._vary_start(env, done)
             kept["reward"].append(rewards.to(torch.float32))
             kept["done"].append(done)
             bar.update(cfg.num_envs)
