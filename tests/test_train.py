@@ -359,14 +359,27 @@ def test_max_updates_stops_early_on_the_full_schedule(tmp_path):
     assert len(rows) == 2 and float(rows[1]["learning_rate"]) == pytest.approx(config.learning_rate * (1 - 1 / 6))
 
 
-def test_max_updates_zero_is_the_imitation_alone(tmp_path):
-    config = tiny(tmp_path, "imitation", "max_updates=0", "eval_every=0")
+@pytest.mark.parametrize("extra", [[], ["rules=openspiel", "varied_start=true"]])
+def test_max_updates_zero_is_the_imitation_alone(tmp_path, extra):
+    """Also: varied starting scores in the imitation, under rules whose bags are the score's digit."""
+    config = tiny(tmp_path, "imitation", "max_updates=0", "eval_every=0", *extra)
     trainer = Trainer(config, log=lambda line: None)
     trainer.train()
     assert trainer.update == 0 and trainer.imitated
     run = tmp_path / "imitation"
     assert (run / "model.pt").exists() and (run / "final_eval.json").exists()
     assert read_checkpoint(run / "checkpoints" / "last.pt")["imitated"] is True
+
+
+def test_max_updates_zero_after_init_from_writes_a_checkpoint(tmp_path):
+    first = tiny(tmp_path, "first", "total_decisions=512", "imitation_decisions=0", "eval_every=0")
+    Trainer(first, log=lambda line: None).train()
+    source = tmp_path / "first" / "checkpoints" / "last.pt"
+    Trainer(tiny(tmp_path, "copy", f"init_from={source}", "max_updates=0"), log=lambda line: None).train()
+    copied = read_checkpoint(tmp_path / "copy" / "checkpoints" / "last.pt")
+    assert copied["update"] == 0 and (tmp_path / "copy" / "model.pt").exists()
+    for key, value in read_checkpoint(source)["policy"].items():
+        assert torch.equal(copied["policy"][key], value)
 
 
 def test_neural_agent_evaluates_in_forked_workers():

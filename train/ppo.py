@@ -180,7 +180,7 @@ class Trainer:
             net.eval()
 
     # ------------------------------------------------------------------ starting scores
-    def _start_values(self) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+    def _random_start(self) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
         """Random (B, 2) starting scores (-150..490 in steps of 10) and bags (0..bag_limit-1)."""
         B, rules = self.config.num_envs, self.env.rules
         scores = torch.randint(-15, 50, (B, 2), generator=self.generator, device=self.device) * 10
@@ -190,13 +190,13 @@ class Trainer:
     def _reset_tables(self, env: SpadesVectorEnv) -> tuple[torch.Tensor, torch.Tensor]:
         if not self.config.varied_start:
             return env.reset()
-        scores, bags = self._start_values()
+        scores, bags = self._random_start()
         return env.reset(scores=scores, bags=bags)
 
     def _vary_start(self, env: SpadesVectorEnv, done: torch.Tensor) -> None:
         """With ``varied_start``, the finished tables' next episodes start from new random scores."""
         if self.config.varied_start and bool(done.any()):
-            scores, bags = self._start_values()
+            scores, bags = self._random_start()
             env.set_start(scores, bags, tables=done)
 
     # ------------------------------------------------------------------ experience
@@ -301,9 +301,9 @@ class Trainer:
                 entropy = masked_entropy(logp_all)
                 value = self.critic(self._critic_input(data["obs"][mb], data["state"][mb] if "state" in data else None))
                 value_loss = 0.5 * (value - data["ret"][mb]).pow(2).mean()
-                loss = policy_loss - cfg.entropy_coef * entropy.mean() + cfg.value_coef * value_loss
-                if critic_only:
-                    loss = cfg.value_coef * value_loss
+                loss = cfg.value_coef * value_loss
+                if not critic_only:
+                    loss = loss + policy_loss - cfg.entropy_coef * entropy.mean()
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
