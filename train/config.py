@@ -92,6 +92,11 @@ class TrainConfig:
                                       "itself (0: start from scratch)")
     imitation_epochs: int = _f(4, "passes over the imitation data")
     imitation_learning_rate: float = _f(1e-3, "Adam step size of the imitation (its own optimizer)")
+    distill_data: Optional[str] = _f(None, "folder written by spades-label: before PPO the policy is fitted to the "
+                                           "teacher's choices there (after init_from or the imitation); a tenth of "
+                                           "its deals is held out and the epoch that fits them best is kept")
+    distill_epochs: int = _f(4, "passes over the distillation labels")
+    distill_learning_rate: float = _f(1e-4, "Adam step size of the distillation (its own optimizer, linear decay)")
     critic_warmup_updates: int = _f(0, "first updates of PPO train only the critic, the policy frozen (for "
                                        "init_from a model without a critic that fits, e.g. a new central one)")
 
@@ -130,14 +135,14 @@ class TrainConfig:
         """Check every value; raises :class:`ConfigError` naming the first bad one."""
         positive = ("total_decisions", "num_envs", "rollout_steps", "pool_size", "pool_every", "hidden",
                     "layers", "head_hidden", "epochs", "minibatch_size", "eval_deals", "imitation_epochs",
-                    "checkpoint_every", "keep_checkpoints")
+                    "distill_epochs", "checkpoint_every", "keep_checkpoints")
         for name in positive:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected a positive integer")
         for name in ("imitation_decisions", "eval_every", "final_eval_deals", "threads", "critic_warmup_updates"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected 0 or more")
-        for name in ("learning_rate", "imitation_learning_rate", "reward_scale", "clip", "max_grad_norm"):
+        for name in ("learning_rate", "imitation_learning_rate", "distill_learning_rate", "reward_scale", "clip", "max_grad_norm"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected a positive number")
         for name in ("gamma", "gae_lambda"):
@@ -176,10 +181,10 @@ FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
 def _check_type(name: str, value: Any) -> Any:
     f = FIELDS[name]
     default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-    if name in ("target_kl", "init_from", "max_updates"):
+    if name in ("target_kl", "init_from", "max_updates", "distill_data"):
         if value is None:
             return None
-        expected: type = {"target_kl": float, "init_from": str, "max_updates": int}[name]
+        expected: type = {"target_kl": float, "init_from": str, "max_updates": int, "distill_data": str}[name]
     else:
         expected = type(default)
     if expected in (int, float) and isinstance(value, str):

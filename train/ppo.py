@@ -11,7 +11,8 @@ other side is drawn from ``opponents``: the current policy (self-play, both side
 past policy from the pool, or the heuristic. The policy network has a bidding head and a card
 head (:mod:`agents.networks`); the critic sees the seat's observation, or with
 ``critic: central`` the full state as well (training only). ``imitation_decisions`` first
-imitates the heuristic (a warm start; PPO then improves on it).
+imitates the heuristic (a warm start; PPO then improves on it); ``distill_data`` fits the policy
+to a stronger teacher's choices labelled by ``spades-label`` (:mod:`train.label`).
 
 The run folder holds ``config.yaml``, ``metrics.csv``, ``tensorboard/``, ``learning_curves.png``,
 ``checkpoints/`` (``last.pt`` and numbered ones, written atomically), ``final_eval.json`` and
@@ -102,6 +103,7 @@ class Trainer:
         self.decisions = 0
         self.wall_s = 0.0
         self.imitated = cfg.imitation_decisions == 0
+        self.distilled = cfg.distill_data is None
         self.run_path = cfg.run_path
         self.checkpoint_dir = self.run_path / "checkpoints"
         self._assign(torch.ones(B, dtype=torch.bool, device=dev))
@@ -403,6 +405,72 @@ class Trainer:
         self.imitated = True
         return result
 
+    def distill(self) -> dict:
+        """Fit the policy to the teacher's labels in ``distill_data`` (cross-entropy on the set of
+        actions as good as the teacher's). A tenth of the deals is held out; the weights of the
+        epoch with the lowest held-out loss are kept (the starting weights if none improves)."""
+        from train.evaluate import resolve_rules
+        from train.label import LabelError, load_labels
+        cfg, dev = self.config, self.device
+        try:
+            data = load_labels(cfg.distill_data)
+        except LabelError as exc:
+            raise ConfigError(str(exc)) from None
+        if resolve_rules(data["settings"]["rules"]) != self.env.rules:
+            raise ConfigError(f"distill_data={cfg.distill_data!r}: labelled under the rules "
+                              f"{data['settings']['rules']!r}, this run plays {cfg.rules!r}")
+        if data["obs"].shape[1] != self.obs_size:
+            raise ConfigError(f"distill_data={cfg.distill_data!r}: its observations have {data['obs'].shape[1]} cells, "
+                              f"the rules {cfg.rules!r} give {self.obs_size} (labelled under other rules?)")
+        held_out = (data["deal"] % 10) == 9
+        if held_out.all() or not held_out.any():
+            held_out = torch.arange(held_out.numel()) % 10 == 9
+        train_rows, test_rows = (~held_out).nonzero()[:, 0], held_out.nonzero()[:, 0]
+        obs, mask, target = data["obs"].to(dev), data["mask"].to(dev), data["target"].to(dev)
+        optimizer = torch.optim.Adam(self.policy.parameters(), lr=cfg.distill_learning_rate, eps=1e-5)
+        batches = cfg.distill_epochs * -(-train_rows.numel() // cfg.minibatch_size)
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: 1.0 - i / batches)
+
+        def loss_and_hits(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            log_probs = torch.log_softmax(self.policy(obs[rows].float(), mask[rows]), 1)
+            good = target[rows]
+            loss = -torch.logsumexp(log_probs.masked_fill(~good, float("-inf")), 1)
+            hits = good.gather(1, log_probs.argmax(1, keepdim=True))[:, 0]
+            return loss, hits
+
+        def held_out_fit() -> tuple[float, float]:
+            with torch.no_grad():
+                parts = [loss_and_hits(test_rows[i:i + 8192]) for i in range(0, test_rows.numel(), 8192)]
+            loss = torch.cat([p[0] for p in parts])
+            hits = torch.cat([p[1] for p in parts])
+            return float(loss.mean()), float(hits.float().mean())
+
+        best_loss, best_hits = held_out_fit()
+        self.log(f"distillation: {train_rows.numel():,} labels to fit, {test_rows.numel():,} held out; "
+                 f"the policy matches the teacher on {100 * best_hits:.1f}% of the held-out ones")
+        best_state = copy.deepcopy(self.policy.state_dict())
+        best_epoch = 0
+        for epoch in range(cfg.distill_epochs):
+            order = train_rows[torch.randperm(train_rows.numel(), generator=self.generator, device=dev)]
+            for start in range(0, order.numel(), cfg.minibatch_size):
+                loss, _ = loss_and_hits(order[start:start + cfg.minibatch_size])
+                optimizer.zero_grad(set_to_none=True)
+                loss.mean().backward()
+                torch.nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
+                optimizer.step()
+                schedule.step()
+            test_loss, test_hits = held_out_fit()
+            self.log(f"distillation epoch {epoch + 1}/{cfg.distill_epochs}: held-out loss {test_loss:.4f}, "
+                     f"matches the teacher on {100 * test_hits:.1f}%")
+            if test_loss < best_loss:
+                best_loss, best_hits, best_epoch = test_loss, test_hits, epoch + 1
+                best_state = copy.deepcopy(self.policy.state_dict())
+        self.policy.load_state_dict(best_state)
+        self.log(f"distillation: kept epoch {best_epoch} (held-out loss {best_loss:.4f}, {100 * best_hits:.1f}% "
+                 "matched)")
+        self.distilled = True
+        return {"distill_accuracy": best_hits, "distill_loss": best_loss, "distill_epoch": best_epoch}
+
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, deals: int, seed: int, progress: bool = False) -> dict:
         """Duplicate matches of the current policy (greedy) against each ``eval_opponents``."""
@@ -431,6 +499,7 @@ class Trainer:
             "format": CHECKPOINT_FORMAT, "version": 1, "config": cfg.to_dict(), "rules": self.env.rules.name,
             "arch": self.policy.arch, "critic_arch": self.critic.arch,
             "update": self.update, "decisions": self.decisions, "wall_s": self.wall_s, "imitated": self.imitated,
+            "distilled": self.distilled,
             "policy": self.policy.state_dict(), "critic": self.critic.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "pool": self.pool_weights, "pool_added": self.pool_added,
@@ -483,6 +552,7 @@ class Trainer:
             self.recent = {k: deque(data["recent"][k], maxlen=RECENT_EPISODES) for k in KINDS}
             self.update, self.decisions = int(data["update"]), int(data["decisions"])
             self.wall_s, self.imitated = float(data["wall_s"]), bool(data["imitated"])
+            self.distilled = bool(data.get("distilled", self.config.distill_data is None))
         except (KeyError, RuntimeError, ValueError, TypeError) as exc:
             raise ModelError(f"{path}: incomplete or corrupt training checkpoint ({type(exc).__name__}: "
                              f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
@@ -495,6 +565,9 @@ class Trainer:
         cfg = self.config
         if not self.imitated:
             self.imitate()
+            self.save_checkpoint()
+        if not self.distilled:
+            self.distill()
             self.save_checkpoint()
         bar = _bar(cfg.last_update * cfg.batch_decisions, f"training {cfg.name}", cfg.progress,
                    initial=self.update * cfg.batch_decisions)

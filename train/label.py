@@ -1,0 +1,313 @@
+"""``spades-label``: a teacher's choices on the positions a student reaches, for distillation.
+
+    spades-label --teacher search --deals 3000 --out data/search_labels --workers 2
+
+The student (a neural model, by default the shipped one) plays one side of single hands against
+``--opponents`` (the heuristic by default); at every decision of the student's seats that has
+more than one legal action the teacher (any registered agent spec, e.g. ``search`` or
+``search:worlds=100``) is asked what it would do there. That choice is the label; the hand then
+goes on with the teacher's action (probability ``--follow-teacher``) or the student's, so the
+positions are those the student meets (DAgger) and those the teacher leads it to.
+
+Card choices are labelled with the whole class of equivalent cards (touching cards of one suit,
+:func:`agents.search.touching_groups`: they win exactly the same tricks), so the student is not
+taught an arbitrary preference between, say, the king and queen of a suit it holds both of.
+
+The labels go to ``--out`` in shards of ``--shard-deals`` deals (``shard_00000.pt``, ...), each
+written atomically; running the same command again skips finished shards, so a killed labelling
+run resumes where it stopped. ``spades-train`` fits a policy to them with ``distill_data: DIR``.
+A shard holds, per labelled decision: ``obs`` (float16), ``mask`` and ``target`` (bool, 68
+actions; ``target`` is the set of actions as good as the teacher's), ``teacher`` and ``student``
+(the two choices), ``phase``, ``deal`` and ``seat``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import torch
+
+import agents as agent_registry
+from agents.neural import DEFAULT_MODEL, NeuralAgent
+from agents.search import touching_groups
+from spades_env import spades_v0
+from spades_env.cards import cards_to_mask
+from spades_env.game import PHASE_PLAY
+from spades_env.observation import decode_observation
+from train.evaluate import EvaluationError, derive_seed, make_deal, parse_agent_spec, resolve_rules
+
+FORMAT = "spades-distill-labels"
+NUM_ACTIONS = 68
+
+
+class LabelError(ValueError):
+    """Bad input to spades-label (an unknown agent, a bad count, an output folder of another run)."""
+
+
+def equivalent_actions(obs: dict, action: int) -> list[int]:
+    """The legal actions as good as ``action``: its touching-card class in play, itself otherwise."""
+    view = decode_observation(obs["observation"])
+    if view.phase != PHASE_PLAY:
+        return [action]
+    legal = [int(a) for a in np.flatnonzero(obs["action_mask"])]
+    hand = cards_to_mask(view.hand)
+    gone = cards_to_mask(c for p in view.played for c in p) & ~cards_to_mask(c for _, c in view.current_trick)
+    for group in touching_groups(legal, hand, gone):
+        if action in group:
+            return group
+    return [action]
+
+
+class Labeller:
+    """Plays and labels deals; one per worker process."""
+
+    def __init__(self, settings: dict) -> None:
+        self.settings = settings
+        self.rules = resolve_rules(settings["rules"])
+        self.env = spades_v0.raw_env(rules=self.rules, episode="hand", reward_scale=1.0)
+        self.student = NeuralAgent(checkpoint=settings["student"])
+        name, options = parse_agent_spec(settings["teacher"])
+        self.teacher = agent_registry.make(name, **options)
+        name, options = parse_agent_spec(settings["opponents"])
+        self.opponents = [agent_registry.make(name, **options) for _ in range(2)]
+
+    def label_deal(self, index: int) -> dict[str, list]:
+        seed = self.settings["seed"]
+        deal, dealer = make_deal(derive_seed("spades-label", seed), index, self.rules)
+        options: dict[str, Any] = {"deal": deal}
+        if dealer is not None:
+            options["dealer"] = dealer
+        self.env.reset(seed=derive_seed("spades-label", seed, "env", index), options=options)
+        student_seats = (0, 2) if index % 2 == 0 else (1, 3)
+        for k, agent in enumerate([self.student, self.teacher] + self.opponents):
+            agent.reset(derive_seed("spades-label", seed, "agent", index, k))
+        follow = random.Random(derive_seed("spades-label", seed, "follow", index))
+        rows: dict[str, list] = {k: [] for k in ("obs", "mask", "target", "teacher", "student", "phase", "deal", "seat")}
+        mapping = self.env.agent_name_mapping
+        for name in self.env.agent_iter():
+            obs, _, termination, truncation, info = self.env.last()
+            if termination or truncation:
+                self.env.step(None)
+                continue
+            seat = mapping[name]
+            if seat not in student_seats:
+                self.env.step(self.opponents[seat // 2].act(obs, info))
+                continue
+            student_action = self.student.act(obs, info)
+            if int(np.count_nonzero(obs["action_mask"])) == 1:
+                self.env.step(student_action)
+                continue
+            teacher_action = int(self.teacher.act(obs, info))
+            target = np.zeros(NUM_ACTIONS, dtype=bool)
+            target[equivalent_actions(obs, teacher_action)] = True
+            rows["obs"].append(np.asarray(obs["observation"], dtype=np.float16))
+            rows["mask"].append(np.asarray(obs["action_mask"]).astype(bool))
+            rows["target"].append(target)
+            rows["teacher"].append(teacher_action)
+            rows["student"].append(student_action)
+            rows["phase"].append(decode_observation(obs["observation"]).phase)
+            rows["deal"].append(index)
+            rows["seat"].append(seat)
+            play_teacher = follow.random() < self.settings["follow_teacher"]
+            self.env.step(teacher_action if play_teacher else student_action)
+        return rows
+
+    def label_shard(self, shard: int) -> tuple[Path, int, float]:
+        """Label one shard's deals and write it; returns (path, labels, seconds)."""
+        s = self.settings
+        first = shard * s["shard_deals"]
+        last = min(first + s["shard_deals"], s["deals"])
+        rows: dict[str, list] = {}
+        start = time.perf_counter()
+        for index in range(first, last):
+            for key, values in self.label_deal(index).items():
+                rows.setdefault(key, []).extend(values)
+        data = {
+            "format": FORMAT, "version": 1, "settings": s, "deals": [first, last],
+            "seconds": time.perf_counter() - start,
+            "obs": torch.from_numpy(np.stack(rows["obs"])) if rows["obs"] else torch.zeros(0, 0, dtype=torch.float16),
+            "mask": torch.from_numpy(np.stack(rows["mask"])) if rows["mask"] else torch.zeros(0, NUM_ACTIONS, dtype=torch.bool),
+            "target": torch.from_numpy(np.stack(rows["target"])) if rows["target"] else torch.zeros(0, NUM_ACTIONS, dtype=torch.bool),
+        }
+        for key in ("teacher", "student", "phase", "deal", "seat"):
+            data[key] = torch.tensor(rows[key], dtype=torch.int64)
+        path = shard_path(Path(s["out"]), shard)
+        tmp = path.with_name(path.name + ".tmp")
+        torch.save(data, tmp)
+        tmp.replace(path)
+        return path, len(rows.get("teacher", [])), data["seconds"]
+
+
+def shard_path(out: Path, shard: int) -> Path:
+    return out / f"shard_{shard:05d}.pt"
+
+
+_LABELLER: Optional[Labeller] = None
+
+
+def _init_worker(settings: dict) -> None:
+    global _LABELLER
+    torch.set_num_threads(1)
+    _LABELLER = Labeller(settings)
+
+
+def _label_shard(shard: int) -> tuple[int, int, float]:
+    _, labels, seconds = _LABELLER.label_shard(shard)
+    return shard, labels, seconds
+
+
+def check_settings(settings: dict) -> dict:
+    """Validate the labelling settings; raises :class:`LabelError` naming the bad one."""
+    for key in ("deals", "shard_deals", "workers"):
+        if not isinstance(settings[key], int) or settings[key] < 1:
+            raise LabelError(f"{key}={settings[key]!r}: expected a positive integer")
+    if not 0.0 <= settings["follow_teacher"] <= 1.0:
+        raise LabelError(f"follow_teacher={settings['follow_teacher']!r}: expected a probability in [0, 1]")
+    for key in ("teacher", "opponents"):
+        try:
+            name, _ = parse_agent_spec(settings[key])
+        except EvaluationError as exc:
+            raise LabelError(str(exc)) from None
+        if name not in agent_registry.available():
+            raise LabelError(f"{key}={settings[key]!r}: unknown agent {name!r}; registered agents: "
+                             f"{', '.join(agent_registry.available())}")
+    try:
+        rules = resolve_rules(settings["rules"])
+    except Exception as exc:
+        raise LabelError(f"rules={settings['rules']!r}: {exc}") from None
+    if not rules.partnerships or rules.players != 4:
+        raise LabelError(f"rules={settings['rules']!r}: labelling needs four players in partnerships")
+    if not Path(settings["student"]).is_file():
+        raise LabelError(f"student={settings['student']!r}: no such model file (a spades-train checkpoint or model)")
+    return settings
+
+
+def label(settings: dict, progress: bool = True, log=print) -> Path:
+    """Label ``settings['deals']`` deals into ``settings['out']`` (finished shards are kept)."""
+    settings = check_settings(dict(settings))
+    out = Path(settings["out"])
+    out.mkdir(parents=True, exist_ok=True)
+    meta_path = out / "labels.json"
+    fixed = {k: v for k, v in settings.items() if k not in ("workers", "out", "deals")}
+    if meta_path.exists():
+        previous = json.loads(meta_path.read_text())
+        differ = sorted(k for k in set(previous) | set(fixed) if previous.get(k) != fixed.get(k))
+        if differ:
+            raise LabelError(f"{out} holds labels made with other settings ({', '.join(differ)}: "
+                             f"{', '.join(f'{previous.get(k)!r} there, {fixed.get(k)!r} now' for k in differ)}); "
+                             "pick another --out")
+    else:
+        meta_path.write_text(json.dumps(fixed, indent=2))
+    shards = -(-settings["deals"] // settings["shard_deals"])
+    todo = [k for k in range(shards) if not _shard_complete(out, k, settings)]
+    if len(todo) < shards:
+        log(f"spades-label: {shards - len(todo)} of {shards} shards already in {out}; labelling the other {len(todo)}")
+    from tqdm import tqdm
+    bar = tqdm(total=len(todo), desc="labelling shards", unit="shard", disable=not progress, file=sys.stderr)
+    labelled = 0
+    if settings["workers"] == 1 or len(todo) <= 1:
+        _init_worker(settings)
+        results = map(_label_shard, todo)
+        pool = None
+    else:
+        methods = multiprocessing.get_all_start_methods()
+        ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+        pool = ctx.Pool(min(settings["workers"], len(todo)), initializer=_init_worker, initargs=(settings,))
+        results = pool.imap_unordered(_label_shard, todo)
+    try:
+        for shard, n, seconds in results:
+            labelled += n
+            bar.update(1)
+            bar.set_postfix_str(f"{labelled:,} labels")
+            if not progress:
+                log(f"shard {shard}: {n} labels in {seconds:.0f} s")
+    finally:
+        bar.close()
+        if pool is not None:
+            pool.terminate()
+    log(f"spades-label: {labelled:,} new labels; {out} holds {shards} shards")
+    return out
+
+
+def _shard_complete(out: Path, shard: int, settings: dict) -> bool:
+    path = shard_path(out, shard)
+    if not path.exists():
+        return False
+    try:
+        data = torch.load(path, weights_only=True)
+    except Exception:
+        return False                       # a torn file from a kill: label it again
+    first = shard * settings["shard_deals"]
+    return data.get("format") == FORMAT and data.get("deals") == [first, min(first + settings["shard_deals"], settings["deals"])]
+
+
+def load_labels(folder: str | Path) -> dict[str, Any]:
+    """Every shard of a labels folder, concatenated (``obs`` as float16); ``settings``: how they
+    were labelled (the first shard's; a folder holds one labelling run's shards)."""
+    folder = Path(folder)
+    paths = sorted(folder.glob("shard_*.pt"))
+    if not paths:
+        raise FileNotFoundError(f"distill_data={str(folder)!r}: no shard_*.pt files there (expected a folder "
+                                "written by spades-label)")
+    parts: dict[str, list] = {}
+    settings = None
+    for path in paths:
+        try:
+            data = torch.load(path, weights_only=True)
+        except Exception as exc:
+            raise LabelError(f"{path}: corrupt or not a labels shard ({type(exc).__name__}); delete it and "
+                             "run spades-label again to relabel it") from None
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise LabelError(f"{path}: not a spades-label shard (expected format {FORMAT!r})")
+        settings = settings or data["settings"]
+        if data["obs"].numel() == 0:
+            continue
+        for key in ("obs", "mask", "target", "teacher", "student", "phase", "deal", "seat"):
+            parts.setdefault(key, []).append(data[key])
+    if not parts:
+        raise LabelError(f"{folder}: the shards hold no labelled decisions")
+    return {**{k: torch.cat(v) for k, v in parts.items()}, "settings": settings}
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="spades-label", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True, help="folder of the label shards (resumes what is there)")
+    parser.add_argument("--teacher", default="search", help="agent spec of the teacher (default: search)")
+    parser.add_argument("--student", default=str(DEFAULT_MODEL), help="neural model or checkpoint that plays "
+                        "(default: the shipped model)")
+    parser.add_argument("--opponents", default="heuristic", help="agent spec of the other side (default: heuristic)")
+    parser.add_argument("--deals", type=int, default=1000, help="deals to play (default 1000)")
+    parser.add_argument("--shard-deals", type=int, default=20, help="deals per shard file (default 20)")
+    parser.add_argument("--follow-teacher", type=float, default=0.5,
+                        help="probability of playing the teacher's action instead of the student's (default 0.5)")
+    parser.add_argument("--rules", default="standard", help="rule preset (partnership rules; default standard)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=None, help="processes (default: the CPUs)")
+    parser.add_argument("--no-progress", action="store_true", help="log a line per shard instead of a bar")
+    args = parser.parse_args(argv)
+    from train.evaluate import default_workers
+    settings = {"student": args.student, "teacher": args.teacher, "opponents": args.opponents, "deals": args.deals,
+                "shard_deals": args.shard_deals, "follow_teacher": args.follow_teacher, "rules": args.rules,
+                "seed": args.seed, "workers": args.workers or default_workers(), "out": args.out}
+    try:
+        label(settings, progress=not args.no_progress, log=lambda line: print(line, flush=True))
+    except (LabelError, FileNotFoundError) as exc:
+        print(f"spades-label: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("spades-label: interrupted; run the same command again to continue", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
