@@ -17,6 +17,8 @@ shared by all 52 cards.
 
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 from torch import nn
 
@@ -139,13 +141,18 @@ class PolicyNet(nn.Module):
             nn.init.orthogonal_(layer.weight, gain=0.01)
             nn.init.zeros_(layer.bias)
 
-    def forward(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def embed(self, obs: torch.Tensor) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """The trunk's output (B, hidden), and the per-card features (None without them)."""
         if self.features is None:
-            trunk = self.trunk(obs)
+            return self.trunk(obs), None
+        per_card, summary = self.features(obs)
+        return self.trunk(torch.cat([obs, per_card.flatten(1), summary], 1)), per_card
+
+    def forward(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        trunk, per_card = self.embed(obs)
+        if per_card is None:
             card_logits = self.card_head(trunk)
         else:
-            per_card, summary = self.features(obs)
-            trunk = self.trunk(torch.cat([obs, per_card.flatten(1), summary], 1))
             hidden = torch.relu(self.card_context(trunk)[:, None, :] + self.card_own(per_card) + self.card_embedding)
             card_logits = self.card_score(hidden)[:, :, 0]
         logits = torch.cat([card_logits, self.bid_head(trunk)], 1)

@@ -130,7 +130,7 @@ def test_distillation_fits_the_teacher_and_keeps_the_best_epoch(tmp_path, heuris
     start = next(line for line in logs if line.startswith("distillation:"))
     kept = [line for line in logs if line.startswith("distillation: kept")][0]
     before = float(start.split("teacher on ")[1].split("%")[0])
-    after = float(kept.split(", ")[1].split("%")[0])
+    after = float(kept.split("(")[1].split("%")[0])
     assert after > before + 15                  # from an untrained net to most of the heuristic's choices
     checkpoint = read_checkpoint(tmp_path / "distilled" / "checkpoints" / "last.pt")
     assert checkpoint["distilled"] is True and (tmp_path / "distilled" / "model.pt").exists()
@@ -159,3 +159,4 @@ def test_distillation_checks_its_data_and_is_not_repeated_on_resume(tmp_path, he
     Trainer(more, resume=True, log=logs.append).train()
     assert not any(line.startswith("distillation") for line in logs), "\n".join(logs)
     assert read_checkpoint(tmp_path / "resumed" / "checkpoints" / "last.pt")["update"] == 2
+

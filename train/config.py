@@ -94,9 +94,18 @@ class TrainConfig:
     imitation_learning_rate: float = _f(1e-3, "Adam step size of the imitation (its own optimizer)")
     distill_data: Optional[str] = _f(None, "folder written by spades-label: before PPO the policy is fitted to the "
                                            "teacher's choices there (after init_from or the imitation); a tenth of "
-                                           "its deals is held out and the epoch that fits them best is kept")
+                                           "its deals is held out and the epoch that matches most of them is kept")
     distill_epochs: int = _f(4, "passes over the distillation labels")
     distill_learning_rate: float = _f(1e-4, "Adam step size of the distillation (its own optimizer, linear decay)")
+    bid_value_deals: int = _f(0, "Monte-Carlo bid values (train/bid_values.py), before PPO: per round, this many "
+                                 "bidding decisions have every bid played out on copies of their deal (the policy "
+                                 "playing the rest greedily) and the bidding head alone is fitted to the results "
+                                 "(0: off)")
+    bid_value_rounds: int = _f(1, "rounds of bid-value collection and fitting")
+    bid_value_epochs: int = _f(30, "passes over a round's bid values (the best held-out epoch is kept)")
+    bid_value_learning_rate: float = _f(1e-3, "Adam step size of the bidding head's fit")
+    bid_value_temperature: float = _f(10.0, "points per unit of bidding logit: the fitted policy is the softmax of "
+                                            "the bids' values over this")
     critic_warmup_updates: int = _f(0, "first updates of PPO train only the critic, the policy frozen (for "
                                        "init_from a model without a critic that fits, e.g. a new central one)")
 
@@ -135,14 +144,16 @@ class TrainConfig:
         """Check every value; raises :class:`ConfigError` naming the first bad one."""
         positive = ("total_decisions", "num_envs", "rollout_steps", "pool_size", "pool_every", "hidden",
                     "layers", "head_hidden", "epochs", "minibatch_size", "eval_deals", "imitation_epochs",
-                    "distill_epochs", "checkpoint_every", "keep_checkpoints")
+                    "distill_epochs", "bid_value_rounds", "bid_value_epochs", "checkpoint_every", "keep_checkpoints")
         for name in positive:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected a positive integer")
-        for name in ("imitation_decisions", "eval_every", "final_eval_deals", "threads", "critic_warmup_updates"):
+        for name in ("imitation_decisions", "eval_every", "final_eval_deals", "threads", "critic_warmup_updates",
+                     "bid_value_deals"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected 0 or more")
-        for name in ("learning_rate", "imitation_learning_rate", "distill_learning_rate", "reward_scale", "clip", "max_grad_norm"):
+        for name in ("learning_rate", "imitation_learning_rate", "distill_learning_rate", "bid_value_learning_rate",
+                     "bid_value_temperature", "reward_scale", "clip", "max_grad_norm"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected a positive number")
         for name in ("gamma", "gae_lambda"):

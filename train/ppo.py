@@ -104,6 +104,7 @@ class Trainer:
         self.wall_s = 0.0
         self.imitated = cfg.imitation_decisions == 0
         self.distilled = cfg.distill_data is None
+        self.bid_value_rounds_done = 0
         self.run_path = cfg.run_path
         self.checkpoint_dir = self.run_path / "checkpoints"
         self._assign(torch.ones(B, dtype=torch.bool, device=dev))
@@ -182,9 +183,9 @@ class Trainer:
             net.eval()
 
     # ------------------------------------------------------------------ starting scores
-    def _random_start(self) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+    def _random_start(self, tables: Optional[int] = None) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
         """Random (B, 2) starting scores (-150..490 in steps of 10) and bags (0..bag_limit-1)."""
-        B, rules = self.config.num_envs, self.env.rules
+        B, rules = tables or self.config.num_envs, self.env.rules
         scores = torch.randint(-15, 50, (B, 2), generator=self.generator, device=self.device) * 10
         bags = torch.randint(0, rules.bag_limit, (B, 2), generator=self.generator, device=self.device)
         return scores, None if rules.bags_from_score_digit else bags
@@ -408,7 +409,8 @@ class Trainer:
     def distill(self) -> dict:
         """Fit the policy to the teacher's labels in ``distill_data`` (cross-entropy on the set of
         actions as good as the teacher's). A tenth of the deals is held out; the weights of the
-        epoch with the lowest held-out loss are kept (the starting weights if none improves)."""
+        epoch whose favourite actions match most held-out labels are kept (the starting weights
+        if no epoch matches more than they do: greedy play follows the favourite action)."""
         from train.evaluate import resolve_rules
         from train.label import LabelError, load_labels
         cfg, dev = self.config, self.device
@@ -462,14 +464,30 @@ class Trainer:
             test_loss, test_hits = held_out_fit()
             self.log(f"distillation epoch {epoch + 1}/{cfg.distill_epochs}: held-out loss {test_loss:.4f}, "
                      f"matches the teacher on {100 * test_hits:.1f}%")
-            if test_loss < best_loss:
+            if test_hits > best_hits:
                 best_loss, best_hits, best_epoch = test_loss, test_hits, epoch + 1
                 best_state = copy.deepcopy(self.policy.state_dict())
         self.policy.load_state_dict(best_state)
-        self.log(f"distillation: kept epoch {best_epoch} (held-out loss {best_loss:.4f}, {100 * best_hits:.1f}% "
-                 "matched)")
+        self.log(f"distillation: kept epoch {best_epoch} ({100 * best_hits:.1f}% of the held-out labels matched, "
+                 f"loss {best_loss:.4f})")
         self.distilled = True
         return {"distill_accuracy": best_hits, "distill_loss": best_loss, "distill_epoch": best_epoch}
+
+    def value_bids(self) -> dict:
+        """One round of Monte-Carlo bid values (:mod:`train.bid_values`): collect, fit the bidding head."""
+        from train.bid_values import collect_bid_values, fit_bid_head
+        cfg = self.config
+        round_ = self.bid_value_rounds_done + 1
+        bar = _bar(cfg.bid_value_deals, f"bid values, round {round_}/{cfg.bid_value_rounds}", cfg.progress)
+        bar.unit = "deal"
+        start = self._random_start if cfg.varied_start else None
+        data = collect_bid_values(self.policy, self.env.rules, cfg.bid_value_deals, self.generator, self.device,
+                                  start=start, progress=bar.update)
+        bar.close()
+        result = fit_bid_head(self.policy, data, cfg.bid_value_temperature, cfg.bid_value_epochs,
+                              cfg.bid_value_learning_rate, min(cfg.minibatch_size, 1024), self.generator, self.log)
+        self.bid_value_rounds_done = round_
+        return result
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, deals: int, seed: int, progress: bool = False) -> dict:
@@ -499,7 +517,7 @@ class Trainer:
             "format": CHECKPOINT_FORMAT, "version": 1, "config": cfg.to_dict(), "rules": self.env.rules.name,
             "arch": self.policy.arch, "critic_arch": self.critic.arch,
             "update": self.update, "decisions": self.decisions, "wall_s": self.wall_s, "imitated": self.imitated,
-            "distilled": self.distilled,
+            "distilled": self.distilled, "bid_value_rounds_done": self.bid_value_rounds_done,
             "policy": self.policy.state_dict(), "critic": self.critic.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "pool": self.pool_weights, "pool_added": self.pool_added,
@@ -553,6 +571,7 @@ class Trainer:
             self.update, self.decisions = int(data["update"]), int(data["decisions"])
             self.wall_s, self.imitated = float(data["wall_s"]), bool(data["imitated"])
             self.distilled = bool(data.get("distilled", self.config.distill_data is None))
+            self.bid_value_rounds_done = int(data.get("bid_value_rounds_done", 0))
         except (KeyError, RuntimeError, ValueError, TypeError) as exc:
             raise ModelError(f"{path}: incomplete or corrupt training checkpoint ({type(exc).__name__}: "
                              f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
@@ -568,6 +587,9 @@ class Trainer:
             self.save_checkpoint()
         if not self.distilled:
             self.distill()
+            self.save_checkpoint()
+        while cfg.bid_value_deals and self.bid_value_rounds_done < cfg.bid_value_rounds:
+            self.value_bids()
             self.save_checkpoint()
         bar = _bar(cfg.last_update * cfg.batch_decisions, f"training {cfg.name}", cfg.progress,
                    initial=self.update * cfg.batch_decisions)

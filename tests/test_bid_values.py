@@ -1,0 +1,95 @@
+"""Monte-Carlo bid values (train/bid_values.py): the values are the hands played out with each
+bid (checked against the AEC env), the fit moves the bidding head alone, rounds resume."""
+
+from __future__ import annotations
+
+import torch
+
+from agents.neural import read_checkpoint
+from spades_env import spades_v0
+from train.config import config_from_dict
+from train.ppo import Trainer
+
+from test_train import tiny
+
+def replay_bid(policy, deal: torch.Tensor, turn: int, bid: int) -> float:
+    """The AEC env, the same deal, greedy play, the ``turn``-th bid forced: the bidder's side's
+    points minus the other side's."""
+    from agents.neural import NeuralAgent
+    from spades_env.cards import mask_to_cards
+    env = spades_v0.raw_env(rules="standard", reward="team_diff", episode="hand", reward_scale=1.0)
+    env.reset(seed=0, options={"deal": [mask_to_cards(int(h)) for h in deal[:4]], "dealer": int(deal[4])})
+    player = NeuralAgent(policy=policy)
+    bids_made, bidder, total = 0, None, 0.0
+    for name in env.agent_iter():
+        obs, _, termination, truncation, _ = env.last()
+        if termination or truncation:
+            env.step(None)
+            continue
+        action = player.act(obs)
+        if 52 <= action < 66:
+            if bids_made == turn:
+                bidder, action = name, 52 + bid
+            bids_made += 1
+        env.step(action)
+        if bidder is not None:
+            total += env.rewards[bidder]
+    return total
+
+
+def test_bid_values_are_the_hands_played_out_with_each_bid():
+    from agents.networks import PolicyNet
+    from train.bid_values import collect_bid_values
+    torch.manual_seed(3)
+    policy = PolicyNet(742, hidden=32, layers=1, head_hidden=16)
+    generator = torch.Generator().manual_seed(0)
+    data = collect_bid_values(policy, "standard", 6, generator, torch.device("cpu"), deals_per_batch=4)
+    assert data["values"].shape == (6, 14) and data["obs"].shape == (6, 742)
+    legal = data["mask"][:, 52:66]
+    assert torch.equal(~torch.isnan(data["values"]), legal)
+    assert set(data["turn"].tolist()) <= {0, 1, 2, 3}
+    for d in range(2):
+        for bid in torch.nonzero(legal[d])[:, 0].tolist()[:5]:
+            assert replay_bid(policy, data["deal"][d], int(data["turn"][d]), bid) == float(data["values"][d, bid]), (d, bid)
+
+
+def test_bid_value_fit_moves_only_the_bidding_head():
+    from agents.networks import PolicyNet
+    from train.bid_values import fit_bid_head
+    torch.manual_seed(0)
+    policy = PolicyNet(742, hidden=32, layers=1, head_hidden=16)
+    low = torch.rand(2000) < 0.5
+    obs = low[:, None].float() + 0.1 * torch.rand(2000, 742)
+    mask = torch.zeros(2000, 68, dtype=torch.bool)
+    mask[:, 52:66] = True
+    # A value that depends on the observation: bid 3 is best in "low" positions, bid 8 elsewhere.
+    best = torch.where(low, 3, 8)
+    values = -10.0 * (torch.arange(14)[None, :] - best[:, None]).abs().float() + 5 * torch.randn(2000, 14)
+    before = {k: v.clone() for k, v in policy.state_dict().items()}
+    lines: list[str] = []
+    result = fit_bid_head(policy, {"obs": obs.half(), "mask": mask, "values": values}, 10.0, 40, 3e-3, 256,
+                          torch.Generator().manual_seed(0), lines.append)
+    assert result["bid_value_epoch"] > 0 and "kept epoch" in lines[-1]
+    with torch.no_grad():
+        picked = policy(obs, mask)[:, 52:66].argmax(1)
+    assert float((picked == best).float().mean()) > 0.8
+    for key, value in policy.state_dict().items():
+        assert torch.equal(value, before[key]) == (not key.startswith("bid_head")), key
+
+
+def test_bid_value_rounds_run_in_training_and_are_not_repeated_on_resume(tmp_path):
+    config = tiny(tmp_path, "bids", "imitation_decisions=0", "bid_value_deals=8", "bid_value_rounds=2",
+                  "bid_value_epochs=2", "max_updates=1", "eval_every=0")
+    logs: list[str] = []
+    trainer = Trainer(config, log=logs.append)
+    start = {k: v.clone() for k, v in trainer.policy.state_dict().items()}
+    trainer.value_bids()
+    for key, value in trainer.policy.state_dict().items():
+        if not key.startswith("bid_head"):
+            assert torch.equal(value, start[key]), key
+    trainer.train()                                     # the second round, then one update
+    assert sum(line.startswith("bid values: kept") for line in logs) == 2
+    assert read_checkpoint(tmp_path / "bids" / "checkpoints" / "last.pt")["bid_value_rounds_done"] == 2
+    logs.clear()
+    Trainer(config_from_dict({**config.to_dict(), "max_updates": 2}), resume=True, log=logs.append).train()
+    assert not any(line.startswith("bid values") for line in logs)

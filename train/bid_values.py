@@ -1,0 +1,159 @@
+"""Monte-Carlo bid values: every bid played out on the same deal, the bidding head fitted to them.
+
+A bid is one decision whose consequences take the whole hand to show, so a policy-gradient
+signal for it is noisy (one hand's score, whatever the other 55 decisions did). Here, as in
+DouZero's Monte-Carlo values, the value of each bid is measured directly: a deal is copied onto
+14 tables; on every copy the same seat (one of the four bidding turns, drawn per deal) makes a
+different bid (nil, 1..13), and everything else, the other bids and all the card play, is the
+current policy playing greedily on all four seats. The copies differ only in that bid, so the
+differences between their hand results (the bidder's side's points minus the other side's) are
+the differences between the bids' values on this deal, free of the deal's luck.
+
+The bidding head alone (not the shared trunk, not the card head: the card play is untouched)
+is then fitted so that its logits over the legal bids, centred, equal the centred values over
+``temperature`` points: the minimiser is the Boltzmann policy over the bids' expected values
+given what the bidder sees, and its greedy bid the bid of highest expected value under the
+current play. ``rounds`` repeats collection and fitting (the partner's and opponents' responses
+to a bid change as the bidding head does).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Callable, Optional
+
+import torch
+
+from agents.networks import NUM_ACTIONS, PolicyNet
+from spades_env.game import BID_ACTION_BASE, PHASE_BIDDING
+from spades_env.vector import SpadesVectorEnv
+
+NUM_BIDS = 14                     # nil, 1..13: the candidates tried on every deal
+
+
+@torch.no_grad()
+def collect_bid_values(policy: PolicyNet, rules, deals: int, generator: torch.Generator, device: torch.device,
+                       deals_per_batch: int = 256, start: Optional[Callable[[int], tuple]] = None,
+                       progress: Optional[Callable[[int], None]] = None) -> dict[str, torch.Tensor]:
+    """Value every legal bid of ``deals`` bidding decisions by playing each out (module doc).
+
+    ``start(n)``: optional starting (scores, bags) for n tables (e.g. random scores), applied to
+    a deal's copies alike. Returns ``obs`` (float16), ``mask`` (the decision's legal actions),
+    ``values`` (deals, 14): the bidder's side's points minus the other side's for nil, 1..13
+    (NaN where the bid is not legal), ``deal`` (deals, 5: the four hands as bitboards and the
+    dealer) and ``turn`` (which of the four bids was tried, 0 = the first). Deals where the
+    drawn turn bid blind nil are left out."""
+    policy.eval()
+    parts: dict[str, list] = {"obs": [], "mask": [], "values": [], "deal": [], "turn": []}
+    done_deals = 0
+    while done_deals < deals:
+        D = min(deals_per_batch, deals - done_deals)
+        B = D * NUM_BIDS
+        env = SpadesVectorEnv(B, rules=rules, reward="team_diff", episode="hand", device=device,
+                              reward_scale=1.0, check_actions=False,
+                              seed=int(torch.randint(0, 2**62, (1,), generator=generator, device=device)))
+        dealt = env._draw_deals(D)                                      # (D, 5): 4 hands + a dealer
+        copies = torch.arange(B, device=device) // NUM_BIDS
+        kwargs = {}
+        if start is not None:
+            scores, bags = start(D)
+            kwargs = {"scores": scores[copies], "bags": None if bags is None else bags[copies]}
+        dealer = dealt[copies, 4] if env.rules.fixed_dealer is None else None
+        obs, mask = env.reset(deals=dealt[copies, :4], dealer=dealer, **kwargs)
+        dealt[:, 4] = env.state.dealer[::NUM_BIDS]                     # the dealer actually used
+        turn = torch.randint(0, 4, (D,), generator=generator, device=device)[copies]     # which bid is tried
+        candidate = BID_ACTION_BASE + torch.arange(B, device=device) % NUM_BIDS
+        recorded = torch.zeros(B, dtype=torch.bool, device=device)
+        finished = torch.zeros(B, dtype=torch.bool, device=device)
+        bidder = torch.zeros(B, dtype=torch.int64, device=device)
+        total = torch.zeros(B, 4, device=device)
+        seen_obs = torch.zeros(B, obs.shape[1], dtype=torch.float16, device=device)
+        seen_mask = torch.zeros(B, NUM_ACTIONS, dtype=torch.bool, device=device)
+        while not bool(finished.all()):
+            state = env.state
+            actions = policy(obs, mask).argmax(1)
+            bids_made = (state.bids >= 0).sum(1)
+            here = (state.phase == PHASE_BIDDING) & (bids_made == turn) & ~recorded & ~finished
+            if bool(here.any()):
+                recorded |= here
+                bidder = torch.where(here, state.to_act, bidder)
+                seen_obs[here], seen_mask[here] = obs[here].to(torch.float16), mask[here]
+                legal = mask.gather(1, candidate[:, None])[:, 0]
+                actions = torch.where(here & legal, candidate, actions)
+            obs, mask, rewards, done, _ = env.step(actions)
+            total += rewards.to(total.dtype) * (~finished)[:, None]
+            finished |= done
+        value = total.gather(1, bidder[:, None])[:, 0]
+        legal = seen_mask.gather(1, candidate[:, None])[:, 0] & recorded
+        values = torch.where(legal, value, torch.full_like(value, float("nan"))).reshape(D, NUM_BIDS)
+        first = torch.arange(D, device=device) * NUM_BIDS
+        keep = recorded[first]
+        # Greedy play is deterministic: a deal's copies are identical up to the bid tried.
+        same = (seen_obs.reshape(D, NUM_BIDS, -1) == seen_obs[first][:, None]).all(2).all(1)
+        if not bool(same[keep].all()):
+            raise RuntimeError("bid values: the copies of a deal differ before the bid tried (nondeterministic play)")
+        parts["obs"].append(seen_obs[first][keep].cpu())
+        parts["mask"].append(seen_mask[first][keep].cpu())
+        parts["values"].append(values[keep].cpu())
+        parts["deal"].append(dealt[keep].cpu())
+        parts["turn"].append(turn[first][keep].cpu())
+        done_deals += D
+        if progress is not None:
+            progress(D)
+    return {k: torch.cat(v) for k, v in parts.items()}
+
+
+def fit_bid_head(policy: PolicyNet, data: dict[str, torch.Tensor], temperature: float, epochs: int,
+                 learning_rate: float, minibatch_size: int, generator: torch.Generator,
+                 log: Callable[[str], None] = print) -> dict:
+    """Fit the bidding head (only) to the values (module doc); a tenth of the decisions is held
+    out and the epoch with the lowest held-out loss is kept. Returns the held-out figures."""
+    device = next(policy.parameters()).device
+    with torch.no_grad():
+        obs = data["obs"].to(device).float()
+        trunk = torch.cat([policy.embed(part)[0] for part in obs.split(8192)])
+    values = data["values"].to(device)
+    legal = ~torch.isnan(values)
+    count = legal.sum(1, keepdim=True).clamp(min=1)
+    target = torch.where(legal, values, torch.zeros_like(values)) / temperature
+    target = torch.where(legal, target - target.sum(1, keepdim=True) / count, torch.zeros_like(target))
+    n = values.shape[0]
+    held_out = torch.arange(n, device=device) % 10 == 9
+    train_rows, test_rows = (~held_out).nonzero()[:, 0], held_out.nonzero()[:, 0]
+    head = policy.bid_head
+
+    def loss_of(rows: torch.Tensor) -> torch.Tensor:
+        logits = head(trunk[rows])[:, :NUM_BIDS]
+        ok = legal[rows]
+        centred = torch.where(ok, logits, torch.zeros_like(logits))
+        centred = centred - centred.sum(1, keepdim=True) / count[rows]
+        return (((centred - target[rows]) ** 2) * ok).sum(1) / count[rows][:, 0]
+
+    def held_out_fit() -> tuple[float, float]:
+        """(loss, share of decisions where the head's favourite bid is the best one measured)."""
+        with torch.no_grad():
+            logits = head(trunk[test_rows])[:, :NUM_BIDS].masked_fill(~legal[test_rows], float("-inf"))
+            best = torch.where(legal[test_rows], values[test_rows], torch.full_like(values[test_rows], float("-inf")))
+            picked = best.gather(1, logits.argmax(1, keepdim=True))[:, 0]
+            return float(loss_of(test_rows).mean()), float((picked == best.max(1).values).float().mean())
+
+    optimizer = torch.optim.Adam(head.parameters(), lr=learning_rate, eps=1e-5)
+    best_loss, best_hits = held_out_fit()
+    log(f"bid values: {train_rows.numel():,} bidding decisions to fit, {test_rows.numel():,} held out; held-out "
+        f"loss {best_loss:.4f}, the bidding head picks the best bid measured on {100 * best_hits:.1f}%")
+    best_state, best_epoch = copy.deepcopy(head.state_dict()), 0
+    for epoch in range(epochs):
+        order = train_rows[torch.randperm(train_rows.numel(), generator=generator, device=device)]
+        for start in range(0, order.numel(), minibatch_size):
+            loss = loss_of(order[start:start + minibatch_size]).mean()
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+        test_loss, test_hits = held_out_fit()
+        if test_loss < best_loss:
+            best_loss, best_hits, best_epoch = test_loss, test_hits, epoch + 1
+            best_state = copy.deepcopy(head.state_dict())
+    head.load_state_dict(best_state)
+    log(f"bid values: kept epoch {best_epoch}/{epochs} (held-out loss {best_loss:.4f}; picks the best bid "
+        f"measured on {100 * best_hits:.1f}%)")
+    return {"bid_value_loss": best_loss, "bid_value_best_share": best_hits, "bid_value_epoch": best_epoch}
