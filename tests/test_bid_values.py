@@ -51,6 +51,12 @@ def test_bid_values_are_the_hands_played_out_with_each_bid():
     for d in range(2):
         for bid in torch.nonzero(legal[d])[:, 0].tolist()[:5]:
             assert replay_bid(policy, data["deal"][d], int(data["turn"][d]), bid) == float(data["values"][d, bid]), (d, bid)
+    # From a score where one side trails by 300 it is offered blind nil: a turn that takes it has
+    # no bid to try and its deal is left out; the others are valued as before.
+    trailing = collect_bid_values(policy, "standard", 8, generator, torch.device("cpu"), deals_per_batch=8,
+                                  start=lambda n: (torch.tensor([[-200, 100]]).repeat(n, 1), None))
+    assert 0 < trailing["values"].shape[0] <= 8
+    assert torch.equal(~torch.isnan(trailing["values"]), trailing["mask"][:, 52:66])
 
 
 def test_bid_value_fit_moves_only_the_bidding_head():

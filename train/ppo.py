@@ -12,7 +12,8 @@ past policy from the pool, or the heuristic. The policy network has a bidding he
 head (:mod:`agents.networks`); the critic sees the seat's observation, or with
 ``critic: central`` the full state as well (training only). ``imitation_decisions`` first
 imitates the heuristic (a warm start; PPO then improves on it); ``distill_data`` fits the policy
-to a stronger teacher's choices labelled by ``spades-label`` (:mod:`train.label`).
+to a stronger teacher's choices labelled by ``spades-label`` (:mod:`train.label`), and
+``bid_value_deals`` fits the bidding head to Monte-Carlo values of every bid (:mod:`train.bid_values`).
 
 The run folder holds ``config.yaml``, ``metrics.csv``, ``tensorboard/``, ``learning_curves.png``,
 ``checkpoints/`` (``last.pt`` and numbered ones, written atomically), ``final_eval.json`` and
