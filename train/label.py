@@ -74,8 +74,9 @@ class Labeller:
         self.rules = resolve_rules(settings["rules"])
         self.env = spades_v0.raw_env(rules=self.rules, episode="hand", reward_scale=1.0)
         self.student = NeuralAgent(checkpoint=settings["student"])
+        # One agent per seat (an agent may keep state between its own decisions).
         name, options = parse_agent_spec(settings["teacher"])
-        self.teacher = agent_registry.make(name, **options)
+        self.teachers = [agent_registry.make(name, **options) for _ in range(2)]
         name, options = parse_agent_spec(settings["opponents"])
         self.opponents = [agent_registry.make(name, **options) for _ in range(2)]
 
@@ -87,7 +88,7 @@ class Labeller:
             options["dealer"] = dealer
         self.env.reset(seed=derive_seed("spades-label", seed, "env", index), options=options)
         student_seats = (0, 2) if index % 2 == 0 else (1, 3)
-        for k, agent in enumerate([self.student, self.teacher] + self.opponents):
+        for k, agent in enumerate([self.student] + self.teachers + self.opponents):
             agent.reset(derive_seed("spades-label", seed, "agent", index, k))
         follow = random.Random(derive_seed("spades-label", seed, "follow", index))
         rows: dict[str, list] = {k: [] for k in ("obs", "mask", "target", "teacher", "student", "phase", "deal", "seat")}
@@ -105,7 +106,7 @@ class Labeller:
             if int(np.count_nonzero(obs["action_mask"])) == 1:
                 self.env.step(student_action)
                 continue
-            teacher_action = int(self.teacher.act(obs, info))
+            teacher_action = int(self.teachers[seat // 2].act(obs, info))
             target = np.zeros(NUM_ACTIONS, dtype=bool)
             target[equivalent_actions(obs, teacher_action)] = True
             rows["obs"].append(np.asarray(obs["observation"], dtype=np.float16))
