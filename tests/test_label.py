@@ -14,13 +14,13 @@ from agents.neural import DEFAULT_MODEL, read_checkpoint
 from spades_env import spades_v0
 from spades_env.cards import parse_card
 from train.config import ConfigError, config_from_dict
-from train.label import LabelError, equivalent_actions, label, load_labels, main, shard_path
+from train.label import FIELDS, LabelError, equivalent_actions, label, load_labels, main, shard_path
 from train.ppo import Trainer
 
 from test_train import tiny
 
 
-KEYS = ("obs", "mask", "target", "teacher", "student", "phase", "deal", "seat")
+KEYS = FIELDS
 
 
 def settings(out: Path, **changes) -> dict:

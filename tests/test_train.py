@@ -54,6 +54,14 @@ def test_config_errors_name_the_field_and_what_is_expected(tmp_path):
         load_config(None, ["max_updates=-1"])
     with pytest.raises(ConfigError, match=r"target_kl=0.0: expected a positive number or null"):
         load_config(None, ["target_kl=0"])
+    with pytest.raises(ConfigError, match=r"bid_value_temperature=0.0: expected a positive number"):
+        load_config(None, ["bid_value_temperature=0"])
+    with pytest.raises(ConfigError, match=r"bid_value_rounds=0: expected a positive integer"):
+        load_config(None, ["bid_value_rounds=0"])
+    with pytest.raises(ConfigError, match=r"bid_value_deals=-1: expected 0 or more"):
+        load_config(None, ["bid_value_deals=-1"])
+    with pytest.raises(ConfigError, match=r"distill_data=3: expected str"):
+        load_config(None, ["distill_data=3"])
     with pytest.raises(ConfigError, match=r"gae_lambda=1.5: expected a number in \[0, 1\]"):
         load_config(None, ["gae_lambda=1.5"])
     with pytest.raises(ConfigError, match="minibatch_size=99999 exceeds"):

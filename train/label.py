@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import random
 import sys
 import time
@@ -42,9 +41,10 @@ from spades_env import spades_v0
 from spades_env.cards import cards_to_mask
 from spades_env.game import PHASE_PLAY
 from spades_env.observation import decode_observation
-from train.evaluate import EvaluationError, derive_seed, make_deal, parse_agent_spec, resolve_rules
+from train.evaluate import EvaluationError, _mp_context, derive_seed, make_deal, parse_agent_spec, resolve_rules
 
 FORMAT = "spades-distill-labels"
+FIELDS = ("obs", "mask", "target", "teacher", "student", "phase", "deal", "seat")     # per labelled decision
 NUM_ACTIONS = 68
 
 
@@ -91,7 +91,7 @@ class Labeller:
         for k, agent in enumerate([self.student] + self.teachers + self.opponents):
             agent.reset(derive_seed("spades-label", seed, "agent", index, k))
         follow = random.Random(derive_seed("spades-label", seed, "follow", index))
-        rows: dict[str, list] = {k: [] for k in ("obs", "mask", "target", "teacher", "student", "phase", "deal", "seat")}
+        rows: dict[str, list] = {k: [] for k in FIELDS}
         mapping = self.env.agent_name_mapping
         for name in self.env.agent_iter():
             obs, _, termination, truncation, info = self.env.last()
@@ -219,9 +219,7 @@ def label(settings: dict, progress: bool = True, log=print) -> Path:
         results = map(_label_shard, todo)
         pool = None
     else:
-        methods = multiprocessing.get_all_start_methods()
-        ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-        pool = ctx.Pool(min(settings["workers"], len(todo)), initializer=_init_worker, initargs=(settings,))
+        pool = _mp_context().Pool(min(settings["workers"], len(todo)), initializer=_init_worker, initargs=(settings,))
         results = pool.imap_unordered(_label_shard, todo)
     try:
         for shard, n, seconds in results:
@@ -271,7 +269,7 @@ def load_labels(folder: str | Path) -> dict[str, Any]:
         settings = settings or data["settings"]
         if data["obs"].numel() == 0:
             continue
-        for key in ("obs", "mask", "target", "teacher", "student", "phase", "deal", "seat"):
+        for key in FIELDS:
             parts.setdefault(key, []).append(data[key])
     if not parts:
         raise LabelError(f"{folder}: the shards hold no labelled decisions")
