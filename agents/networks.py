@@ -149,7 +149,10 @@ class PolicyNet(nn.Module):
         return self.trunk(torch.cat([obs, per_card.flatten(1), summary], 1)), per_card
 
     def forward(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        trunk, per_card = self.embed(obs)
+        return self.heads(*self.embed(obs), mask)
+
+    def heads(self, trunk: torch.Tensor, per_card: Optional[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
+        """Masked logits (B, 68) from :meth:`embed`'s outputs."""
         if per_card is None:
             card_logits = self.card_head(trunk)
         else:

@@ -46,6 +46,8 @@ def test_config_errors_name_the_field_and_what_is_expected(tmp_path):
         load_config(None, ["num_envs=many"])
     with pytest.raises(ConfigError, match=r"critic='global': expected 'local' or 'central'"):
         load_config(None, ["critic=global"])
+    with pytest.raises(ConfigError, match=r"learn_precision='float16': expected 'float32' or 'bfloat16'"):
+        load_config(None, ["learn_precision=float16"])
     with pytest.raises(ConfigError, match=r"opponents: unknown kind 'random'"):
         load_config(None, ["opponents={random: 1}"])
     with pytest.raises(ConfigError, match=r"win_bonus=-1.0: expected 0 or more"):
@@ -407,3 +409,35 @@ def test_reward_settings_reach_the_engine(tmp_path):
     scheme = trainer.env.reward_scheme
     assert (trainer.env.episode, scheme.reward, scheme.win_bonus, scheme.shaping, scheme.reward_scale) == \
         ("game", "team_score", 0.5, 0.2, 0.02)
+
+
+def test_compiled_engine_trains_exactly_like_the_eager_one(tmp_path):
+    """compile_env=true runs the rollouts on the compiled step: the same experience, the same weights."""
+    weights = []
+    for compiled in ("false", "true"):
+        config = tiny(tmp_path, f"compiled_{compiled}", f"compile_env={compiled}", "opponents={self: 1.0}",
+                      "imitation_decisions=0", "num_envs=16", "rollout_steps=8", "total_decisions=256",
+                      "minibatch_size=64", "eval_every=0")
+        trainer = Trainer(config, log=lambda line: None)
+        assert trainer.env._compiled == (compiled == "true")
+        trainer.train()
+        weights.append(trainer.policy.state_dict())
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+
+
+@pytest.mark.parametrize("card_features", ["false", "true"])
+def test_bfloat16_learning_keeps_the_heads_in_float32(tmp_path, card_features):
+    """learn_precision=bfloat16: the learner's logits stay within a few hundredths of the float32
+    ones (the trunk is rounded, the heads are not), and a run with it trains."""
+    config = tiny(tmp_path, f"bf16_{card_features}", "learn_precision=bfloat16", f"card_features={card_features}",
+                  "imitation_decisions=0", "total_decisions=1024", "eval_every=0")
+    trainer = Trainer(config, log=lambda line: None)
+    env = trainer.env
+    obs, mask = env.observe()
+    with torch.no_grad():
+        reference = trainer.policy(obs, mask)
+        logits = trainer._learner_logits(obs, mask)
+    assert logits.dtype == torch.float32 and torch.equal(logits <= -1e8, reference <= -1e8)
+    assert float((logits - reference)[mask].abs().max()) < 0.05
+    trainer.train()
+    assert all(torch.isfinite(p).all() for p in trainer.policy.parameters())

@@ -37,6 +37,13 @@ class TrainConfig:
     seed: int = _f(0, "seeds the deals, the networks and the sampling (a run is reproducible on one device)")
     device: str = _f("cpu", "torch device for the engine and the networks ('cpu', 'cuda', ...)")
     threads: int = _f(0, "torch CPU threads (0: torch's default)")
+    learn_precision: str = _f("float32", "'float32' or 'bfloat16': the learner's passes through the policy's trunk "
+                                         "and the critic under bfloat16 autocast (the heads, the losses and the "
+                                         "weights stay float32; the rollouts are float32). About 1.7x faster "
+                                         "learning on CPUs with AVX-512 BF16 or AMX, and on recent GPUs")
+    compile_env: bool = _f(False, "run the batched engine's step under torch.compile (the same results; it "
+                                  "compiles for 20-60 s at the start, then steps several times faster: worth it "
+                                  "for self-play with thousands of tables, not when Python opponents dominate)")
     total_decisions: int = _f(2_000_000, "stop after this many decisions of experience (all seats)")
     max_updates: Optional[int] = _f(None, "stop after this many updates although the learning-rate schedule "
                                           "runs to total_decisions (null: run to total_decisions; 0: only the "
@@ -113,7 +120,7 @@ class TrainConfig:
     eval_every: int = _f(20, "updates between duplicate evaluations (0: only at the end)")
     eval_deals: int = _f(100, "duplicate deals per evaluation and opponent")
     eval_opponents: list = _f(["random", "heuristic"], "agents the policy is evaluated against")
-    final_eval_deals: int = _f(300, "duplicate deals of the evaluation at the end of the run")
+    final_eval_deals: int = _f(300, "duplicate deals of the evaluation at the end of the run (at least 2)")
     checkpoint_every: int = _f(10, "updates between checkpoints (one is always written at the end)")
     keep_checkpoints: int = _f(3, "numbered checkpoints kept besides last.pt")
     tensorboard: bool = _f(True, "write TensorBoard event files to the run folder")
@@ -170,6 +177,8 @@ class TrainConfig:
             raise ConfigError(f"episode={self.episode!r}: expected 'hand' or 'game'")
         if self.critic not in ("local", "central"):
             raise ConfigError(f"critic={self.critic!r}: expected 'local' or 'central'")
+        if self.learn_precision not in ("float32", "bfloat16"):
+            raise ConfigError(f"learn_precision={self.learn_precision!r}: expected 'float32' or 'bfloat16'")
         kinds = ("self", "pool", "heuristic")
         unknown = [k for k in self.opponents if k not in kinds]
         if unknown:

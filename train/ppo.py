@@ -25,6 +25,7 @@ tables mid-hand and every random stream, so a resumed run continues as if never 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import shutil
@@ -56,7 +57,7 @@ RECENT_EPISODES = 2000
 # Fields a resumed run may change (they do not change what is learned, only how long the run
 # lasts and what is measured along the way).
 RESUMABLE_CHANGES = {"max_updates", "total_decisions", "eval_every", "eval_deals", "eval_opponents", "final_eval_deals",
-                     "checkpoint_every", "keep_checkpoints", "tensorboard", "progress", "threads"}
+                     "checkpoint_every", "keep_checkpoints", "tensorboard", "progress", "threads", "compile_env"}
 
 
 class Trainer:
@@ -80,7 +81,7 @@ class Trainer:
         self.env = SpadesVectorEnv(cfg.num_envs, rules=cfg.rules, reward=cfg.reward, episode=cfg.episode,
                                    device=dev, seed=cfg.seed, reward_scale=cfg.reward_scale,
                                    shaping=cfg.shaping, win_bonus=cfg.win_bonus,
-                                   check_actions=False)
+                                   check_actions=False, compile=cfg.compile_env)
         self.generator = torch.Generator(device=dev)
         self.generator.manual_seed(cfg.seed + 1)
         self.obs, self.mask = self._reset_tables(self.env)
@@ -271,6 +272,21 @@ class Trainer:
         return torch.stack(values, 1)
 
     # ------------------------------------------------------------------ learning
+    def _learner_precision(self):
+        """bfloat16 autocast with ``learn_precision: bfloat16``, else nothing."""
+        if self.config.learn_precision == "bfloat16":
+            return torch.autocast(self.device.type, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def _learner_logits(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The policy's logits for learning: the trunk in the learner's precision, the heads in
+        float32 (bfloat16 logits would blur the PPO ratios by a few percent)."""
+        if self.config.learn_precision == "float32":
+            return self.policy(obs, mask)
+        with self._learner_precision():
+            trunk, per_card = self.policy.embed(obs)
+        return self.policy.heads(trunk.float(), None if per_card is None else per_card.float(), mask)
+
     def learn(self, buf: Rollout) -> dict:
         cfg = self.config
         advantages = seat_advantages(buf.reward, buf.done, buf.seat, buf.value, self._bootstrap(),
@@ -294,7 +310,8 @@ class Trainer:
                 mb = order[start:start + cfg.minibatch_size]
                 if mb.numel() < 2:
                     continue
-                logp_all = F.log_softmax(self.policy(data["obs"][mb], data["mask"][mb]), 1)
+                obs = data["obs"][mb]
+                logp_all = F.log_softmax(self._learner_logits(obs, data["mask"][mb]), 1)
                 action = data["action"][mb]
                 logp = logp_all.gather(1, action[:, None])[:, 0]
                 log_ratio = logp - data["logp"][mb]
@@ -303,7 +320,9 @@ class Trainer:
                 adv = (adv - adv.mean()) / (adv.std() + 1e-8)
                 policy_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip, 1 + cfg.clip)).mean()
                 entropy = masked_entropy(logp_all)
-                value = self.critic(self._critic_input(data["obs"][mb], data["state"][mb] if "state" in data else None))
+                with self._learner_precision():
+                    value = self.critic(self._critic_input(obs, data["state"][mb] if "state" in data else None))
+                value = value.float()
                 value_loss = 0.5 * (value - data["ret"][mb]).pow(2).mean()
                 loss = cfg.value_coef * value_loss
                 if not critic_only:
@@ -637,9 +656,9 @@ class Trainer:
 
     def _final_evaluation(self) -> dict:
         cfg = self.config
-        self.log(f"final evaluation: {cfg.final_eval_deals} duplicate deals (held out) against "
-                 f"{', '.join(cfg.eval_opponents)}")
-        self.final_row = self.evaluate(max(2, cfg.final_eval_deals), cfg.seed + 2_000_003, progress=cfg.progress)
+        deals = max(2, cfg.final_eval_deals)          # the final table always has rows
+        self.log(f"final evaluation: {deals} duplicate deals (held out) against {', '.join(cfg.eval_opponents)}")
+        self.final_row = self.evaluate(deals, cfg.seed + 2_000_003, progress=cfg.progress)
         return self.final_row
 
     def finish(self) -> dict:
