@@ -432,8 +432,7 @@ def test_bfloat16_learning_keeps_the_heads_in_float32(tmp_path, card_features):
     config = tiny(tmp_path, f"bf16_{card_features}", "learn_precision=bfloat16", f"card_features={card_features}",
                   "imitation_decisions=0", "total_decisions=1024", "eval_every=0")
     trainer = Trainer(config, log=lambda line: None)
-    env = trainer.env
-    obs, mask = env.observe()
+    obs, mask = trainer.env.observe()
     with torch.no_grad():
         reference = trainer.policy(obs, mask)
         logits = trainer._learner_logits(obs, mask)

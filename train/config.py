@@ -40,7 +40,7 @@ class TrainConfig:
     learn_precision: str = _f("float32", "'float32' or 'bfloat16': the learner's passes through the policy's trunk "
                                          "and the critic under bfloat16 autocast (the heads, the losses and the "
                                          "weights stay float32; the rollouts are float32). About 1.7x faster "
-                                         "learning on CPUs with AVX-512 BF16 or AMX, and on recent GPUs")
+                                         "learning on CPUs with AVX-512 BF16 or AMX (GPUs: not measured)")
     compile_env: bool = _f(False, "run the batched engine's step under torch.compile (the same results; it "
                                   "compiles for 20-60 s at the start, then steps several times faster: worth it "
                                   "for self-play with thousands of tables, not when Python opponents dominate)")
