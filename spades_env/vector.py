@@ -156,8 +156,11 @@ class SpadesVectorEnv:
         self.state: Optional[VecState] = None
 
     # ------------------------------------------------------------------ deals
-    def _draw_deals(self, count: int) -> torch.Tensor:
-        """``count`` uniformly random deals and first dealers: (count, 5), 4 bitboards + a seat."""
+    def draw_deals(self, count: int) -> torch.Tensor:
+        """``count`` uniformly random deals and first dealers: (count, 5) int64, the four hands as
+        bitboards and a seat. They come from the env's seeded stream (the one its tables are dealt
+        from), so drawing here changes the deals the tables get next; ``reset(deals=...)`` takes
+        the hands back (e.g. one deal copied onto several tables)."""
         keys = torch.rand(count, 52, generator=self._generator, device=self.device)
         order = keys.argsort(dim=1)
         hands = (torch.ones_like(order) << order).view(count, NUM_SEATS, 13).sum(dim=2)
@@ -171,7 +174,7 @@ class SpadesVectorEnv:
         used = int(self._pool_ptr)
         if force or P - used < self._refill_margin:
             keep = self._deal_pool[used:] if not force else self._deal_pool[:0]
-            fresh = self._draw_deals(self._deal_pool_size - keep.shape[0])
+            fresh = self.draw_deals(self._deal_pool_size - keep.shape[0])
             self._deal_pool = torch.cat([keep, fresh])
             self._pool_ptr = torch.zeros((), dtype=I64, device=self.device)
 

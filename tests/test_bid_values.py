@@ -12,6 +12,7 @@ from train.ppo import Trainer
 
 from test_train import tiny
 
+
 def replay_bid(policy, deal: torch.Tensor, turn: int, bid: int) -> float:
     """The AEC env, the same deal, greedy play, the ``turn``-th bid forced: the bidder's side's
     points minus the other side's."""

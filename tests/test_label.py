@@ -20,9 +20,6 @@ from train.ppo import Trainer
 from test_train import tiny
 
 
-KEYS = FIELDS
-
-
 def settings(out: Path, **changes) -> dict:
     base = {"student": str(DEFAULT_MODEL), "teacher": "heuristic", "opponents": "heuristic", "deals": 4,
             "shard_deals": 2, "follow_teacher": 0.5, "rules": "standard", "seed": 0, "workers": 1, "out": str(out)}
@@ -72,7 +69,7 @@ def test_labels_are_legal_reproducible_and_resumable(tmp_path):
     # With the heuristic as teacher and the shipped model as student both sides of the labels exist.
     assert 0 < float((data["teacher"] == data["student"]).float().mean()) < 1
     again = load_labels(label(settings(tmp_path / "b"), progress=False, log=quiet))
-    for key in KEYS:
+    for key in FIELDS:
         assert torch.equal(data[key], again[key]), key
     # A killed run resumes: finished shards are kept, a torn or missing one is labelled again.
     shard_path(out, 1).write_bytes(b"torn")
@@ -82,7 +79,7 @@ def test_labels_are_legal_reproducible_and_resumable(tmp_path):
     assert "1 of 2 shards already" in lines[0]
     assert shard_path(out, 0).stat().st_mtime_ns == before
     resumed = load_labels(out)
-    for key in KEYS:
+    for key in FIELDS:
         assert torch.equal(data[key], resumed[key]), key
 
 
@@ -159,4 +156,3 @@ def test_distillation_checks_its_data_and_is_not_repeated_on_resume(tmp_path, he
     Trainer(more, resume=True, log=logs.append).train()
     assert not any(line.startswith("distillation") for line in logs), "\n".join(logs)
     assert read_checkpoint(tmp_path / "resumed" / "checkpoints" / "last.pt")["update"] == 2
-

@@ -128,6 +128,21 @@ def test_a_failed_reset_changes_nothing():
     assert torch.equal(env.state.deal, twin.state.deal) and torch.equal(env.state.dealer, twin.state.dealer)
 
 
+def test_draw_deals_are_whole_reproducible_deals_from_the_seeded_stream():
+    draws = [SpadesVectorEnv(2, seed=5).draw_deals(200) for _ in range(2)]
+    assert torch.equal(draws[0], draws[1]) and draws[0].shape == (200, 5)
+    hands, dealers = draws[0][:, :4], draws[0][:, 4]
+    assert bool(((dealers >= 0) & (dealers <= 3)).all())
+    counts = ((hands[..., None] >> torch.arange(52)) & 1).sum(2)
+    assert bool((counts == 13).all())                                   # 13 cards per hand
+    assert bool(((hands[:, 0] | hands[:, 1] | hands[:, 2] | hands[:, 3]) == (1 << 52) - 1).all())
+    assert not torch.equal(draws[0], SpadesVectorEnv(2, seed=6).draw_deals(200))
+    env = SpadesVectorEnv(3, seed=5)                                     # a drawn deal can be dealt back
+    deal = env.draw_deals(1)
+    env.reset(deals=deal[:, :4].expand(3, 4), dealer=int(deal[0, 4]))
+    assert bool((env.state.hands == deal[:, :4]).all())
+
+
 def test_explicit_deals_in_card_strings():
     deal = [["AS", "KS", "QS", "JS", "TS", "9S", "8S", "7S", "6S", "5S", "4S", "3S", "2S"],
             [f"{r}H" for r in "AKQJT98765432"], [f"{r}D" for r in "AKQJT98765432"],

@@ -52,7 +52,7 @@ def collect_bid_values(policy: PolicyNet, rules, deals: int, generator: torch.Ge
         env = SpadesVectorEnv(B, rules=rules, reward="team_diff", episode="hand", device=device,
                               reward_scale=1.0, check_actions=False,
                               seed=int(torch.randint(0, 2**62, (1,), generator=generator, device=device)))
-        dealt = env._draw_deals(D)                                      # (D, 5): 4 hands + a dealer
+        dealt = env.draw_deals(D)                                      # (D, 5): 4 hands + a dealer
         copies = torch.arange(B, device=device) // NUM_BIDS
         kwargs = {}
         if start is not None:
