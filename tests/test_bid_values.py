@@ -13,13 +13,17 @@ from train.ppo import Trainer
 from test_train import tiny
 
 
-def replay_bid(policy, deal: torch.Tensor, turn: int, bid: int) -> float:
-    """The AEC env, the same deal, greedy play, the ``turn``-th bid forced: the bidder's side's
-    points minus the other side's."""
+def replay_bid(policy, deal: torch.Tensor, turn: int, action: int, scores=None) -> float:
+    """The AEC env, the same deal, greedy play, ``action`` (a bid, blind nil or look) forced at the
+    ``turn``-th bidding turn (a blind-nil decision there not being valued, the seat looks and
+    ``action`` is its bid): the bidder's side's points minus the other side's."""
     from agents.neural import NeuralAgent
     from spades_env.cards import mask_to_cards
     env = spades_v0.raw_env(rules="standard", reward="team_diff", episode="hand", reward_scale=1.0)
-    env.reset(seed=0, options={"deal": [mask_to_cards(int(h)) for h in deal[:4]], "dealer": int(deal[4])})
+    options = {"deal": [mask_to_cards(int(h)) for h in deal[:4]], "dealer": int(deal[4])}
+    if scores is not None:
+        options["scores"] = scores
+    env.reset(seed=0, options=options)
     player = NeuralAgent(policy=policy)
     bids_made, bidder, total = 0, None, 0.0
     for name in env.agent_iter():
@@ -27,12 +31,15 @@ def replay_bid(policy, deal: torch.Tensor, turn: int, bid: int) -> float:
         if termination or truncation:
             env.step(None)
             continue
-        action = player.act(obs)
-        if 52 <= action < 66:
-            if bids_made == turn:
-                bidder, action = name, 52 + bid
+        chosen = player.act(obs)
+        if bids_made == turn and bidder is None and 52 <= chosen < 68:
+            if obs["action_mask"][66] and action < 66:
+                chosen = 67                              # look, then bid ``action``
+            else:
+                bidder, chosen = name, action
+        if 52 <= chosen < 67:
             bids_made += 1
-        env.step(action)
+        env.step(chosen)
         if bidder is not None:
             total += env.rewards[bidder]
     return total
@@ -45,19 +52,41 @@ def test_bid_values_are_the_hands_played_out_with_each_bid():
     policy = PolicyNet(742, hidden=32, layers=1, head_hidden=16)
     generator = torch.Generator().manual_seed(0)
     data = collect_bid_values(policy, "standard", 6, generator, torch.device("cpu"), deals_per_batch=4)
-    assert data["values"].shape == (6, 14) and data["obs"].shape == (6, 742)
-    legal = data["mask"][:, 52:66]
+    assert data["values"].shape == (6, 16) and data["obs"].shape == (6, 742)
+    legal = data["mask"][:, 52:68]
     assert torch.equal(~torch.isnan(data["values"]), legal)
+    assert not legal[:, 14:].any()                  # from 0-0 nobody is offered blind nil
     assert set(data["turn"].tolist()) <= {0, 1, 2, 3}
     for d in range(2):
         for bid in torch.nonzero(legal[d])[:, 0].tolist()[:5]:
-            assert replay_bid(policy, data["deal"][d], int(data["turn"][d]), bid) == float(data["values"][d, bid]), (d, bid)
-    # From a score where one side trails by 300 it is offered blind nil: a turn that takes it has
-    # no bid to try and its deal is left out; the others are valued as before.
-    trailing = collect_bid_values(policy, "standard", 8, generator, torch.device("cpu"), deals_per_batch=8,
+            assert replay_bid(policy, data["deal"][d], int(data["turn"][d]), 52 + bid) == float(data["values"][d, bid]), (d, bid)
+
+
+def test_blind_nil_decisions_are_valued_too():
+    """From a score where one side trails by 300 its seats are offered blind nil first: on some
+    deals that decision is valued (blind nil against looking), on the others the seat looks and
+    its bid is valued; every value is the hand played out (the AEC env)."""
+    from agents.networks import PolicyNet
+    from train.bid_values import collect_bid_values
+    torch.manual_seed(3)
+    policy = PolicyNet(742, hidden=32, layers=1, head_hidden=16)
+    generator = torch.Generator().manual_seed(1)
+    trailing = collect_bid_values(policy, "standard", 16, generator, torch.device("cpu"), deals_per_batch=16,
                                   start=lambda n: (torch.tensor([[-200, 100]]).repeat(n, 1), None))
-    assert 0 < trailing["values"].shape[0] <= 8
-    assert torch.equal(~torch.isnan(trailing["values"]), trailing["mask"][:, 52:66])
+    values, legal = trailing["values"], trailing["mask"][:, 52:68]
+    assert values.shape == (16, 16) and torch.equal(~torch.isnan(values), legal)
+    blind = legal[:, 14]
+    assert torch.equal(blind, legal[:, 15]) and torch.equal(blind, ~legal[:, :14].any(1))
+    assert 0 < int(blind.sum()) < 16                # both kinds of decision occur
+    trailing_turn = torch.tensor([bool(legal[d, 14]) for d in range(16)])
+    checked = 0
+    for d in range(16):
+        actions = [66, 67] if blind[d] else [52 + b for b in torch.nonzero(legal[d])[:, 0].tolist()[:2]]
+        for action in actions:
+            assert replay_bid(policy, trailing["deal"][d], int(trailing["turn"][d]), action,
+                              scores=[-200, 100]) == float(values[d, action - 52]), (d, action)
+            checked += 1
+    assert checked >= 16 and trailing_turn.any()
 
 
 def test_bid_value_fit_moves_only_the_bidding_head():
@@ -71,7 +100,8 @@ def test_bid_value_fit_moves_only_the_bidding_head():
     mask[:, 52:66] = True
     # A value that depends on the observation: bid 3 is best in "low" positions, bid 8 elsewhere.
     best = torch.where(low, 3, 8)
-    values = -10.0 * (torch.arange(14)[None, :] - best[:, None]).abs().float() + 5 * torch.randn(2000, 14)
+    values = -10.0 * (torch.arange(16)[None, :] - best[:, None]).abs().float() + 5 * torch.randn(2000, 16)
+    values[:, 14:] = float("nan")                   # blind nil and look: not offered here
     before = {k: v.clone() for k, v in policy.state_dict().items()}
     lines: list[str] = []
     result = fit_bid_head(policy, {"obs": obs.half(), "mask": mask, "values": values}, 10.0, 40, 3e-3, 256,
@@ -96,6 +126,7 @@ def test_bid_value_rounds_run_in_training_and_are_not_repeated_on_resume(tmp_pat
             assert torch.equal(value, start[key]), key
     trainer.train()                                     # the second round, then one update
     assert sum(line.startswith("bid values: kept") for line in logs) == 2
+    assert any(line.startswith("bid values, round 2: 8/8 deals played out") for line in logs)   # progress lines
     assert read_checkpoint(tmp_path / "bids" / "checkpoints" / "last.pt")["bid_value_rounds_done"] == 2
     logs.clear()
     Trainer(config_from_dict({**config.to_dict(), "max_updates": 2}), resume=True, log=logs.append).train()

@@ -328,6 +328,17 @@ def test_varied_start_offers_blind_nil_and_redraws_scores(tmp_path):
     assert not torch.equal(trainer.env._start_scores, starts)   # finished tables drew new scores
 
 
+def test_varied_start_share_starts_the_other_episodes_from_zero(tmp_path):
+    config = tiny(tmp_path, "share", "varied_start=true", "varied_start_share=0.25", "imitation_decisions=0")
+    trainer = Trainer(config, log=lambda line: None)
+    scores, bags = trainer._random_start(4000)
+    zero = (scores == 0).all(1) & (bags == 0).all(1)
+    assert 0.70 < float(zero.float().mean()) < 0.80             # 75% from 0-0 (and a few drawn as 0-0)
+    assert scores[~zero].unique().numel() > 10
+    with pytest.raises(ConfigError, match=r"varied_start_share=1.5: expected a number in \[0, 1\]"):
+        load_config(None, ["varied_start_share=1.5"])
+
+
 def test_init_from_a_checkpoint_starts_from_its_weights(tmp_path):
     first = tiny(tmp_path, "first", "total_decisions=512")
     Trainer(first, log=lambda line: None).train()

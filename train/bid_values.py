@@ -3,11 +3,18 @@
 A bid is one decision whose consequences take the whole hand to show, so a policy-gradient
 signal for it is noisy (one hand's score, whatever the other 55 decisions did). Here, as in
 DouZero's Monte-Carlo values, the value of each bid is measured directly: a deal is copied onto
-14 tables; on every copy the same seat (one of the four bidding turns, drawn per deal) makes a
-different bid (nil, 1..13), and everything else, the other bids and all the card play, is the
-current policy playing greedily on all four seats. The copies differ only in that bid, so the
-differences between their hand results (the bidder's side's points minus the other side's) are
-the differences between the bids' values on this deal, free of the deal's luck.
+16 tables, one per action of the bidding head; on every copy the same seat (one of the four
+bidding turns, drawn per deal) takes a different action, and everything else, the other bids
+and all the card play, is the current policy playing greedily on all four seats. The copies
+differ only in that action, so the differences between their hand results (the bidder's side's
+points minus the other side's) are the differences between the actions' values on this deal,
+free of the deal's luck.
+
+At a bidding turn the candidates are the bids (nil, 1..13). A seat whose side trails enough to
+be offered blind nil first decides between blind nil and looking at its cards: per deal, a coin
+decides whether that decision is valued (blind nil against looking, then bidding greedily) or
+the seat looks on every copy and the bid it then makes is valued. With ``varied_start`` scores
+(and bags near the limit) the values include the blind-nil bonus or penalty and the bag penalty.
 
 The bidding head alone (not the shared trunk, not the card head: the card play is untouched)
 is then fitted so that its logits over the legal bids, centred, equal the centred values over
@@ -25,44 +32,48 @@ from typing import Callable, Optional
 import torch
 
 from agents.networks import NUM_ACTIONS, PolicyNet
-from spades_env.game import BID_ACTION_BASE, PHASE_BIDDING
+from spades_env.game import BID_ACTION_BASE, LOOK_ACTION, PHASE_BIDDING, PHASE_BLIND_DECISION
 from spades_env.vector import SpadesVectorEnv
 
-NUM_BIDS = 14                     # nil, 1..13: the candidates tried on every deal
+NUM_BIDS = 14                     # nil, 1..13
+NUM_CANDIDATES = NUM_ACTIONS - BID_ACTION_BASE    # the bidding head's 16 actions: the bids, blind nil, look
 
 
 @torch.no_grad()
 def collect_bid_values(policy: PolicyNet, rules, deals: int, generator: torch.Generator, device: torch.device,
                        deals_per_batch: int = 256, start: Optional[Callable[[int], tuple]] = None,
                        progress: Optional[Callable[[int], None]] = None) -> dict[str, torch.Tensor]:
-    """Value every legal bid of ``deals`` bidding decisions by playing each out (module doc).
+    """Value every legal action of ``deals`` bidding decisions by playing each out (module doc).
 
     ``start(n)``: optional starting (scores, bags) for n tables (e.g. random scores), applied to
     a deal's copies alike. Returns ``obs`` (float16), ``mask`` (the decision's legal actions),
-    ``values`` (deals, 14): the bidder's side's points minus the other side's for nil, 1..13
-    (NaN where the bid is not legal), ``deal`` (deals, 5: the four hands as bitboards and the
-    dealer) and ``turn`` (which of the four bids was tried, 0 = the first). Deals where the
-    drawn turn bid blind nil are left out."""
+    ``values`` (deals, 16): the bidder's side's points minus the other side's for nil, 1..13,
+    blind nil and look (NaN where the action is not legal: a bidding turn has bids, a blind-nil
+    decision blind nil and look), ``deal`` (deals, 5: the four hands as bitboards and the
+    dealer) and ``turn`` (which of the four bids was tried, 0 = the first)."""
     policy.eval()
     parts: dict[str, list] = {"obs": [], "mask": [], "values": [], "deal": [], "turn": []}
     done_deals = 0
     while done_deals < deals:
         D = min(deals_per_batch, deals - done_deals)
-        B = D * NUM_BIDS
+        B = D * NUM_CANDIDATES
+        seed = int(torch.randint(0, 2**62, (1,), generator=generator, device=device))
         env = SpadesVectorEnv(B, rules=rules, reward="team_diff", episode="hand", device=device,
-                              reward_scale=1.0, check_actions=False,
-                              seed=int(torch.randint(0, 2**62, (1,), generator=generator, device=device)))
+                              reward_scale=1.0, check_actions=False, seed=seed)
         dealt = env.draw_deals(D)                                      # (D, 5): 4 hands + a dealer
-        copies = torch.arange(B, device=device) // NUM_BIDS
+        copies = torch.arange(B, device=device) // NUM_CANDIDATES
         kwargs = {}
         if start is not None:
             scores, bags = start(D)
             kwargs = {"scores": scores[copies], "bags": None if bags is None else bags[copies]}
         dealer = dealt[copies, 4] if env.rules.fixed_dealer is None else None
         obs, mask = env.reset(deals=dealt[copies, :4], dealer=dealer, **kwargs)
-        dealt[:, 4] = env.state.dealer[::NUM_BIDS]                     # the dealer actually used
+        dealt[:, 4] = env.state.dealer[::NUM_CANDIDATES]               # the dealer actually used
         turn = torch.randint(0, 4, (D,), generator=generator, device=device)[copies]     # which bid is tried
-        candidate = BID_ACTION_BASE + torch.arange(B, device=device) % NUM_BIDS
+        # The coins come from their own stream, so the deals and turns drawn do not depend on them.
+        coins = torch.Generator(device=device).manual_seed(seed)
+        value_blind = (torch.rand(D, generator=coins, device=device) < 0.5)[copies]
+        candidate = BID_ACTION_BASE + torch.arange(B, device=device) % NUM_CANDIDATES
         recorded = torch.zeros(B, dtype=torch.bool, device=device)
         finished = torch.zeros(B, dtype=torch.bool, device=device)
         bidder = torch.zeros(B, dtype=torch.int64, device=device)
@@ -73,7 +84,11 @@ def collect_bid_values(policy: PolicyNet, rules, deals: int, generator: torch.Ge
             state = env.state
             actions = policy(obs, mask).argmax(1)
             bids_made = (state.bids >= 0).sum(1)
-            here = (state.phase == PHASE_BIDDING) & (bids_made == turn) & ~recorded & ~finished
+            at_turn = (bids_made == turn) & ~recorded & ~finished
+            blind_decision = at_turn & (state.phase == PHASE_BLIND_DECISION)
+            # A blind-nil decision not valued on this deal: look, and value the bid that follows.
+            actions = torch.where(blind_decision & ~value_blind, LOOK_ACTION, actions)
+            here = at_turn & ((state.phase == PHASE_BIDDING) | (blind_decision & value_blind))
             if bool(here.any()):
                 recorded |= here
                 bidder = torch.where(here, state.to_act, bidder)
@@ -85,11 +100,11 @@ def collect_bid_values(policy: PolicyNet, rules, deals: int, generator: torch.Ge
             finished |= done
         value = total.gather(1, bidder[:, None])[:, 0]
         legal = seen_mask.gather(1, candidate[:, None])[:, 0] & recorded
-        values = torch.where(legal, value, torch.full_like(value, float("nan"))).reshape(D, NUM_BIDS)
-        first = torch.arange(D, device=device) * NUM_BIDS
+        values = torch.where(legal, value, torch.full_like(value, float("nan"))).reshape(D, NUM_CANDIDATES)
+        first = torch.arange(D, device=device) * NUM_CANDIDATES
         keep = recorded[first]
         # Greedy play is deterministic: a deal's copies are identical up to the bid tried.
-        same = (seen_obs.reshape(D, NUM_BIDS, -1) == seen_obs[first][:, None]).all(2).all(1)
+        same = (seen_obs.reshape(D, NUM_CANDIDATES, -1) == seen_obs[first][:, None]).all(2).all(1)
         if not bool(same[keep].all()):
             raise RuntimeError("bid values: the copies of a deal differ before the bid tried (nondeterministic play)")
         parts["obs"].append(seen_obs[first][keep].cpu())
@@ -123,7 +138,7 @@ def fit_bid_head(policy: PolicyNet, data: dict[str, torch.Tensor], temperature: 
     head = policy.bid_head
 
     def loss_of(rows: torch.Tensor) -> torch.Tensor:
-        logits = head(trunk[rows])[:, :NUM_BIDS]
+        logits = head(trunk[rows])
         ok = legal[rows]
         centred = torch.where(ok, logits, torch.zeros_like(logits))
         centred = centred - centred.sum(1, keepdim=True) / count[rows]
@@ -133,7 +148,7 @@ def fit_bid_head(policy: PolicyNet, data: dict[str, torch.Tensor], temperature: 
         """(loss, mean measured value of the head's favourite bid): the second is an unbiased
         estimate of what greedy bidding scores on these deals, in points per hand."""
         with torch.no_grad():
-            logits = head(trunk[test_rows])[:, :NUM_BIDS].masked_fill(~legal[test_rows], float("-inf"))
+            logits = head(trunk[test_rows]).masked_fill(~legal[test_rows], float("-inf"))
             picked = values[test_rows].gather(1, logits.argmax(1, keepdim=True))[:, 0]
             return float(loss_of(test_rows).mean()), float(picked.mean())
 

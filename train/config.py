@@ -58,6 +58,8 @@ class TrainConfig:
     varied_start: bool = _f(False, "every episode starts from random scores (-150..490) and bags instead of 0-0, so "
                                    "training meets blind nil (offered to a side that trails), the card passing "
                                    "it brings and the bag penalty (imitation included)")
+    varied_start_share: float = _f(1.0, "with varied_start, the share of episodes (drawn per episode) that start from "
+                                        "random scores; the rest start from 0-0")
     shaping: float = _f(0.0, "weight of the env's potential-based shaping (sums to 0 per hand)")
 
     # --- experience
@@ -163,7 +165,7 @@ class TrainConfig:
                      "bid_value_temperature", "reward_scale", "clip", "max_grad_norm"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected a positive number")
-        for name in ("gamma", "gae_lambda"):
+        for name in ("gamma", "gae_lambda", "varied_start_share"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected a number in [0, 1]")
         for name in ("entropy_coef", "value_coef", "shaping", "win_bonus"):

@@ -186,10 +186,15 @@ class Trainer:
 
     # ------------------------------------------------------------------ starting scores
     def _random_start(self, tables: Optional[int] = None) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
-        """Random (B, 2) starting scores (-150..490 in steps of 10) and bags (0..bag_limit-1)."""
+        """Random (B, 2) starting scores (-150..490 in steps of 10) and bags (0..bag_limit-1); with
+        ``varied_start_share`` below 1, the other tables start from 0-0 and no bags."""
         B, rules = tables or self.config.num_envs, self.env.rules
         scores = torch.randint(-15, 50, (B, 2), generator=self.generator, device=self.device) * 10
         bags = torch.randint(0, rules.bag_limit, (B, 2), generator=self.generator, device=self.device)
+        share = self.config.varied_start_share
+        if share < 1:
+            varied = torch.rand(B, 1, generator=self.generator, device=self.device) < share
+            scores, bags = scores * varied, bags * varied
         return scores, None if rules.bags_from_score_digit else bags
 
     def _reset_tables(self, env: SpadesVectorEnv) -> tuple[torch.Tensor, torch.Tensor]:
@@ -498,8 +503,20 @@ class Trainer:
         bar = _bar(cfg.bid_value_deals, f"bid values, round {round_}/{cfg.bid_value_rounds}", cfg.progress)
         bar.unit = "deal"
         start = self._random_start if cfg.varied_start else None
+        began, done, next_line = time.perf_counter(), 0, 0.1
+
+        def progress(deals: int) -> None:
+            nonlocal done, next_line
+            bar.update(deals)
+            done += deals
+            if not cfg.progress and done >= next_line * cfg.bid_value_deals:      # log lines instead of a bar
+                rate = done / max(time.perf_counter() - began, 1e-9)
+                self.log(f"bid values, round {round_}: {done:,}/{cfg.bid_value_deals:,} deals played out "
+                         f"({rate:.1f} deals/s)")
+                next_line = (int(10 * done / cfg.bid_value_deals) + 1) / 10
+
         data = collect_bid_values(self.policy, self.env.rules, cfg.bid_value_deals, self.generator, self.device,
-                                  start=start, progress=bar.update)
+                                  start=start, progress=progress)
         bar.close()
         result = fit_bid_head(self.policy, data, cfg.bid_value_temperature, cfg.bid_value_epochs,
                               cfg.bid_value_learning_rate, min(cfg.minibatch_size, 1024), self.generator, self.log)
