@@ -78,7 +78,6 @@ def test_blind_nil_decisions_are_valued_too():
     blind = legal[:, 14]
     assert torch.equal(blind, legal[:, 15]) and torch.equal(blind, ~legal[:, :14].any(1))
     assert 0 < int(blind.sum()) < 16                # both kinds of decision occur
-    trailing_turn = torch.tensor([bool(legal[d, 14]) for d in range(16)])
     checked = 0
     for d in range(16):
         actions = [66, 67] if blind[d] else [52 + b for b in torch.nonzero(legal[d])[:, 0].tolist()[:2]]
@@ -86,7 +85,7 @@ def test_blind_nil_decisions_are_valued_too():
             assert replay_bid(policy, trailing["deal"][d], int(trailing["turn"][d]), action,
                               scores=[-200, 100]) == float(values[d, action - 52]), (d, action)
             checked += 1
-    assert checked >= 16 and trailing_turn.any()
+    assert checked >= 16
 
 
 def test_bid_value_fit_moves_only_the_bidding_head():
