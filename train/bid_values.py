@@ -17,9 +17,9 @@ the seat looks on every copy and the bid it then makes is valued. With ``varied_
 (and bags near the limit) the values include the blind-nil bonus or penalty and the bag penalty.
 
 The bidding head alone (not the shared trunk, not the card head: the card play is untouched)
-is then fitted so that its logits over the legal bids, centred, equal the centred values over
-``temperature`` points: the minimiser is the Boltzmann policy over the bids' expected values
-given what the bidder sees, and its greedy bid the bid of highest expected value under the
+is then fitted so that its logits over the legal actions, centred, equal the centred values over
+``temperature`` points: the minimiser is the Boltzmann policy over the actions' expected values
+given what the bidder sees, and its greedy choice the one of highest expected value under the
 current play. ``rounds`` repeats collection and fitting (the partner's and opponents' responses
 to a bid change as the bidding head does).
 """
@@ -35,7 +35,6 @@ from agents.networks import NUM_ACTIONS, PolicyNet
 from spades_env.game import BID_ACTION_BASE, LOOK_ACTION, PHASE_BIDDING, PHASE_BLIND_DECISION
 from spades_env.vector import SpadesVectorEnv
 
-NUM_BIDS = 14                     # nil, 1..13
 NUM_CANDIDATES = NUM_ACTIONS - BID_ACTION_BASE    # the bidding head's 16 actions: the bids, blind nil, look
 
 
