@@ -503,17 +503,18 @@ class Trainer:
         bar = _bar(cfg.bid_value_deals, f"bid values, round {round_}/{cfg.bid_value_rounds}", cfg.progress)
         bar.unit = "deal"
         start = self._random_start if cfg.varied_start else None
-        began, done, next_line = time.perf_counter(), 0, 0.1
+        began, done, tenths_logged = time.perf_counter(), 0, 0
 
         def progress(deals: int) -> None:
-            nonlocal done, next_line
+            nonlocal done, tenths_logged
             bar.update(deals)
             done += deals
-            if not cfg.progress and done >= next_line * cfg.bid_value_deals:      # log lines instead of a bar
+            tenths = 10 * done // cfg.bid_value_deals
+            if not cfg.progress and tenths > tenths_logged:      # no bar: a log line every tenth of the deals
+                tenths_logged = tenths
                 rate = done / max(time.perf_counter() - began, 1e-9)
                 self.log(f"bid values, round {round_}: {done:,}/{cfg.bid_value_deals:,} deals played out "
                          f"({rate:.1f} deals/s)")
-                next_line = (int(10 * done / cfg.bid_value_deals) + 1) / 10
 
         data = collect_bid_values(self.policy, self.env.rules, cfg.bid_value_deals, self.generator, self.device,
                                   start=start, progress=progress)
