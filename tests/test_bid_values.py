@@ -3,6 +3,7 @@ bid (checked against the AEC env), the fit moves the bidding head alone, rounds 
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from agents.neural import read_checkpoint
@@ -13,10 +14,11 @@ from train.ppo import Trainer
 from test_train import tiny
 
 
-def replay_bid(policy, deal: torch.Tensor, turn: int, action: int, scores=None) -> float:
+def replay_bid(policy, deal: torch.Tensor, turn: int, action: int, scores=None, opponent=None) -> float:
     """The AEC env, the same deal, greedy play, ``action`` (a bid, blind nil or look) forced at the
     ``turn``-th bidding turn (a blind-nil decision there not being valued, the seat looks and
-    ``action`` is its bid): the bidder's side's points minus the other side's."""
+    ``action`` is its bid): the bidder's side's points minus the other side's. ``opponent``: an
+    agent playing the other side of the bidder's."""
     from agents.neural import NeuralAgent
     from spades_env.cards import mask_to_cards
     env = spades_v0.raw_env(rules="standard", reward="team_diff", episode="hand", reward_scale=1.0)
@@ -25,13 +27,17 @@ def replay_bid(policy, deal: torch.Tensor, turn: int, action: int, scores=None) 
         options["scores"] = scores
     env.reset(seed=0, options=options)
     player = NeuralAgent(policy=policy)
+    other_side = (int(deal[4]) + 1 + turn + 1) % 2          # the side that is not the bidder's
     bids_made, bidder, total = 0, None, 0.0
     for name in env.agent_iter():
         obs, _, termination, truncation, _ = env.last()
         if termination or truncation:
             env.step(None)
             continue
-        chosen = player.act(obs)
+        if opponent is not None and int(name[-1]) % 2 == other_side:
+            chosen = opponent.act(obs)
+        else:
+            chosen = player.act(obs)
         if bids_made == turn and bidder is None and 52 <= chosen < 68:
             if obs["action_mask"][66] and action < 66:
                 chosen = 67                              # look, then bid ``action``
@@ -86,6 +92,35 @@ def test_blind_nil_decisions_are_valued_too():
                               scores=[-200, 100]) == float(values[d, action - 52]), (d, action)
             checked += 1
     assert checked >= 16
+
+
+def test_bids_can_be_valued_against_the_heuristic():
+    """On a share of the deals the heuristic plays the other side (bids and cards): those values
+    are the hands played out in the AEC env with the heuristic there; the rest are self-play."""
+    from agents.heuristic import HeuristicAgent
+    from agents.networks import PolicyNet
+    from train.bid_values import collect_bid_values
+    torch.manual_seed(3)
+    policy = PolicyNet(742, hidden=32, layers=1, head_hidden=16)
+    data = collect_bid_values(policy, "standard", 12, torch.Generator().manual_seed(2), torch.device("cpu"),
+                              deals_per_batch=12, opponent=HeuristicAgent(), opponent_share=0.5)
+    against = data["against_opponent"]
+    assert 0 < int(against.sum()) < 12
+    legal = data["mask"][:, 52:68]
+    assert torch.equal(~torch.isnan(data["values"]), legal)
+    differs = 0
+    for d in range(12):
+        for bid in torch.nonzero(legal[d])[:, 0].tolist()[:3]:
+            value = float(data["values"][d, bid])
+            deal, turn = data["deal"][d], int(data["turn"][d])
+            if against[d]:
+                assert replay_bid(policy, deal, turn, 52 + bid, opponent=HeuristicAgent()) == value, (d, bid)
+                differs += replay_bid(policy, deal, turn, 52 + bid) != value
+            else:
+                assert replay_bid(policy, deal, turn, 52 + bid) == value, (d, bid)
+    assert differs > 0                              # the heuristic did play those deals
+    with pytest.raises(ValueError, match="opponent_share > 0 needs an opponent"):
+        collect_bid_values(policy, "standard", 1, torch.Generator(), torch.device("cpu"), opponent_share=0.5)
 
 
 def test_bid_value_fit_moves_only_the_bidding_head():

@@ -337,6 +337,8 @@ def test_varied_start_share_starts_the_other_episodes_from_zero(tmp_path):
     assert scores[~zero].unique().numel() > 10
     with pytest.raises(ConfigError, match=r"varied_start_share=1.5: expected a number in \[0, 1\]"):
         load_config(None, ["varied_start_share=1.5"])
+    with pytest.raises(ConfigError, match=r"bid_value_heuristic_share=-0.1: expected a number in \[0, 1\]"):
+        load_config(None, ["bid_value_heuristic_share=-0.1"])
 
 
 def test_init_from_a_checkpoint_starts_from_its_weights(tmp_path):

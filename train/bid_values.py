@@ -5,7 +5,9 @@ signal for it is noisy (one hand's score, whatever the other 55 decisions did). 
 DouZero's Monte-Carlo values, the value of each bid is measured directly: a deal is copied onto
 16 tables, one per action of the bidding head; on every copy the same seat (one of the four
 bidding turns, drawn per deal) takes a different action, and everything else, the other bids
-and all the card play, is the current policy playing greedily on all four seats. The copies
+and all the card play, is the current policy playing greedily on all four seats (or, on a share
+of the deals, the bidder's side only, the other side being an opponent agent such as the
+heuristic, so that the bids are valued against the way that opponent bids and plays). The copies
 differ only in that action, so the differences between their hand results (the bidder's side's
 points minus the other side's) are the differences between the actions' values on this deal,
 free of the deal's luck.
@@ -41,17 +43,23 @@ NUM_CANDIDATES = NUM_ACTIONS - BID_ACTION_BASE    # the bidding head's 16 action
 @torch.no_grad()
 def collect_bid_values(policy: PolicyNet, rules, deals: int, generator: torch.Generator, device: torch.device,
                        deals_per_batch: int = 256, start: Optional[Callable[[int], tuple]] = None,
-                       progress: Optional[Callable[[int], None]] = None) -> dict[str, torch.Tensor]:
+                       progress: Optional[Callable[[int], None]] = None, opponent=None,
+                       opponent_share: float = 0.0) -> dict[str, torch.Tensor]:
     """Value every legal action of ``deals`` bidding decisions by playing each out (module doc).
 
     ``start(n)``: optional starting (scores, bags) for n tables (e.g. random scores), applied to
-    a deal's copies alike. Returns ``obs`` (float16), ``mask`` (the decision's legal actions),
+    a deal's copies alike. ``opponent``: an agent (``act(obs, info)`` as in the AEC env, deterministic)
+    that plays the other side of the bidder on ``opponent_share`` of the deals (a coin per deal).
+    Returns ``obs`` (float16), ``mask`` (the decision's legal actions),
     ``values`` (deals, 16): the bidder's side's points minus the other side's for nil, 1..13,
     blind nil and look (NaN where the action is not legal: a bidding turn has bids, a blind-nil
     decision blind nil and look), ``deal`` (deals, 5: the four hands as bitboards and the
-    dealer) and ``turn`` (which of the four bids was tried, 0 = the first)."""
+    dealer), ``turn`` (which of the four bids was tried, 0 = the first) and ``against_opponent``
+    (whether ``opponent`` played the other side)."""
+    if opponent_share > 0 and opponent is None:
+        raise ValueError("collect_bid_values: opponent_share > 0 needs an opponent agent")
     policy.eval()
-    parts: dict[str, list] = {"obs": [], "mask": [], "values": [], "deal": [], "turn": []}
+    parts: dict[str, list] = {"obs": [], "mask": [], "values": [], "deal": [], "turn": [], "against_opponent": []}
     done_deals = 0
     while done_deals < deals:
         D = min(deals_per_batch, deals - done_deals)
@@ -72,6 +80,11 @@ def collect_bid_values(policy: PolicyNet, rules, deals: int, generator: torch.Ge
         # The coins come from their own stream, so the deals and turns drawn do not depend on them.
         coins = torch.Generator(device=device).manual_seed(seed)
         value_blind = (torch.rand(D, generator=coins, device=device) < 0.5)[copies]
+        against = torch.zeros(B, dtype=torch.bool, device=device)
+        if opponent_share > 0:
+            against = (torch.rand(D, generator=coins, device=device) < opponent_share)[copies]
+        # The seat whose bid is tried: the turn-th bidder after the dealer; its side is the policy's.
+        policy_side = (env.state.dealer + 1 + turn) % 2
         candidate = BID_ACTION_BASE + torch.arange(B, device=device) % NUM_CANDIDATES
         recorded = torch.zeros(B, dtype=torch.bool, device=device)
         finished = torch.zeros(B, dtype=torch.bool, device=device)
@@ -82,6 +95,12 @@ def collect_bid_values(policy: PolicyNet, rules, deals: int, generator: torch.Ge
         while not bool(finished.all()):
             state = env.state
             actions = policy(obs, mask).argmax(1)
+            opponent_rows = torch.nonzero(against & (state.to_act % 2 != policy_side) & ~finished)[:, 0]
+            if opponent_rows.numel():
+                obs_np, mask_np = obs[opponent_rows].cpu().numpy(), mask[opponent_rows].cpu().numpy()
+                chosen = [opponent.act({"observation": o, "action_mask": m.astype("int8")})
+                          for o, m in zip(obs_np, mask_np)]
+                actions[opponent_rows] = torch.tensor(chosen, dtype=torch.int64, device=device)
             bids_made = (state.bids >= 0).sum(1)
             at_turn = (bids_made == turn) & ~recorded & ~finished
             blind_decision = at_turn & (state.phase == PHASE_BLIND_DECISION)
@@ -111,6 +130,7 @@ def collect_bid_values(policy: PolicyNet, rules, deals: int, generator: torch.Ge
         parts["values"].append(values[keep].cpu())
         parts["deal"].append(dealt[keep].cpu())
         parts["turn"].append(turn[first][keep].cpu())
+        parts["against_opponent"].append(against[first][keep].cpu())
         done_deals += D
         if progress is not None:
             progress(D)

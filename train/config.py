@@ -113,6 +113,9 @@ class TrainConfig:
     bid_value_rounds: int = _f(1, "rounds of bid-value collection and fitting")
     bid_value_epochs: int = _f(30, "passes over a round's bid values (the best held-out epoch is kept)")
     bid_value_learning_rate: float = _f(1e-3, "Adam step size of the bidding head's fit")
+    bid_value_heuristic_share: float = _f(0.0, "share of the bid-value deals (drawn per deal) where the heuristic "
+                                                "plays the other side of the bidder (bids and cards), so the bids "
+                                                "are valued against its play; on the rest the policy plays all seats")
     bid_value_temperature: float = _f(10.0, "points per unit of bidding logit: the fitted policy is the softmax of "
                                             "the bids' values over this")
     critic_warmup_updates: int = _f(0, "first updates of PPO train only the critic, the policy frozen (for "
@@ -165,7 +168,7 @@ class TrainConfig:
                      "bid_value_temperature", "reward_scale", "clip", "max_grad_norm"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected a positive number")
-        for name in ("gamma", "gae_lambda", "varied_start_share"):
+        for name in ("gamma", "gae_lambda", "varied_start_share", "bid_value_heuristic_share"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected a number in [0, 1]")
         for name in ("entropy_coef", "value_coef", "shaping", "win_bonus"):

@@ -517,7 +517,8 @@ class Trainer:
                          f"({rate:.1f} deals/s)")
 
         data = collect_bid_values(self.policy, self.env.rules, cfg.bid_value_deals, self.generator, self.device,
-                                  start=start, progress=progress)
+                                  start=start, progress=progress, opponent=self.heuristic,
+                                  opponent_share=cfg.bid_value_heuristic_share)
         bar.close()
         result = fit_bid_head(self.policy, data, cfg.bid_value_temperature, cfg.bid_value_epochs,
                               cfg.bid_value_learning_rate, min(cfg.minibatch_size, 1024), self.generator, self.log)
