@@ -155,6 +155,11 @@ class SpadesVectorEnv:
         self._step_fn = torch.compile(self._full_step_fused, dynamic=False) if compile else self._full_step
         self.state: Optional[VecState] = None
 
+    @property
+    def compiled(self) -> bool:
+        """Whether the tables are stepped by the ``torch.compile``-d engine (``compile=True``)."""
+        return self._compiled
+
     # ------------------------------------------------------------------ deals
     def draw_deals(self, count: int) -> torch.Tensor:
         """``count`` uniformly random deals and first dealers: (count, 5) int64, the four hands as

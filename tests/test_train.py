@@ -331,7 +331,7 @@ def test_varied_start_offers_blind_nil_and_redraws_scores(tmp_path):
 def test_varied_start_share_starts_the_other_episodes_from_zero(tmp_path):
     config = tiny(tmp_path, "share", "varied_start=true", "varied_start_share=0.25", "imitation_decisions=0")
     trainer = Trainer(config, log=lambda line: None)
-    scores, bags = trainer._random_start(4000)
+    scores, bags = trainer.random_start(4000)
     zero = (scores == 0).all(1) & (bags == 0).all(1)
     assert 0.70 < float(zero.float().mean()) < 0.80             # 75% from 0-0 (and a few drawn as 0-0)
     assert scores[~zero].unique().numel() > 10
@@ -432,7 +432,7 @@ def test_compiled_engine_trains_exactly_like_the_eager_one(tmp_path):
                       "imitation_decisions=0", "num_envs=16", "rollout_steps=8", "total_decisions=256",
                       "minibatch_size=64", "eval_every=0")
         trainer = Trainer(config, log=lambda line: None)
-        assert trainer.env._compiled == (compiled == "true")
+        assert trainer.env.compiled == (compiled == "true")
         trainer.train()
         weights.append(trainer.policy.state_dict())
     assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])

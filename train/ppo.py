@@ -185,7 +185,7 @@ class Trainer:
             net.eval()
 
     # ------------------------------------------------------------------ starting scores
-    def _random_start(self, tables: Optional[int] = None) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+    def random_start(self, tables: Optional[int] = None) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
         """Random (B, 2) starting scores (-150..490 in steps of 10) and bags (0..bag_limit-1); with
         ``varied_start_share`` below 1, the other tables start from 0-0 and no bags."""
         B, rules = tables or self.config.num_envs, self.env.rules
@@ -200,13 +200,13 @@ class Trainer:
     def _reset_tables(self, env: SpadesVectorEnv) -> tuple[torch.Tensor, torch.Tensor]:
         if not self.config.varied_start:
             return env.reset()
-        scores, bags = self._random_start()
+        scores, bags = self.random_start()
         return env.reset(scores=scores, bags=bags)
 
     def _vary_start(self, env: SpadesVectorEnv, done: torch.Tensor) -> None:
         """With ``varied_start``, the finished tables' next episodes start from new random scores."""
         if self.config.varied_start and bool(done.any()):
-            scores, bags = self._random_start()
+            scores, bags = self.random_start()
             env.set_start(scores, bags, tables=done)
 
     # ------------------------------------------------------------------ experience
@@ -502,7 +502,7 @@ class Trainer:
         round_ = self.bid_value_rounds_done + 1
         bar = _bar(cfg.bid_value_deals, f"bid values, round {round_}/{cfg.bid_value_rounds}", cfg.progress)
         bar.unit = "deal"
-        start = self._random_start if cfg.varied_start else None
+        start = self.random_start if cfg.varied_start else None
         began, done, tenths_logged = time.perf_counter(), 0, 0
 
         def progress(deals: int) -> None:
