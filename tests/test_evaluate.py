@@ -359,6 +359,40 @@ def test_team_stats_match_a_direct_computation_from_records():
     assert r.score_diff.high - r.score_diff.mean == pytest.approx(half)
 
 
+def test_hand_kinds_split_the_score_difference():
+    """Every hand falls in one kind (team A's view: a team's nil kept or broken, else which
+    contracts were set); the kinds' counts and points match the records and add up to the match."""
+    r = evaluate("random", "heuristic", deals=40, duplicate=True, seed=5, workers=1, keep_records=True)
+    expect = {kind: [0, 0] for kind in ev.HAND_KINDS}
+    for index, record in enumerate(r.records):
+        hand = record["hands"][0]
+        a, b = (1, 0) if index % 2 else (0, 1)              # the sides of A and B in this play
+        bids, taken = hand["bids"], hand["tricks_taken"]
+        nils = {team: [taken[s] == 0 for s in (side, side + 2) if bids[s] == 0] for team, side in (("A", a), ("B", b))}
+        if nils["A"] and nils["B"]:
+            kind = "nil by both teams"
+        elif nils["A"] or nils["B"]:
+            team = "A" if nils["A"] else "B"
+            kind = f"{team} nil {'kept' if all(nils[team]) else 'broken'}"
+        else:
+            set_a, set_b = (sum(taken[s] for s in (side, side + 2)) < bids[side] + bids[side + 2] for side in (a, b))
+            kind = {(False, False): "no nil: both made", (True, False): "no nil: A set",
+                    (False, True): "no nil: B set", (True, True): "no nil: both set"}[set_a, set_b]
+        expect[kind][0] += 1
+        expect[kind][1] += hand["score_change"][a] - hand["score_change"][b]
+    assert list(r.hand_kinds) == list(ev.HAND_KINDS)
+    for kind, (n, points) in expect.items():
+        k = r.hand_kinds[kind]
+        assert k["hands"] == n and k["points_per_hand"] == pytest.approx(points / 80), kind
+        assert k["mean_diff"] == (pytest.approx(points / n) if n else None)
+    assert sum(n for n, _ in expect.values()) == 80
+    assert sum(k["points_per_hand"] for k in r.hand_kinds.values()) == pytest.approx(r.score_diff.mean)
+    assert r.hand_kinds["A nil broken"]["hands"] > 0 and r.hand_kinds["no nil: A set"]["hands"] > 0
+    assert json.loads(json.dumps(r.to_dict()))["hand_kinds"] == r.hand_kinds
+    report = r.format()
+    assert "where the points come from" in report and "no nil: A set" in report
+
+
 def test_interval_helpers():
     assert ev.t_quantile(0.95, 1) == pytest.approx(12.7062, abs=1e-3)
     assert ev.t_quantile(0.95, 10) == pytest.approx(2.2281, abs=1e-3)

@@ -314,6 +314,7 @@ class PlayOutcome:
     tallies: dict[str, TeamTally]   # "A", "B"
     winner: Optional[str] = None    # games mode: "A", "B" or None (tie)
     record: Optional[dict] = None
+    kinds: dict[str, list[int]] = field(default_factory=dict)   # hand kind -> [hands, A minus B points]
 
     @property
     def diff(self) -> int:
@@ -374,6 +375,33 @@ def tally_hand(hand: dict, rules: Rules, team_seats: dict[str, tuple[int, int]],
                 else:
                     t.nil_bids += 1
                     t.nil_kept += kept
+
+
+HAND_KINDS = ("no nil: both made", "no nil: A set", "no nil: B set", "no nil: both set",
+              "A nil kept", "A nil broken", "B nil kept", "B nil broken", "nil by both teams")
+
+
+def hand_kind(hand: dict, rules: Rules, team_seats: dict[str, tuple[int, int]]) -> str:
+    """Which of :data:`HAND_KINDS` a scored hand is, seen from team A: whether a team bid nil
+    (or blind nil; "broken": any of its nil bidders took a trick), else which contracts were set."""
+    bids, taken = hand["bids"], hand["tricks_taken"]
+    nil_kept = {team: [taken[s] == 0 for s in seats if bids[s] == 0] for team, seats in team_seats.items()}
+    if nil_kept["A"] and nil_kept["B"]:
+        return "nil by both teams"
+    for team in TEAMS:
+        if nil_kept[team]:
+            return f"{team} nil {'kept' if all(nil_kept[team]) else 'broken'}"
+    set_ = {}
+    for team, seats in team_seats.items():
+        set_[team] = False
+        for d in sorted({rules.side_of(s) for s in seats}):
+            members = rules.side_members(d)
+            contract = sum(bids[m] for m in members if bids[m] > 0)
+            counted = sum(taken[m] for m in members if bids[m] > 0 or rules.nil_tricks_count_for_partner)
+            set_[team] |= counted < contract
+    if set_["A"] and set_["B"]:
+        return "no nil: both set"
+    return "no nil: A set" if set_["A"] else "no nil: B set" if set_["B"] else "no nil: both made"
 
 
 class _Worker:
@@ -465,8 +493,14 @@ class _Worker:
 
         game = env.game
         hands = game.hand_records   # what game_record() holds per hand, without the rules dict
+        kinds: dict[str, list[int]] = {}
         for hand in hands:
             tally_hand(hand, rules, seats_of, tallies)
+            points = {team: sum(hand["score_change"][d] for d in sorted({rules.side_of(s) for s in seats}))
+                      for team, seats in seats_of.items()}
+            count = kinds.setdefault(hand_kind(hand, rules, seats_of), [0, 0])
+            count[0] += 1
+            count[1] += points["A"] - points["B"]
         keep = config.keep_records or (config.duplicate and config.mode == "games")
         record = env.game_record() if keep else None
         for team, seats in seats_of.items():
@@ -482,7 +516,7 @@ class _Worker:
                 t = tallies[team]
                 t.games = 1
                 t.wins, t.losses, t.ties = int(winner == team), int(winner not in (team, None)), int(winner is None)
-        return PlayOutcome(unit, play, len(hands), tallies, winner, record)
+        return PlayOutcome(unit, play, len(hands), tallies, winner, record, kinds)
 
 
 def _check_same_deals(outcomes: list[PlayOutcome], unit: int) -> None:
@@ -776,6 +810,7 @@ class MatchResult:
     elapsed_s: Optional[float] = None
     workers: Optional[int] = None
     records: Optional[list[dict]] = None   # with keep_records: one record per play, in order
+    hand_kinds: dict[str, dict] = field(default_factory=dict)   # where the points come from (HAND_KINDS)
 
     @property
     def hands_per_s(self) -> Optional[float]:
@@ -796,6 +831,7 @@ class MatchResult:
             "teams": {k: asdict(v) for k, v in self.teams.items()},
             "elapsed_s": self.elapsed_s, "hands_per_s": self.hands_per_s, "workers": self.workers,
             "rules_settings": self.rules_settings,
+            "hand_kinds": self.hand_kinds,
         }
         if unit_diffs:
             out["unit_diffs"] = list(self.unit_diffs)
@@ -812,6 +848,7 @@ def summarize(config: MatchConfig, outcomes: list[list[PlayOutcome]], confidence
     diffs, hands = [], []
     game_values, win_values = [], []
     records = [] if config.keep_records else None
+    kinds = {kind: [0, 0] for kind in HAND_KINDS}
     for unit_outcomes in outcomes:
         d = sum(o.diff for o in unit_outcomes)
         h = sum(o.hands for o in unit_outcomes)
@@ -826,6 +863,9 @@ def summarize(config: MatchConfig, outcomes: list[list[PlayOutcome]], confidence
                 tallies[team].add(o.tallies[team])
             if records is not None:
                 records.append(o.record)
+            for kind, (n, points) in o.kinds.items():
+                kinds[kind][0] += n
+                kinds[kind][1] += points
     if config.mode == "hands":
         score_diff = mean_interval([d / h for d, h in zip(diffs, hands)], confidence)
         game_diff = win_rate = hands_per_game = None
@@ -838,6 +878,10 @@ def summarize(config: MatchConfig, outcomes: list[list[PlayOutcome]], confidence
             win_rate.method = "Wilson over duplicate pairs"
         hands_per_game = sum(hands) / sum(len(u) for u in outcomes)
     names = {"A": config.team_a.label, "B": config.team_b.label}
+    total_hands = sum(hands)
+    hand_kinds = {kind: {"hands": n, "share": n / total_hands, "mean_diff": points / n if n else None,
+                         "points_per_hand": points / total_hands}
+                  for kind, (n, points) in kinds.items()}
     return MatchResult(
         team_a=names["A"], team_b=names["B"], rules=config.rules.name, mode=config.mode,
         duplicate=config.duplicate, seed=config.seed, units=config.units, hands=sum(hands),
@@ -846,7 +890,8 @@ def summarize(config: MatchConfig, outcomes: list[list[PlayOutcome]], confidence
         unit_diffs=[d / h for d, h in zip(diffs, hands)], unit_points=diffs, unit_hands=hands,
         game_diff=game_diff, win_rate=win_rate,
         hands_per_game=hands_per_game, start_scores=config.start_scores,
-        rules_settings=config.rules.to_dict(), elapsed_s=elapsed, workers=workers, records=records)
+        rules_settings=config.rules.to_dict(), elapsed_s=elapsed, workers=workers, records=records,
+        hand_kinds=hand_kinds)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1123,6 +1168,16 @@ def format_match(r: MatchResult) -> str:
         rows.append(("games won / lost / tied", *both(lambda t: f"{t.wins}/{t.losses}/{t.ties}")))
     rows.append(("time per decision", *both(lambda t: _duration(t.seconds_per_decision))))
     lines += _table(rows, ("", f"A: {r.team_a}", f"B: {r.team_b}"))
+    if r.hand_kinds:
+        kinds = [(kind, k) for kind, k in r.hand_kinds.items() if k["hands"]]
+        head = ("where the points come from", "hands", "share", "A-B in them", "A-B per hand")
+        rows = [(kind, str(k["hands"]), _pct(k["share"]), _signed(k["mean_diff"], 1), _signed(k["points_per_hand"]))
+                for kind, k in kinds]
+        widths = [max(len(row[i]) for row in rows + [head]) for i in range(len(head))]
+        lines += ["", "  ".join(f"{c:<{w}}" if i == 0 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(head, widths))),
+                  "-" * (sum(widths) + 2 * (len(head) - 1))]
+        lines += ["  ".join(f"{c:<{w}}" if i == 0 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(row, widths)))
+                  for row in rows]
     if r.elapsed_s is not None:
         lines += ["", f"{r.hands} hands in {r.elapsed_s:.2f} s ({r.hands_per_s:,.0f} hands/s, {r.workers} worker"
                   f"{'s' if r.workers != 1 else ''})"]
