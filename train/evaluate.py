@@ -343,6 +343,16 @@ class MatchConfig:
         return {"A": (0, 2), "B": (1, 3)} if play == 0 else {"A": (1, 3), "B": (0, 2)}
 
 
+def side_contract(hand: dict, rules: Rules, side: int) -> tuple[int, int]:
+    """A side's contract in a scored hand (its members' bids other than nil) and the tricks that
+    count toward it (a nil bidder's only where ``nil_tricks_count_for_partner``)."""
+    bids, taken = hand["bids"], hand["tricks_taken"]
+    members = rules.side_members(side)
+    contract = sum(bids[m] for m in members if bids[m] > 0)
+    counted = sum(taken[m] for m in members if bids[m] > 0 or rules.nil_tricks_count_for_partner)
+    return contract, counted
+
+
 def tally_hand(hand: dict, rules: Rules, team_seats: dict[str, tuple[int, int]],
                tallies: dict[str, TeamTally]) -> None:
     """Add one scored hand of a game record to the teams' tallies."""
@@ -354,11 +364,9 @@ def tally_hand(hand: dict, rules: Rules, team_seats: dict[str, tuple[int, int]],
         t.points += sum(hand["score_change"][d] for d in sides)
         t.bags += sum(hand["bags_taken"][d] for d in sides)
         for d in sides:
-            members = rules.side_members(d)
-            contract = sum(bids[m] for m in members if bids[m] > 0)
+            contract, counted = side_contract(hand, rules, d)
             if contract == 0:
                 continue
-            counted = sum(taken[m] for m in members if bids[m] > 0 or rules.nil_tricks_count_for_partner)
             t.contracts += 1
             if counted >= contract:
                 t.made += 1
@@ -395,9 +403,7 @@ def hand_kind(hand: dict, rules: Rules, team_seats: dict[str, tuple[int, int]]) 
     for team, seats in team_seats.items():
         set_[team] = False
         for d in sorted({rules.side_of(s) for s in seats}):
-            members = rules.side_members(d)
-            contract = sum(bids[m] for m in members if bids[m] > 0)
-            counted = sum(taken[m] for m in members if bids[m] > 0 or rules.nil_tricks_count_for_partner)
+            contract, counted = side_contract(hand, rules, d)
             set_[team] |= counted < contract
     if set_["A"] and set_["B"]:
         return "no nil: both set"
