@@ -123,6 +123,24 @@ def test_bids_can_be_valued_against_the_heuristic():
         collect_bid_values(policy, "standard", 1, torch.Generator(), torch.device("cpu"), opponent_share=0.5)
 
 
+def test_training_values_bids_against_its_heuristic_when_asked(tmp_path, monkeypatch):
+    """``bid_value_heuristic_share`` reaches the collection, with the trainer's heuristic as the opponent."""
+    import train.bid_values
+    seen = {}
+    collect = train.bid_values.collect_bid_values
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return collect(*args, **kwargs)
+
+    monkeypatch.setattr(train.bid_values, "collect_bid_values", spy)
+    config = tiny(tmp_path, "hbids", "imitation_decisions=0", "bid_value_deals=4", "bid_value_epochs=1",
+                  "bid_value_heuristic_share=1.0", "max_updates=0", "eval_every=0")
+    trainer = Trainer(config, log=lambda line: None)
+    trainer.value_bids()
+    assert seen["opponent"] is trainer.heuristic and seen["opponent_share"] == 1.0
+
+
 def test_bid_value_fit_moves_only_the_bidding_head():
     from agents.networks import PolicyNet
     from train.bid_values import fit_bid_head

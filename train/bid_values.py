@@ -36,6 +36,7 @@ import torch
 from agents.networks import NUM_ACTIONS, PolicyNet
 from spades_env.game import BID_ACTION_BASE, LOOK_ACTION, PHASE_BIDDING, PHASE_BLIND_DECISION
 from spades_env.vector import SpadesVectorEnv
+from train.rollout import agent_actions
 
 NUM_CANDIDATES = NUM_ACTIONS - BID_ACTION_BASE    # the bidding head's 16 actions: the bids, blind nil, look
 
@@ -95,12 +96,10 @@ def collect_bid_values(policy: PolicyNet, rules, deals: int, generator: torch.Ge
         while not bool(finished.all()):
             state = env.state
             actions = policy(obs, mask).argmax(1)
-            opponent_rows = torch.nonzero(against & (state.to_act % 2 != policy_side) & ~finished)[:, 0]
-            if opponent_rows.numel():
-                obs_np, mask_np = obs[opponent_rows].cpu().numpy(), mask[opponent_rows].cpu().numpy()
-                chosen = [opponent.act({"observation": o, "action_mask": m.astype("int8")})
-                          for o, m in zip(obs_np, mask_np)]
-                actions[opponent_rows] = torch.tensor(chosen, dtype=torch.int64, device=device)
+            if opponent_share > 0:
+                rows = torch.nonzero(against & (state.to_act % 2 != policy_side) & ~finished)[:, 0]
+                if rows.numel():
+                    actions[rows] = agent_actions(opponent, obs[rows], mask[rows])
             bids_made = (state.bids >= 0).sum(1)
             at_turn = (bids_made == turn) & ~recorded & ~finished
             blind_decision = at_turn & (state.phase == PHASE_BLIND_DECISION)

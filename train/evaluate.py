@@ -353,6 +353,11 @@ def side_contract(hand: dict, rules: Rules, side: int) -> tuple[int, int]:
     return contract, counted
 
 
+def team_points(hand: dict, rules: Rules, seats: tuple[int, int]) -> int:
+    """The points a team's seats scored in a hand (their sides' score changes)."""
+    return sum(hand["score_change"][d] for d in sorted({rules.side_of(s) for s in seats}))
+
+
 def tally_hand(hand: dict, rules: Rules, team_seats: dict[str, tuple[int, int]],
                tallies: dict[str, TeamTally]) -> None:
     """Add one scored hand of a game record to the teams' tallies."""
@@ -361,7 +366,7 @@ def tally_hand(hand: dict, rules: Rules, team_seats: dict[str, tuple[int, int]],
         t = tallies[team]
         sides = sorted({rules.side_of(s) for s in seats})
         t.hands += 1
-        t.points += sum(hand["score_change"][d] for d in sides)
+        t.points += team_points(hand, rules, seats)
         t.bags += sum(hand["bags_taken"][d] for d in sides)
         for d in sides:
             contract, counted = side_contract(hand, rules, d)
@@ -502,11 +507,9 @@ class _Worker:
         kinds: dict[str, list[int]] = {}
         for hand in hands:
             tally_hand(hand, rules, seats_of, tallies)
-            points = {team: sum(hand["score_change"][d] for d in sorted({rules.side_of(s) for s in seats}))
-                      for team, seats in seats_of.items()}
             count = kinds.setdefault(hand_kind(hand, rules, seats_of), [0, 0])
             count[0] += 1
-            count[1] += points["A"] - points["B"]
+            count[1] += team_points(hand, rules, seats_of["A"]) - team_points(hand, rules, seats_of["B"])
         keep = config.keep_records or (config.duplicate and config.mode == "games")
         record = env.game_record() if keep else None
         for team, seats in seats_of.items():

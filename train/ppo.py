@@ -48,7 +48,7 @@ from spades_env.vector import SpadesVectorEnv, VectorEnvError
 
 from .config import ConfigError, TrainConfig, describe_fields, load_config
 from .metrics import MetricsLog, plot_learning_curves
-from .rollout import Rollout, finished_rows, seat_advantages
+from .rollout import Rollout, agent_actions, finished_rows, seat_advantages
 
 KINDS = ("self", "pool", "heuristic")
 LEARNER, POOL, HEURISTIC = 0, 1, 2
@@ -233,9 +233,7 @@ class Trainer:
                 actions[rows] = torch.multinomial(probs, 1, generator=self.generator)[:, 0]
         rows = torch.nonzero(controller == HEURISTIC)[:, 0]
         if rows.numel():
-            obs_np, mask_np = obs[rows].cpu().numpy(), mask[rows].cpu().numpy()
-            chosen = [self.heuristic.act({"observation": o, "action_mask": m}) for o, m in zip(obs_np, mask_np)]
-            actions[rows] = torch.tensor(chosen, dtype=torch.int64, device=self.device)
+            actions[rows] = agent_actions(self.heuristic, obs[rows], mask[rows])
         return actions
 
     def collect(self) -> Rollout:

@@ -15,6 +15,14 @@ from typing import Optional
 import torch
 
 
+def agent_actions(agent, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """An AEC-env agent (``act(obs, info)``, e.g. the heuristic) choosing at each row of batched
+    observations and masks: the rows are handed over one by one in the AEC env's numpy form."""
+    obs_np, mask_np = obs.cpu().numpy(), mask.cpu().numpy().astype("int8")
+    chosen = [agent.act({"observation": o, "action_mask": m}) for o, m in zip(obs_np, mask_np)]
+    return torch.tensor(chosen, dtype=torch.int64, device=obs.device)
+
+
 @dataclass
 class Rollout:
     """``steps`` x ``tables`` decisions (time first)."""
