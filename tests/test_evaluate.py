@@ -359,27 +359,34 @@ def test_team_stats_match_a_direct_computation_from_records():
     assert r.score_diff.high - r.score_diff.mean == pytest.approx(half)
 
 
+def _expected_hand_kinds(records) -> dict[str, list]:
+    """Hands and A-B points per kind, recomputed from the records of a duplicate match (team A
+    sits on side 0 in even plays, side 1 in odd ones)."""
+    expect = {kind: [0, 0] for kind in ev.HAND_KINDS}
+    for index, record in enumerate(records):
+        a, b = (1, 0) if index % 2 else (0, 1)              # the sides of A and B in this play
+        for hand in record["hands"]:
+            bids, taken = hand["bids"], hand["tricks_taken"]
+            nils = {team: [taken[s] == 0 for s in (side, side + 2) if bids[s] == 0] for team, side in (("A", a), ("B", b))}
+            if nils["A"] and nils["B"]:
+                kind = "nil by both teams"
+            elif nils["A"] or nils["B"]:
+                team = "A" if nils["A"] else "B"
+                kind = f"{team} nil {'kept' if all(nils[team]) else 'broken'}"
+            else:
+                set_a, set_b = (sum(taken[s] for s in (side, side + 2)) < bids[side] + bids[side + 2] for side in (a, b))
+                kind = {(False, False): "no nil: both made", (True, False): "no nil: A set",
+                        (False, True): "no nil: B set", (True, True): "no nil: both set"}[set_a, set_b]
+            expect[kind][0] += 1
+            expect[kind][1] += hand["score_change"][a] - hand["score_change"][b]
+    return expect
+
+
 def test_hand_kinds_split_the_score_difference():
     """Every hand falls in one kind (team A's view: a team's nil kept or broken, else which
     contracts were set); the kinds' counts and points match the records and add up to the match."""
     r = evaluate("random", "heuristic", deals=40, duplicate=True, seed=5, workers=1, keep_records=True)
-    expect = {kind: [0, 0] for kind in ev.HAND_KINDS}
-    for index, record in enumerate(r.records):
-        hand = record["hands"][0]
-        a, b = (1, 0) if index % 2 else (0, 1)              # the sides of A and B in this play
-        bids, taken = hand["bids"], hand["tricks_taken"]
-        nils = {team: [taken[s] == 0 for s in (side, side + 2) if bids[s] == 0] for team, side in (("A", a), ("B", b))}
-        if nils["A"] and nils["B"]:
-            kind = "nil by both teams"
-        elif nils["A"] or nils["B"]:
-            team = "A" if nils["A"] else "B"
-            kind = f"{team} nil {'kept' if all(nils[team]) else 'broken'}"
-        else:
-            set_a, set_b = (sum(taken[s] for s in (side, side + 2)) < bids[side] + bids[side + 2] for side in (a, b))
-            kind = {(False, False): "no nil: both made", (True, False): "no nil: A set",
-                    (False, True): "no nil: B set", (True, True): "no nil: both set"}[set_a, set_b]
-        expect[kind][0] += 1
-        expect[kind][1] += hand["score_change"][a] - hand["score_change"][b]
+    expect = _expected_hand_kinds(r.records)
     assert list(r.hand_kinds) == list(ev.HAND_KINDS)
     for kind, (n, points) in expect.items():
         k = r.hand_kinds[kind]
@@ -391,6 +398,18 @@ def test_hand_kinds_split_the_score_difference():
     assert json.loads(json.dumps(r.to_dict()))["hand_kinds"] == r.hand_kinds
     report = r.format()
     assert "where the points come from" in report and "no nil: A set" in report
+
+
+def test_hand_kinds_in_whole_games():
+    """In games mode every hand of every game is counted once (bag penalties and blind nils
+    included) and the kinds' parts add up to the match's points per hand."""
+    r = evaluate("heuristic", "random", games=3, duplicate=True, seed=2, workers=1, keep_records=True)
+    expect = _expected_hand_kinds(r.records)
+    assert sum(n for n, _ in expect.values()) == r.hands > 6
+    for kind, (n, points) in expect.items():
+        k = r.hand_kinds[kind]
+        assert k["hands"] == n and k["points_per_hand"] == pytest.approx(points / r.hands), kind
+    assert sum(k["points_per_hand"] for k in r.hand_kinds.values()) == pytest.approx(r.score_diff.mean)
 
 
 def test_interval_helpers():
