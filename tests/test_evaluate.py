@@ -12,7 +12,7 @@ from agents.base import Agent
 from spades_env import spades_v0
 from spades_env.cards import card_str
 from train import evaluate as ev
-from train.evaluate import EvaluationError, crossplay, evaluate, main
+from train.evaluate import EvaluationError, compare, crossplay, evaluate, main
 
 needs_heuristic = pytest.mark.skipif("heuristic" not in agents.available(),
                                      reason="the heuristic agent is not registered yet")
@@ -110,6 +110,9 @@ def test_cli_bad_inputs_exit_2_with_clear_messages(capsys):
         (["--team-a", "random", "--team-b", "random", "--start-scores", "100"], "--start-scores"),
         (["--team-a", "random", "--team-b", "random", "--reference", "random"], "--crossplay"),
         (["--crossplay", "seed=3,random"], "does not follow an agent spec"),
+        (["--baseline", "random", "--team-b", "random"], "--baseline needs --team-a"),
+        (["--crossplay", "random", "--baseline", "random"], "drop it with --crossplay"),
+        (["--team-a", "random", "--baseline", "random", "--team-b", "random", "--records", "x.json"], "--records"),
         (["--team-a", "random", "--team-b", "random", "--deals", "x"], "invalid int value"),
         (["--team-a", "random", "--team-b", "random", "--deals", "3", "--games", "3"], "not allowed with"),
     ]
@@ -473,6 +476,42 @@ def test_crossplay_matrix_and_heat_map(tmp_path, capsys):
     assert games.to_dict()["win_rate"] is not None and "won" in games.format()
     solo = crossplay(["random"], reference="random", deals=3, duplicate=True, workers=1)
     assert solo.matrix() == [[0.0]] and solo.gap is None
+
+
+@needs_heuristic
+def test_compare_is_paired_by_deal(tmp_path, capsys):
+    """Candidate and baseline meet the opponent on the same deals: each side equals its own match,
+    and the difference is the paired t interval over the deals."""
+    kw = dict(deals=12, duplicate=True, seed=3, workers=1)
+    c = compare("heuristic", "random:seed=4", "random", **kw)
+    alone_c, alone_b = evaluate("heuristic", "random", **kw), evaluate("random:seed=4", "random", **kw)
+    assert c.candidate.unit_diffs == alone_c.unit_diffs and c.baseline.unit_diffs == alone_b.unit_diffs
+    paired = ev.mean_interval([x - y for x, y in zip(alone_c.unit_diffs, alone_b.unit_diffs)])
+    assert c.difference.mean == pytest.approx(alone_c.score_diff.mean - alone_b.score_diff.mean)
+    assert (c.difference.low, c.difference.high) == (pytest.approx(paired.low), pytest.approx(paired.high))
+    assert c.difference.low > 100 and c.difference.method == "paired by deal"
+    assert sum(c.hand_kinds_difference().values()) == pytest.approx(c.difference.mean)
+    assert c.win_rate_difference is None
+    # A team compared with itself: exactly nothing to tell apart.
+    same = compare("random:seed=4", "random:seed=4", "heuristic", **kw)
+    assert same.difference.mean == 0 and same.difference.p_value == 1.0
+    # Games: paired by game, total points over total hands, and the win rates.
+    g = compare("heuristic", "random", "random", games=3, duplicate=True, seed=1, workers=1)
+    direct = ev.contrast_interval([(1.0, g.candidate.unit_points, g.candidate.unit_hands),
+                                   (-1.0, g.baseline.unit_points, g.baseline.unit_hands)])
+    assert (g.difference.mean, g.difference.low) == (pytest.approx(direct.mean), pytest.approx(direct.low))
+    assert g.difference.mean == pytest.approx(g.candidate.score_diff.mean - g.baseline.score_diff.mean)
+    assert g.win_rate_difference.mean == pytest.approx(g.candidate.win_rate.mean - g.baseline.win_rate.mean)
+    assert "games won, difference" in g.format()
+    # The command line.
+    out = tmp_path / "cmp.json"
+    assert main(["--team-a", "heuristic", "--baseline", "random", "--team-b", "random", "--deals", "4",
+                 "--duplicate", "--json", str(out), "--quiet", "--workers", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "candidate minus baseline" in printed and "where the difference comes from" in printed
+    data = json.loads(out.read_text())
+    assert data["opponent"] == "random" and data["candidate"]["team_a"] == "heuristic"
+    assert data["baseline"]["team_a"] == "random" and data["difference"]["n"] == 4
 
 
 @needs_heuristic

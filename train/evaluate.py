@@ -5,10 +5,11 @@ A match is team A (seats 0+2) against team B (seats 1+3)::
     spades-eval --team-a heuristic --team-b random --deals 500 --duplicate --seed 0 --json out.json
     spades-eval --team-a search:worlds=20,seed=3 heuristic --team-b random --games 50
     spades-eval --crossplay neural:checkpoint=a.pt neural:checkpoint=b.pt --reference heuristic
+    spades-eval --team-a neural:checkpoint=new.pt --baseline neural --team-b heuristic --deals 2000 --duplicate
 
 and from Python::
 
-    from train.evaluate import evaluate, crossplay
+    from train.evaluate import evaluate, crossplay, compare
     result = evaluate("heuristic", "random", deals=500, duplicate=True, seed=0)
     print(result.format()); result.to_dict()
     result = evaluate(("heuristic", "search:worlds=20"), "random", games=50)   # mixed partners
@@ -61,6 +62,13 @@ Cross-play (``crossplay(agents, reference)``, ``--crossplay a b c --reference R`
     diagonal) measures how much partners rely on conventions of their own, with an interval
     paired by deal (the cells share their deals; delta method, as above). A PNG heat map is
     written with matplotlib.
+
+Comparison (``compare(candidate, baseline, opponent)``, ``--team-a C --baseline B --team-b O``)
+    The candidate and the baseline each play the opponent over the same deals (the same seed:
+    the same cards, dealers and opponent seeds), and the candidate's points per hand minus the
+    baseline's get an interval paired by deal (game): the deal's luck cancels, so the interval is
+    several times narrower than two separate matches would give. Games mode adds the paired
+    difference of the win rates. The report also splits the difference by kind of hand.
 
 Cutthroat (``partnerships: false``) is supported: team A is still seats 0 and 2, each player
 scores alone and a team's points, bags and contracts are its two players' summed (a contract
@@ -811,6 +819,7 @@ class MatchResult:
     unit_diffs: list[float]          # per unit: A minus B points per hand (plays pooled)
     unit_points: list[int] = field(default_factory=list)   # per unit: A minus B points (plays summed)
     unit_hands: list[int] = field(default_factory=list)    # per unit: hands played (plays summed)
+    unit_wins: list[float] = field(default_factory=list)   # games mode, per unit: A's share of the games won
     game_diff: Optional[Interval] = None   # games mode: points won per game, A minus B
     win_rate: Optional[Interval] = None    # games mode: A's win rate (ties count 1/2)
     hands_per_game: Optional[float] = None
@@ -897,7 +906,7 @@ def summarize(config: MatchConfig, outcomes: list[list[PlayOutcome]], confidence
         confidence=confidence, score_diff=score_diff,
         teams={team: TeamStats.from_tally(names[team], tallies[team]) for team in TEAMS},
         unit_diffs=[d / h for d, h in zip(diffs, hands)], unit_points=diffs, unit_hands=hands,
-        game_diff=game_diff, win_rate=win_rate,
+        unit_wins=win_values if config.mode == "games" else [], game_diff=game_diff, win_rate=win_rate,
         hands_per_game=hands_per_game, start_scores=config.start_scores,
         rules_settings=config.rules.to_dict(), elapsed_s=elapsed, workers=workers, records=records,
         hand_kinds=hand_kinds)
@@ -1091,6 +1100,74 @@ def crossplay(agents: Sequence[Any], reference: Any = None, deals: Optional[int]
                            elapsed, min(workers, sum(c.units for c in configs)))
 
 
+@dataclass
+class ComparisonResult:
+    """Two teams, a candidate and a baseline, each against the same opponent on the same deals
+    (:func:`compare`); ``difference`` is paired by deal (game)."""
+
+    candidate: MatchResult             # team A = the candidate, team B = the opponent
+    baseline: MatchResult              # team A = the baseline, team B = the opponent
+    difference: Interval               # points per hand against the opponent, candidate minus baseline
+    win_rate_difference: Optional[Interval] = None   # games mode: win rates, candidate minus baseline
+    elapsed_s: Optional[float] = None
+    workers: Optional[int] = None
+
+    def hand_kinds_difference(self) -> dict[str, float]:
+        """Per hand kind, the candidate's part of the points per hand minus the baseline's (the
+        parts add up to ``difference.mean``)."""
+        return {kind: self.candidate.hand_kinds[kind]["points_per_hand"] - self.baseline.hand_kinds[kind]["points_per_hand"]
+                for kind in HAND_KINDS}
+
+    def to_dict(self, timing: bool = True) -> dict:
+        out = {
+            "candidate": self.candidate.to_dict(timing=timing), "baseline": self.baseline.to_dict(timing=timing),
+            "opponent": self.candidate.team_b, "unit": "deal" if self.candidate.mode == "hands" else "game",
+            "difference": self.difference.to_dict(),
+            "win_rate_difference": self.win_rate_difference.to_dict() if self.win_rate_difference else None,
+            "hand_kinds_difference": self.hand_kinds_difference(),
+            "elapsed_s": self.elapsed_s, "workers": self.workers,
+        }
+        return out if timing else _strip_timing(out)
+
+    def format(self) -> str:
+        return format_comparison(self)
+
+
+def compare(candidate: TeamSpec, baseline: TeamSpec, opponent: TeamSpec, deals: Optional[int] = None, *,
+            games: Optional[int] = None, mode: Optional[str] = None, duplicate: bool = False,
+            rules: Any = "standard", seed: int = 0, workers: Optional[int] = None,
+            progress: bool = False, start_scores: Optional[Sequence[int]] = None,
+            confidence: float = 0.95) -> ComparisonResult:
+    """Is ``candidate`` better than ``baseline`` against ``opponent``? Both play the opponent over
+    the same deals (the same seed: the same cards, dealers and opponent seeds), and the difference
+    of their points per hand gets an interval paired by deal (game): far narrower than comparing
+    two independent matches. Arguments as for :func:`evaluate`.
+    """
+    if not 0 < confidence < 1:
+        raise EvaluationError(f"confidence={confidence!r}: expected a number between 0 and 1")
+    configs = [_match_config(team, opponent, deals, games, mode, duplicate, rules, seed, start_scores, False)
+               for team in (candidate, baseline)]
+    workers = _check_workers(workers)
+    _check_agents_build(configs)
+    start = time.perf_counter()
+    outcomes = _execute(configs, workers, progress, desc="compare")
+    elapsed = time.perf_counter() - start
+    cand, base = (summarize(c, o, confidence, None, None) for c, o in zip(configs, outcomes))
+    unit = "deal" if cand.mode == "hands" else "game"
+    if cand.mode == "hands":      # points per hand = the mean over the deals of each deal's points per hand
+        difference = mean_interval([c - b for c, b in zip(cand.unit_diffs, base.unit_diffs)], confidence)
+    else:                         # total points / total hands; the two teams' games may differ in length
+        difference = contrast_interval([(1.0, cand.unit_points, cand.unit_hands),
+                                        (-1.0, base.unit_points, base.unit_hands)], confidence)
+    difference.method = f"paired by {unit}" + (", delta method" if cand.mode == "games" else "")
+    win_difference = None
+    if cand.mode == "games":
+        win_difference = mean_interval([c - b for c, b in zip(cand.unit_wins, base.unit_wins)], confidence)
+        win_difference.method = f"paired by {unit}"
+    return ComparisonResult(cand, base, difference, win_difference, elapsed,
+                            min(workers, sum(c.units for c in configs)))
+
+
 # ---------------------------------------------------------------------------------------------
 # Reports
 # ---------------------------------------------------------------------------------------------
@@ -1227,6 +1304,57 @@ def format_crossplay(c: CrossplayResult) -> str:
     return "\n".join(lines)
 
 
+def format_comparison(c: ComparisonResult) -> str:
+    """The printed report of :func:`compare`: both teams' results, then the paired difference and
+    where it comes from."""
+    cand, base = c.candidate, c.baseline
+    unit = "deal" if cand.mode == "hands" else "game"
+    plays = " x 2 (duplicate)" if cand.duplicate else ""
+    lines = [f"Candidate: {cand.team_a}", f"Baseline:  {base.team_a}",
+             f"Opponent:  {cand.team_b} (seats 1+3; the candidate and the baseline take seats 0+2 in turn)",
+             f"rules {cand.rules}, {cand.mode} mode, {cand.units} {unit}{'s' if cand.units != 1 else ''}{plays}, "
+             f"seed {cand.seed}: the same deals for both"
+             + (f", start scores {cand.start_scores[0]} / {cand.start_scores[1]}" if cand.start_scores else ""), ""]
+
+    def ci(iv: Optional[Interval], fmt: Callable[[Optional[float]], str] = _signed) -> str:
+        if iv is None:
+            return "n/a"
+        return fmt(iv.mean) + ("" if iv.low is None else f" [{fmt(iv.low)}, {fmt(iv.high)}]")
+
+    a, b = cand.teams["A"], base.teams["A"]
+    rows = [("points per hand vs opponent", ci(cand.score_diff), ci(base.score_diff))]
+    if cand.mode == "games":
+        rows.append(("games won", ci(cand.win_rate, _pct), ci(base.win_rate, _pct)))
+    rows += [
+        ("contracts made", _pct(a.make_rate), _pct(b.make_rate)),
+        ("opponent's contracts made", _pct(cand.teams["B"].make_rate), _pct(base.teams["B"].make_rate)),
+        ("nil kept / bid", f"{a.nil_kept}/{a.nil_bids}", f"{b.nil_kept}/{b.nil_bids}"),
+        ("bags per hand", _plain(a.bags_per_hand), _plain(b.bags_per_hand)),
+        ("time per decision", _duration(a.seconds_per_decision), _duration(b.seconds_per_decision)),
+    ]
+    lines += _table(rows, ("", "candidate", "baseline"))
+    lines += ["", _interval_line("candidate minus baseline", c.difference, level=cand.confidence)]
+    if c.win_rate_difference is not None:
+        lines.append(_interval_line("games won, difference", c.win_rate_difference, percent=True,
+                                    level=cand.confidence))
+    parts = c.hand_kinds_difference()
+    rows = [(kind, _signed(cand.hand_kinds[kind]["points_per_hand"]), _signed(base.hand_kinds[kind]["points_per_hand"]),
+             _signed(parts[kind])) for kind in HAND_KINDS
+            if cand.hand_kinds[kind]["hands"] or base.hand_kinds[kind]["hands"]]
+    head = ("where the difference comes from", "candidate", "baseline", "difference")
+    widths = [max(len(row[i]) for row in rows + [head]) for i in range(len(head))]
+    lines += ["", "  ".join(f"{t:<{w}}" if i == 0 else f"{t:>{w}}" for i, (t, w) in enumerate(zip(head, widths))),
+              "-" * (sum(widths) + 2 * (len(head) - 1))]
+    lines += ["  ".join(f"{t:<{w}}" if i == 0 else f"{t:>{w}}" for i, (t, w) in enumerate(zip(row, widths)))
+              for row in rows]
+    lines.append("(each team's part of its points per hand against the opponent, by kind of hand seen from it)")
+    if c.elapsed_s is not None:
+        hands = cand.hands + base.hands
+        lines.append(f"\n{hands} hands in {c.elapsed_s:.2f} s ({hands / c.elapsed_s:,.0f} hands/s, "
+                     f"{c.workers} worker{'s' if c.workers != 1 else ''})")
+    return "\n".join(lines)
+
+
 def plot_crossplay(c: CrossplayResult, path: Union[str, os.PathLike]) -> Path:
     """A heat map of the cross-play matrix (points per hand minus the reference's) as a PNG."""
     from matplotlib.figure import Figure  # no pyplot: no GUI backend, safe in workers and CI
@@ -1330,6 +1458,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--workers", type=int, metavar="N", help="processes (default: the CPUs available)")
     parser.add_argument("--json", metavar="FILE", help="also write the result as JSON")
     parser.add_argument("--records", metavar="FILE", help="write every play's game record (JSON list)")
+    parser.add_argument("--baseline", nargs="+", metavar="SPEC",
+                        help="compare: this team (one spec, or two) also plays --team-b on the same deals, and "
+                             "team A minus it is reported paired by deal")
     parser.add_argument("--crossplay", nargs="+", metavar="SPEC",
                         help="cross-play: every pair of these agents as partners against --reference")
     parser.add_argument("--reference", metavar="SPEC",
@@ -1370,7 +1501,18 @@ def main(argv: Optional[list[str]] = None) -> int:
                 return fail("--crossplay plays every pairing against --reference; drop --team-a/--team-b")
             if args.records:
                 return fail("--records is for single matches, not --crossplay")
+            if args.baseline:
+                return fail("--baseline compares two teams against --team-b; drop it with --crossplay")
             result = crossplay(split_spec_list(args.crossplay), reference=args.reference, **common)
+        elif args.baseline:
+            if args.reference or args.plot:
+                return fail("--reference and --plot go with --crossplay")
+            if args.records:
+                return fail("--records is for single matches, not --baseline")
+            team_a, team_b = _team_arg(args.team_a, "--team-a"), _team_arg(args.team_b, "--team-b")
+            if team_a is None or team_b is None:
+                return fail("--baseline needs --team-a (the candidate) and --team-b (the opponent)")
+            result = compare(team_a, _team_arg(args.baseline, "--baseline"), team_b, **common)
         else:
             if args.reference or args.plot:
                 return fail("--reference and --plot go with --crossplay")
