@@ -110,7 +110,7 @@ def test_cli_bad_inputs_exit_2_with_clear_messages(capsys):
         (["--team-a", "random", "--team-b", "random", "--start-scores", "100"], "--start-scores"),
         (["--team-a", "random", "--team-b", "random", "--reference", "random"], "--crossplay"),
         (["--crossplay", "seed=3,random"], "does not follow an agent spec"),
-        (["--baseline", "random", "--team-b", "random"], "--baseline needs --team-a"),
+        (["--baseline", "random", "--team-b", "random"], "give both --team-a and --team-b"),
         (["--crossplay", "random", "--baseline", "random"], "drop it with --crossplay"),
         (["--team-a", "random", "--baseline", "random", "--team-b", "random", "--records", "x.json"], "--records"),
         (["--team-a", "random", "--team-b", "random", "--deals", "x"], "invalid int value"),

@@ -1504,22 +1504,18 @@ def main(argv: Optional[list[str]] = None) -> int:
             if args.baseline:
                 return fail("--baseline compares two teams against --team-b; drop it with --crossplay")
             result = crossplay(split_spec_list(args.crossplay), reference=args.reference, **common)
-        elif args.baseline:
-            if args.reference or args.plot:
-                return fail("--reference and --plot go with --crossplay")
-            if args.records:
-                return fail("--records is for single matches, not --baseline")
-            team_a, team_b = _team_arg(args.team_a, "--team-a"), _team_arg(args.team_b, "--team-b")
-            if team_a is None or team_b is None:
-                return fail("--baseline needs --team-a (the candidate) and --team-b (the opponent)")
-            result = compare(team_a, _team_arg(args.baseline, "--baseline"), team_b, **common)
         else:
             if args.reference or args.plot:
                 return fail("--reference and --plot go with --crossplay")
+            if args.records and args.baseline:
+                return fail("--records is for single matches, not --baseline")
             team_a, team_b = _team_arg(args.team_a, "--team-a"), _team_arg(args.team_b, "--team-b")
             if team_a is None or team_b is None:
                 return fail("give both --team-a and --team-b (or --crossplay)")
-            result = evaluate(team_a, team_b, keep_records=bool(args.records), **common)
+            if args.baseline:
+                result = compare(team_a, _team_arg(args.baseline, "--baseline"), team_b, **common)
+            else:
+                result = evaluate(team_a, team_b, keep_records=bool(args.records), **common)
     except (EvaluationError, RulesError) as exc:
         return fail(str(exc))
 
