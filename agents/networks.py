@@ -141,6 +141,22 @@ class PolicyNet(nn.Module):
             nn.init.orthogonal_(layer.weight, gain=0.01)
             nn.init.zeros_(layer.bias)
 
+    PARTS = ("all", "cards", "bids")
+
+    def part_parameters(self, part: str) -> list[nn.Parameter]:
+        """The weights of one part of the policy: ``all``, ``cards`` (the card head alone: what
+        follows the trunk for the 52 cards) or ``bids`` (the bidding head alone)."""
+        if part == "all":
+            return list(self.parameters())
+        if part == "bids":
+            return list(self.bid_head.parameters())
+        if part == "cards":
+            if self.features is None:
+                return list(self.card_head.parameters())
+            return [*self.card_context.parameters(), *self.card_own.parameters(), self.card_embedding,
+                    *self.card_score.parameters()]
+        raise ValueError(f"part={part!r}: expected one of {', '.join(self.PARTS)}")
+
     def embed(self, obs: torch.Tensor) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
         """The trunk's output (B, hidden), and the per-card features (None without them)."""
         if self.features is None:

@@ -372,6 +372,28 @@ def test_critic_warmup_freezes_the_policy_then_releases_it(tmp_path):
         load_config(None, ["critic_warmup_updates=-1"])
 
 
+@pytest.mark.parametrize("features", [False, True])
+def test_policy_parts_trains_one_head_and_leaves_the_rest(tmp_path, features):
+    """``policy_parts: cards`` moves the card head only (so the bids cannot change), ``bids`` the
+    bidding head only; the critic trains either way, and afterwards every weight trains again."""
+    def changed(before: dict, module: torch.nn.Module) -> set[str]:
+        return {k for k, v in module.state_dict().items() if not torch.equal(before[k], v)}
+
+    for part, head in (("cards", "card_"), ("bids", "bid_head.")):
+        config = tiny(tmp_path, f"{part}{features}", "imitation_decisions=0", f"policy_parts={part}",
+                      f"card_features={str(features).lower()}")
+        trainer = Trainer(config, log=lambda line: None)
+        policy_before = {k: v.clone() for k, v in trainer.policy.state_dict().items()}
+        critic_before = {k: v.clone() for k, v in trainer.critic.state_dict().items()}
+        trainer.learn(trainer.collect())
+        moved = changed(policy_before, trainer.policy)
+        assert moved and all(k.startswith(head) for k in moved), (part, moved)
+        assert changed(critic_before, trainer.critic)
+        assert all(p.requires_grad for p in trainer.policy.parameters())
+    with pytest.raises(ConfigError, match="policy_parts='trunk': expected 'all', 'cards' or 'bids'"):
+        load_config(None, ["policy_parts=trunk"])
+
+
 def test_max_updates_stops_early_on_the_full_schedule(tmp_path):
     config = tiny(tmp_path, "short", "max_updates=2", "imitation_decisions=0", "eval_every=0")
     assert config.updates == 6 and config.last_update == 2

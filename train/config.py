@@ -118,6 +118,9 @@ class TrainConfig:
                                                 "are valued against its play; on the rest the policy plays all seats")
     bid_value_temperature: float = _f(10.0, "points per unit of bidding logit: the fitted policy is the softmax of "
                                             "the bids' values over this")
+    policy_parts: str = _f("all", "what of the policy PPO trains: 'all', 'cards' (the card head alone: the trunk "
+                                  "and the bidding head stay as they are, so the bids do not change) or 'bids' (the "
+                                  "bidding head alone); the critic always trains")
     critic_warmup_updates: int = _f(0, "first updates of PPO train only the critic, the policy frozen (for "
                                        "init_from a model without a critic that fits, e.g. a new central one)")
 
@@ -182,6 +185,8 @@ class TrainConfig:
             raise ConfigError(f"episode={self.episode!r}: expected 'hand' or 'game'")
         if self.critic not in ("local", "central"):
             raise ConfigError(f"critic={self.critic!r}: expected 'local' or 'central'")
+        if self.policy_parts not in ("all", "cards", "bids"):
+            raise ConfigError(f"policy_parts={self.policy_parts!r}: expected 'all', 'cards' or 'bids'")
         if self.learn_precision not in ("float32", "bfloat16"):
             raise ConfigError(f"learn_precision={self.learn_precision!r}: expected 'float32' or 'bfloat16'")
         kinds = ("self", "pool", "heuristic")

@@ -306,6 +306,33 @@ class Trainer:
                                                           "approx_kl", "clip_fraction")}
         params = list(self.policy.parameters()) + list(self.critic.parameters())
         critic_only = self.update < cfg.critic_warmup_updates
+        with self._policy_parts_only():
+            self._ppo_epochs(data, n, params, critic_only, stats)
+        out = {f"loss__{k}": sum(v) / len(v) for k, v in stats.items() if v}
+        with torch.no_grad():
+            var = data["ret"].var()
+            out["loss__explained_variance"] = float(1 - (data["ret"] - data["value"]).var() / var) if var > 0 else 0.0
+        out["learning_rate"] = self.optimizer.param_groups[0]["lr"]
+        return out
+
+    @contextlib.contextmanager
+    def _policy_parts_only(self):
+        """Within it, the policy's weights outside ``policy_parts`` take no gradient, so PPO's
+        steps leave them as they are (Adam skips weights without a gradient)."""
+        part = self.config.policy_parts
+        keep = {id(p) for p in self.policy.part_parameters(part)}
+        frozen = [p for p in self.policy.parameters() if id(p) not in keep]
+        for p in frozen:
+            p.requires_grad_(False)
+        try:
+            yield
+        finally:
+            for p in frozen:
+                p.requires_grad_(True)
+
+    def _ppo_epochs(self, data: dict, n: int, params: list, critic_only: bool, stats: dict) -> None:
+        """PPO's passes over one batch of experience (``stats`` collects the losses)."""
+        cfg = self.config
         stop = False
         for _ in range(cfg.epochs):
             order = torch.randperm(n, generator=self.generator, device=self.device)
@@ -350,12 +377,6 @@ class Trainer:
                     break
             if stop:
                 break
-        out = {f"loss__{k}": sum(v) / len(v) for k, v in stats.items() if v}
-        with torch.no_grad():
-            var = data["ret"].var()
-            out["loss__explained_variance"] = float(1 - (data["ret"] - data["value"]).var() / var) if var > 0 else 0.0
-        out["learning_rate"] = self.optimizer.param_groups[0]["lr"]
-        return out
 
     # ------------------------------------------------------------------ imitation warm start
     def imitate(self) -> dict:
