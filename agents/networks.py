@@ -117,6 +117,8 @@ class PolicyNet(nn.Module):
     card from the trunk's output and the card's own features (weights shared across cards, plus a
     learned embedding per card)."""
 
+    PARTS = ("all", "cards", "bids")      # what :meth:`part_parameters` can name
+
     def __init__(self, obs_size: int, hidden: int = 256, layers: int = 2, head_hidden: int = 128,
                  card_features: bool = False) -> None:
         super().__init__()
@@ -140,8 +142,6 @@ class PolicyNet(nn.Module):
         for layer in (last_card_layer, self.bid_head[-1]):
             nn.init.orthogonal_(layer.weight, gain=0.01)
             nn.init.zeros_(layer.bias)
-
-    PARTS = ("all", "cards", "bids")
 
     def part_parameters(self, part: str) -> list[nn.Parameter]:
         """The weights of one part of the policy: ``all``, ``cards`` (the card head alone: what
