@@ -4,6 +4,7 @@ neural agent and its model files."""
 from __future__ import annotations
 
 import csv
+import json
 import signal
 import subprocess
 import sys
@@ -175,6 +176,41 @@ def test_tiny_run_writes_everything_and_its_model_plays(tmp_path):
         action = None if term or trunc else bot.act(obs, info)
         assert action is None or obs["action_mask"][action] == 1
         env.step(action)
+
+
+def test_evaluations_report_the_gain_over_the_start_paired(tmp_path):
+    """``eval_against_start``: the policy PPO started from (here the imitation's) plays the same
+    deals; the gain is the paired mean of the deal-by-deal differences, in the metrics, the final
+    table and final_eval.json; the checkpoint keeps the start policy for resuming."""
+    from train.evaluate import evaluate, mean_interval
+    config = tiny(tmp_path, "gain", "eval_opponents=[random]", "eval_every=3")
+    lines: list[str] = []
+    trainer = Trainer(config, log=lines.append)
+    trainer.train()
+    run = tmp_path / "gain"
+    rows = list(csv.DictReader((run / "metrics.csv").open()))
+    assert rows[2]["eval__random__gain"] != "" and rows[0]["eval__random__gain"] == ""
+    start = read_checkpoint(run / "checkpoints" / "last.pt")["start_policy"]
+    assert start is not None and not all(torch.equal(start[k], v) for k, v in trainer.policy.state_dict().items())
+
+    def unit_diffs(weights: dict, deals: int, seed: int) -> list[float]:
+        policy = type(trainer.policy)(trainer.obs_size, config.hidden, config.layers, config.head_hidden)
+        policy.load_state_dict(weights)
+        return evaluate(lambda: NeuralAgent(policy=policy.eval()), "random", deals=deals, duplicate=True,
+                        seed=seed, workers=1).unit_diffs
+
+    final_seed = config.seed + 2_000_003
+    now, before = unit_diffs(trainer.policy.state_dict(), 2, final_seed), unit_diffs(start, 2, final_seed)
+    gain = mean_interval([x - y for x, y in zip(now, before)])
+    assert float(rows[-1]["eval__random__gain"]) == pytest.approx(gain.mean)
+    assert trainer.last_gain["random"].mean == pytest.approx(gain.mean)
+    summary = json.loads((run / "final_eval.json").read_text())
+    assert summary["gain_over_start"]["random"]["mean"] == pytest.approx(gain.mean)
+    assert any("gain over the start" in line for line in lines)
+    off = tiny(tmp_path, "nogain", "eval_opponents=[random]", "eval_every=3", "eval_against_start=false")
+    Trainer(off, log=lambda line: None).train()
+    rows = list(csv.DictReader((tmp_path / "nogain" / "metrics.csv").open()))
+    assert all(r["eval__random__gain"] == "" for r in rows)
 
 
 def test_killed_run_resumes_exactly(tmp_path):

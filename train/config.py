@@ -129,6 +129,9 @@ class TrainConfig:
     eval_deals: int = _f(100, "duplicate deals per evaluation and opponent")
     eval_opponents: list = _f(["random", "heuristic"], "agents the policy is evaluated against")
     final_eval_deals: int = _f(300, "duplicate deals of the evaluation at the end of the run (at least 2)")
+    eval_against_start: bool = _f(True, "the evaluations also play the policy PPO started from (after the warm "
+                                        "starts: imitation, init_from, distillation, bid values) on the same "
+                                        "deals and report the gain over it, paired by deal")
     checkpoint_every: int = _f(10, "updates between checkpoints (one is always written at the end)")
     keep_checkpoints: int = _f(3, "numbered checkpoints kept besides last.pt")
     tensorboard: bool = _f(True, "write TensorBoard event files to the run folder")

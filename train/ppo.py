@@ -33,7 +33,7 @@ import sys
 import time
 from collections import deque
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import torch
 import torch.nn.functional as F
@@ -57,6 +57,7 @@ RECENT_EPISODES = 2000
 # Fields a resumed run may change (they do not change what is learned, only how long the run
 # lasts and what is measured along the way).
 RESUMABLE_CHANGES = {"max_updates", "total_decisions", "eval_every", "eval_deals", "eval_opponents", "final_eval_deals",
+                     "eval_against_start",
                      "checkpoint_every", "keep_checkpoints", "tensorboard", "progress", "threads", "compile_env"}
 
 
@@ -107,6 +108,9 @@ class Trainer:
         self.imitated = cfg.imitation_decisions == 0
         self.distilled = cfg.distill_data is None
         self.bid_value_rounds_done = 0
+        self.start_policy: Optional[dict] = None     # the policy's weights when PPO began (eval_against_start)
+        self._start_results: dict[tuple, Any] = {}  # (deals, seed, opponent) -> its MatchResult
+        self.last_gain: dict[str, Any] = {}        # opponent -> Interval of the last evaluation
         self.run_path = cfg.run_path
         self.checkpoint_dir = self.run_path / "checkpoints"
         self._assign(torch.ones(B, dtype=torch.bool, device=dev))
@@ -125,7 +129,8 @@ class Trainer:
                    "loss__clip_fraction", "loss__explained_variance", "pool_size"]
         columns += [f"train__points_vs_{k}" for k in KINDS]
         for name in cfg.eval_opponents:
-            columns += [f"eval__{name}__{s}" for s in ("diff", "low", "high", "made", "opp_made")]
+            columns += [f"eval__{name}__{s}" for s in ("diff", "low", "high", "made", "opp_made",
+                                                       "gain", "gain_low", "gain_high")]
         self.metrics = MetricsLog(self.run_path, columns, cfg.tensorboard, resume_update)
 
     def _init_from(self, path: Path) -> None:
@@ -546,23 +551,40 @@ class Trainer:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, deals: int, seed: int, progress: bool = False) -> dict:
-        """Duplicate matches of the current policy (greedy) against each ``eval_opponents``."""
-        from train.evaluate import evaluate
-        policy = copy.deepcopy(self.policy).to("cpu").eval()
+        """Duplicate matches of the current policy (greedy) against each ``eval_opponents``; with
+        ``eval_against_start`` (once PPO has made an update) also its gain over the policy PPO
+        started from, paired on the same deals."""
+        from train.evaluate import evaluate, mean_interval
 
-        def neural() -> NeuralAgent:          # the factory's name labels the team
-            return NeuralAgent(policy=policy)
+        def match(weights: Optional[dict], name: str, show: bool):
+            policy = copy.deepcopy(self.policy).to("cpu").eval()
+            if weights is not None:
+                policy.load_state_dict(weights)
 
-        row, results = {}, {}
+            def neural() -> NeuralAgent:          # the factory's name labels the team
+                return NeuralAgent(policy=policy)
+            return evaluate(neural, name, deals=deals, duplicate=True, rules=self.config.rules, seed=seed,
+                            workers=1, progress=show)
+
+        against_start = self.config.eval_against_start and self.start_policy is not None and self.update > 0
+        row, results, gains = {}, {}, {}
         for name in self.config.eval_opponents:
-            result = evaluate(neural, name, deals=deals, duplicate=True,
-                              rules=self.config.rules, seed=seed, workers=1, progress=progress)
+            result = match(None, name, progress)
             a, b = result.teams["A"], result.teams["B"]
             row.update({f"eval__{name}__diff": result.score_diff.mean, f"eval__{name}__low": result.score_diff.low,
                         f"eval__{name}__high": result.score_diff.high, f"eval__{name}__made": a.make_rate,
                         f"eval__{name}__opp_made": b.make_rate})
             results[name] = result
-        self.last_eval = results
+            if against_start:
+                key = (deals, seed, name)
+                if key not in self._start_results:       # the start policy is fixed: play it once
+                    self._start_results[key] = match(self.start_policy, name, False)
+                start = self._start_results[key]
+                gain = mean_interval([x - y for x, y in zip(result.unit_diffs, start.unit_diffs)])
+                row.update({f"eval__{name}__gain": gain.mean, f"eval__{name}__gain_low": gain.low,
+                            f"eval__{name}__gain_high": gain.high})
+                gains[name] = gain
+        self.last_eval, self.last_gain = results, gains
         return row
 
     # ------------------------------------------------------------------ checkpoints
@@ -582,6 +604,7 @@ class Trainer:
             "learner_side": self.learner_side.cpu(), "pool_slot": self.pool_slot.cpu(),
             "recent": {k: list(v) for k, v in self.recent.items()},
             "provenance": {"trained_by": "spades-train", "config_name": cfg.name, "init_from": cfg.init_from},
+            "start_policy": self.start_policy,
         }
 
     def save_checkpoint(self) -> Path:
@@ -627,6 +650,7 @@ class Trainer:
             self.wall_s, self.imitated = float(data["wall_s"]), bool(data["imitated"])
             self.distilled = bool(data.get("distilled", self.config.distill_data is None))
             self.bid_value_rounds_done = int(data.get("bid_value_rounds_done", 0))
+            self.start_policy = data.get("start_policy")
         except (KeyError, RuntimeError, ValueError, TypeError) as exc:
             raise ModelError(f"{path}: incomplete or corrupt training checkpoint ({type(exc).__name__}: "
                              f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
@@ -649,6 +673,8 @@ class Trainer:
         bar = _bar(cfg.last_update * cfg.batch_decisions, f"training {cfg.name}", cfg.progress,
                    initial=self.update * cfg.batch_decisions)
         eval_seed = cfg.seed + 1_000_003
+        if self.start_policy is None and self.update == 0:
+            self.start_policy = copy.deepcopy(self.policy.state_dict())
         while self.update < cfg.last_update:
             start = time.perf_counter()
             buf = self.collect()
@@ -690,6 +716,9 @@ class Trainer:
         for name in self.config.eval_opponents:
             d, lo, hi = (row.get(f"eval__{name}__{s}") for s in ("diff", "low", "high"))
             parts.append(f"vs {name} {d:+.1f} [{lo:+.1f}, {hi:+.1f}]" if lo is not None else f"vs {name} {d:+.1f}")
+            g, glo, ghi = (row.get(f"eval__{name}__{s}") for s in ("gain", "gain_low", "gain_high"))
+            if g is not None:
+                parts.append(f"(over the start {g:+.1f}" + (f" [{glo:+.1f}, {ghi:+.1f}])" if glo is not None else ")"))
         return " ".join(parts) + " points/hand (duplicate, 95% CI)"
 
     def _final_evaluation(self) -> dict:
@@ -704,10 +733,11 @@ class Trainer:
         cfg = self.config
         if getattr(self, "final_row", None) is None:      # resumed after the last update
             self._final_evaluation()
-        self.log(format_table(self.last_eval, cfg))
+        self.log(format_table(self.last_eval, cfg, self.last_gain))
         summary = {"update": self.update, "decisions": self.decisions, "wall_s": round(self.wall_s, 2),
                    "training_decisions_per_s": self.decisions / self.wall_s if self.wall_s else None,
-                   "evaluation": {name: r.to_dict() for name, r in self.last_eval.items()}}
+                   "evaluation": {name: r.to_dict() for name, r in self.last_eval.items()},
+                   "gain_over_start": {name: g.to_dict() for name, g in self.last_gain.items()}}
         (self.run_path / "final_eval.json").write_text(json.dumps(summary, indent=2, default=str))
         export_model(self.checkpoint_dir / "last.pt", self.run_path / "model.pt")
         self.metrics.close()
@@ -715,13 +745,21 @@ class Trainer:
         return self.final_row
 
 
-def format_table(results: dict, cfg: TrainConfig) -> str:
-    lines = [f"{'opponent':<12} {'points/hand':>12} {'95% CI':>18} {'contracts made':>15} {'opp. made':>10}"]
+def format_table(results: dict, cfg: TrainConfig, gains: Optional[dict] = None) -> str:
+    """The final evaluation as a table; ``gains`` (opponent -> Interval) adds the gain over the
+    policy PPO started from, paired on the same deals."""
+    gains = gains or {}
+    head = f"{'opponent':<12} {'points/hand':>12} {'95% CI':>18} {'contracts made':>15} {'opp. made':>10}"
+    lines = [head + (f" {'gain over the start (95% CI)':>30}" if gains else "")]
     for name, r in results.items():
         d = r.score_diff
         ci = f"[{d.low:+.1f}, {d.high:+.1f}]" if d.low is not None else "-"
         made = lambda t: f"{100 * t.make_rate:.1f}%" if t.make_rate is not None else "-"   # noqa: E731
-        lines.append(f"{name:<12} {d.mean:>+12.1f} {ci:>18} {made(r.teams['A']):>15} {made(r.teams['B']):>10}")
+        line = f"{name:<12} {d.mean:>+12.1f} {ci:>18} {made(r.teams['A']):>15} {made(r.teams['B']):>10}"
+        if name in gains:
+            g = gains[name]
+            line += f" {f'{g.mean:+.1f}' + (f' [{g.low:+.1f}, {g.high:+.1f}]' if g.low is not None else ''):>30}"
+        lines.append(line)
     return (f"{cfg.name}: the trained policy (greedy) against the baselines, {next(iter(results.values())).units} "
             "duplicate deals each\n" + "\n".join(lines))
 
