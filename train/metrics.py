@@ -76,7 +76,8 @@ def _legend(ax) -> None:
 
 
 def plot_learning_curves(log: MetricsLog, out: Path, eval_opponents: Iterable[str], title: str) -> Path:
-    """A PNG with three panels: duplicate evaluation with its 95% intervals, the points per hand
+    """A PNG with three panels: duplicate evaluation with its 95% intervals (dashed: the gain over
+    the policy PPO started from, paired on the same deals), the points per hand
     the learning side scores in training by opponent kind, and the policy's entropies."""
     import matplotlib
     matplotlib.use("Agg")
@@ -92,6 +93,9 @@ def plot_learning_curves(log: MetricsLog, out: Path, eval_opponents: Iterable[st
             line, = ax.plot(xs, ys, marker="o", label=f"vs {name}")
             if len(lows) == len(xs) == len(highs):
                 ax.fill_between(xs, lows, highs, alpha=0.2, color=line.get_color())
+            gx, gy = log.series(f"eval__{name}__gain")
+            if gx:
+                ax.plot(gx, gy, ls="--", marker=".", color=line.get_color(), label=f"vs {name}: gain over the start")
     ax.axhline(0, color="grey", lw=0.8)
     ax.set(title="Duplicate evaluation (95% CI)", xlabel="decisions (millions)", ylabel="points per hand")
     _legend(ax)
