@@ -236,6 +236,11 @@ def test_killed_run_resumes_exactly(tmp_path):
         assert torch.equal(straight[key], resumed[key]), key
     rows = list(csv.DictReader((tmp_path / "killed" / "metrics.csv").open()))
     assert [int(r["update"]) for r in rows] == list(range(1, config.updates + 1))
+    # The evaluations, the gain over the start policy included, are those of the run never stopped.
+    straight_rows = list(csv.DictReader((tmp_path / "straight" / "metrics.csv").open()))
+    evals = [k for k in rows[0] if k.startswith("eval__")]
+    assert any(r["eval__heuristic__gain"] for r in rows[3:])
+    assert [[r[k] for k in evals] for r in rows] == [[r[k] for k in evals] for r in straight_rows]
 
 
 def test_resume_refuses_changed_settings_and_bad_checkpoints(tmp_path, capsys):
