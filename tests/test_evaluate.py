@@ -495,6 +495,8 @@ def test_compare_is_paired_by_deal(tmp_path, capsys):
     # A team compared with itself: exactly nothing to tell apart.
     same = compare("random:seed=4", "random:seed=4", "heuristic", **kw)
     assert same.difference.mean == 0 and same.difference.p_value == 1.0
+    with pytest.raises(EvaluationError, match="confidence=1.5"):
+        compare("random", "random", "random", deals=2, confidence=1.5)
     # Games: paired by game, total points over total hands, and the win rates.
     g = compare("heuristic", "random", "random", games=3, duplicate=True, seed=1, workers=1)
     direct = ev.contrast_interval([(1.0, g.candidate.unit_points, g.candidate.unit_hands),

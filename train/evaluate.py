@@ -1153,19 +1153,27 @@ def compare(candidate: TeamSpec, baseline: TeamSpec, opponent: TeamSpec, deals: 
     outcomes = _execute(configs, workers, progress, desc="compare")
     elapsed = time.perf_counter() - start
     cand, base = (summarize(c, o, confidence, None, None) for c, o in zip(configs, outcomes))
-    unit = "deal" if cand.mode == "hands" else "game"
-    if cand.mode == "hands":      # points per hand = the mean over the deals of each deal's points per hand
-        difference = mean_interval([c - b for c, b in zip(cand.unit_diffs, base.unit_diffs)], confidence)
-    else:                         # total points / total hands; the two teams' games may differ in length
-        difference = contrast_interval([(1.0, cand.unit_points, cand.unit_hands),
-                                        (-1.0, base.unit_points, base.unit_hands)], confidence)
-    difference.method = f"paired by {unit}" + (", delta method" if cand.mode == "games" else "")
-    win_difference = None
-    if cand.mode == "games":
-        win_difference = mean_interval([c - b for c, b in zip(cand.unit_wins, base.unit_wins)], confidence)
-        win_difference.method = f"paired by {unit}"
+    difference, win_difference = paired_difference(cand, base, confidence)
     return ComparisonResult(cand, base, difference, win_difference, elapsed,
                             min(workers, sum(c.units for c in configs)))
+
+
+def paired_difference(candidate: MatchResult, baseline: MatchResult,
+                      confidence: float = 0.95) -> tuple[Interval, Optional[Interval]]:
+    """Two matches played over the same deals (the same seed and opponent): the candidate's points
+    per hand minus the baseline's, paired by deal (game), and in games mode the paired difference
+    of the win rates (else None)."""
+    if candidate.mode == "hands":   # points per hand = the mean over the deals of each deal's points per hand
+        difference = mean_interval([c - b for c, b in zip(candidate.unit_diffs, baseline.unit_diffs)], confidence)
+        difference.method = "paired by deal"
+        return difference, None
+    # Games: total points / total hands; the two teams' games may differ in length.
+    difference = contrast_interval([(1.0, candidate.unit_points, candidate.unit_hands),
+                                    (-1.0, baseline.unit_points, baseline.unit_hands)], confidence)
+    difference.method = "paired by game, delta method"
+    wins = mean_interval([c - b for c, b in zip(candidate.unit_wins, baseline.unit_wins)], confidence)
+    wins.method = "paired by game"
+    return difference, wins
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1211,13 +1219,13 @@ def _interval_line(label: str, iv: Interval, signed: bool = True, percent: bool 
     return f"{label:<32}{fmt(iv.mean):>9}   {round(100 * level)}% CI {ci}   ({iv.method}, n={iv.n}{extra})"
 
 
-def _table(rows: list[tuple[str, str, str]], head: tuple[str, str, str]) -> list[str]:
-    w0 = max(len(r[0]) for r in rows + [head])
-    w1 = max(len(r[1]) for r in rows + [head])
-    w2 = max(len(r[2]) for r in rows + [head])
-    lines = [f"{head[0]:<{w0}}  {head[1]:>{w1}}  {head[2]:>{w2}}", "-" * (w0 + w1 + w2 + 4)]
-    lines += [f"{a:<{w0}}  {b:>{w1}}  {c:>{w2}}" for a, b, c in rows]
-    return lines
+def _table(rows: list[tuple[str, ...]], head: tuple[str, ...]) -> list[str]:
+    """Text table lines: the header, a rule, the rows; the first column left-aligned, the others right."""
+    widths = [max(len(row[i]) for row in rows + [head]) for i in range(len(head))]
+
+    def line(cells: tuple[str, ...]) -> str:
+        return "  ".join(f"{c:<{w}}" if i == 0 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(cells, widths)))
+    return [line(head), "-" * (sum(widths) + 2 * (len(head) - 1))] + [line(row) for row in rows]
 
 
 def format_match(r: MatchResult) -> str:
@@ -1259,11 +1267,7 @@ def format_match(r: MatchResult) -> str:
         head = ("where the points come from", "hands", "share", "A-B in them", "A-B per hand")
         rows = [(kind, str(k["hands"]), _pct(k["share"]), _signed(k["mean_diff"], 1), _signed(k["points_per_hand"]))
                 for kind, k in kinds]
-        widths = [max(len(row[i]) for row in rows + [head]) for i in range(len(head))]
-        lines += ["", "  ".join(f"{c:<{w}}" if i == 0 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(head, widths))),
-                  "-" * (sum(widths) + 2 * (len(head) - 1))]
-        lines += ["  ".join(f"{c:<{w}}" if i == 0 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(row, widths)))
-                  for row in rows]
+        lines += [""] + _table(rows, head)
     if r.elapsed_s is not None:
         lines += ["", f"{r.hands} hands in {r.elapsed_s:.2f} s ({r.hands_per_s:,.0f} hands/s, {r.workers} worker"
                   f"{'s' if r.workers != 1 else ''})"]
@@ -1341,12 +1345,7 @@ def format_comparison(c: ComparisonResult) -> str:
     rows = [(kind, _signed(cand.hand_kinds[kind]["points_per_hand"]), _signed(base.hand_kinds[kind]["points_per_hand"]),
              _signed(parts[kind])) for kind in HAND_KINDS
             if cand.hand_kinds[kind]["hands"] or base.hand_kinds[kind]["hands"]]
-    head = ("where the difference comes from", "candidate", "baseline", "difference")
-    widths = [max(len(row[i]) for row in rows + [head]) for i in range(len(head))]
-    lines += ["", "  ".join(f"{t:<{w}}" if i == 0 else f"{t:>{w}}" for i, (t, w) in enumerate(zip(head, widths))),
-              "-" * (sum(widths) + 2 * (len(head) - 1))]
-    lines += ["  ".join(f"{t:<{w}}" if i == 0 else f"{t:>{w}}" for i, (t, w) in enumerate(zip(row, widths)))
-              for row in rows]
+    lines += [""] + _table(rows, ("where the difference comes from", "candidate", "baseline", "difference"))
     lines.append("(each team's part of its points per hand against the opponent, by kind of hand seen from it)")
     if c.elapsed_s is not None:
         hands = cand.hands + base.hands

@@ -554,7 +554,7 @@ class Trainer:
         """Duplicate matches of the current policy (greedy) against each ``eval_opponents``; with
         ``eval_against_start`` (once PPO has made an update) also its gain over the policy PPO
         started from, paired on the same deals."""
-        from train.evaluate import evaluate, mean_interval
+        from train.evaluate import evaluate, paired_difference
 
         def match(weights: Optional[dict], name: str, show: bool):
             policy = copy.deepcopy(self.policy).to("cpu").eval()
@@ -580,7 +580,7 @@ class Trainer:
                 if key not in self._start_results:       # the start policy is fixed: play it once
                     self._start_results[key] = match(self.start_policy, name, False)
                 start = self._start_results[key]
-                gain = mean_interval([x - y for x, y in zip(result.unit_diffs, start.unit_diffs)])
+                gain, _ = paired_difference(result, start)
                 row.update({f"eval__{name}__gain": gain.mean, f"eval__{name}__gain_low": gain.low,
                             f"eval__{name}__gain_high": gain.high})
                 gains[name] = gain
