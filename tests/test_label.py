@@ -13,6 +13,7 @@ import agents
 from agents.neural import DEFAULT_MODEL, read_checkpoint
 from spades_env import spades_v0
 from spades_env.cards import parse_card
+from spades_env.game import PHASE_PLAY
 from train.config import ConfigError, config_from_dict
 from train.label import FIELDS, LabelError, equivalent_actions, label, load_labels, main, shard_path
 from train.ppo import Trainer
@@ -70,7 +71,7 @@ def test_labels_are_legal_reproducible_and_resumable(tmp_path):
     assert 0 < float((data["teacher"] == data["student"]).float().mean()) < 1
     again = load_labels(label(settings(tmp_path / "b"), progress=False, log=quiet))
     for key in FIELDS:
-        assert torch.equal(data[key], again[key]), key
+        torch.testing.assert_close(data[key], again[key], rtol=0, atol=0, equal_nan=True, msg=key)
     # A killed run resumes: finished shards are kept, a torn or missing one is labelled again.
     shard_path(out, 1).write_bytes(b"torn")
     before = shard_path(out, 0).stat().st_mtime_ns
@@ -80,7 +81,7 @@ def test_labels_are_legal_reproducible_and_resumable(tmp_path):
     assert shard_path(out, 0).stat().st_mtime_ns == before
     resumed = load_labels(out)
     for key in FIELDS:
-        assert torch.equal(data[key], resumed[key]), key
+        torch.testing.assert_close(data[key], resumed[key], rtol=0, atol=0, equal_nan=True, msg=key)
 
 
 def test_follow_teacher_one_plays_the_teachers_game(tmp_path):
@@ -156,3 +157,109 @@ def test_distillation_checks_its_data_and_is_not_repeated_on_resume(tmp_path, he
     Trainer(more, resume=True, log=logs.append).train()
     assert not any(line.startswith("distillation") for line in logs), "\n".join(logs)
     assert read_checkpoint(tmp_path / "resumed" / "checkpoints" / "last.pt")["update"] == 2
+
+
+# ---------------------------------------------------------------------- play-out values
+@pytest.fixture(scope="module")
+def playout_labels(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("labels") / "playout"
+    return label(settings(out, teacher="playout", deals=6, shard_deals=3, follow_teacher=0.3), progress=False, log=quiet)
+
+
+def test_playout_labels_value_every_legal_card(playout_labels, tmp_path):
+    data = load_labels(playout_labels)
+    again = load_labels(label(settings(tmp_path, teacher="playout", deals=6, shard_deals=3, follow_teacher=0.3),
+                              progress=False, log=quiet))
+    for key in FIELDS:                                                # reproducible
+        torch.testing.assert_close(data[key], again[key], rtol=0, atol=0, equal_nan=True, msg=key)
+    values = data["values"].float()
+    valued = ~torch.isnan(values)
+    play = data["phase"] == PHASE_PLAY
+    assert play.sum() > 6 * 10 and (~play).sum() > 0
+    assert torch.equal(valued[play], data["mask"][play])             # every legal card, nothing else
+    assert not valued[~play].any()                                    # bids: no values...
+    assert torch.equal(data["target"][~play], torch.nn.functional.one_hot(data["student"][~play], 68).bool())
+    best = torch.where(valued, values, torch.tensor(float("-inf"))).max(1, keepdim=True).values
+    assert torch.equal(data["target"][play], (values == best)[play])  # the best cards are the target
+    assert data["target"].gather(1, data["teacher"][:, None]).all()
+    # the student's card is the teacher's whenever it is among the best
+    student_best = data["target"].gather(1, data["student"][:, None])[:, 0]
+    assert torch.equal(data["teacher"][student_best], data["student"][student_best])
+    # a row is labelled only when the cards differ in kind (forced plays and single classes are not)
+    assert (data["mask"][play].sum(1) > 1).all()
+
+
+def test_playout_values_equal_heuristic_playouts_through_the_env():
+    """Each class's value equals what the AEC env scores when that card (any card of the class) is
+    played and the heuristic agents play the hand out: the fast copy, play-out and scoring agree
+    with the real game, and touching cards are worth exactly the same."""
+    import copy as copy_module
+
+    from train.label import playout_values
+    checked = 0
+    for seed in range(3):
+        env = spades_v0.raw_env(rules="standard", episode="hand", reward_scale=1.0)
+        env.reset(seed=seed)
+        bots = [agents.make("heuristic", seed=k) for k in range(4)]
+        for step in range(4 + 9 + 4 * seed):                     # the bids, then a few cards into the hand
+            obs, *_ = env.last()
+            env.step(bots[env.agent_name_mapping[env.agent_selection]].act(obs))
+        seat = env.agent_name_mapping[env.agent_selection]
+        classes = playout_values(env.unwrapped.game, seat)
+        for group, value in classes:
+            for card in group:
+                branch = copy_module.deepcopy(env)
+                branch.step(card)
+                total = {0: 0.0, 1: 0.0}
+                for name in branch.agent_iter():
+                    obs, reward, termination, truncation, _ = branch.last()
+                    total[branch.agent_name_mapping[name] % 2] += reward
+                    branch.step(None if termination or truncation else
+                                bots[branch.agent_name_mapping[name]].act(obs))
+                # the rewards of the hand's last step: each partner gets its side's points
+                side, other = seat % 2, 1 - seat % 2
+                assert total[side] / 2 - total[other] / 2 == pytest.approx(value), (seed, card)
+                checked += 1
+    assert checked >= 6
+
+
+def test_distillation_by_values_fits_the_values_and_keeps_the_bids(tmp_path, playout_labels):
+    # Synthetic values that a network can learn from the mask alone: every card is worth its rank.
+    # The kept epoch must then prefer high cards on the held-out deals, and the bids stay put.
+    data = load_labels(playout_labels)
+    shards = tmp_path / "ranked"
+    shards.mkdir()
+    values = data["values"].float()
+    ranked = torch.where(torch.isnan(values), values, (torch.arange(68) % 13).float().expand_as(values))
+    torch.save({**{k: data[k] for k in FIELDS}, "values": ranked.half(), "format": "spades-distill-labels",
+                "version": 1, "settings": data["settings"], "deals": [0, 6]}, shards / "shard_00000.pt")
+    logs: list[str] = []
+    config = tiny(tmp_path, "by_values", "imitation_decisions=0", f"distill_data={shards}",
+                  "distill_value_temperature=1", "distill_epochs=30", "distill_learning_rate=0.01", "minibatch_size=32",
+                  "max_updates=0", "eval_every=0")
+    trainer = Trainer(config, log=logs.append)
+    obs, mask = data["obs"].float(), data["mask"]
+    with torch.no_grad():
+        before = trainer.policy(obs, mask)
+    trainer.distill()
+    with torch.no_grad():
+        after = trainer.policy(obs, mask)
+    start = float(logs[0].split("worth ")[1].split(" points")[0])
+    kept = float(logs[-1].split("worth ")[1].split(" points")[0])
+    assert logs[-1].startswith("distillation: kept epoch") and "kept epoch 0 " not in logs[-1]
+    assert kept > start + 1.0                    # from a random choice to the high cards
+    bids = data["phase"] != PHASE_PLAY
+
+    def centred(logits):
+        legal = torch.where(mask, logits, torch.zeros_like(logits))
+        return torch.where(mask, legal - legal.sum(1, keepdim=True) / mask.sum(1, keepdim=True), 0.0)
+    assert (centred(after) - centred(before))[bids].abs().max() < 0.25
+    assert (centred(after) - centred(before))[~bids].abs().max() > 1.0
+
+
+def test_distillation_by_values_needs_values(tmp_path, heuristic_labels):
+    with pytest.raises(ConfigError, match=r"holds no values \(label them with spades-label --teacher playout\)"):
+        Trainer(tiny(tmp_path, "no_values", "imitation_decisions=0", f"distill_data={heuristic_labels}",
+                     "distill_value_temperature=5", "max_updates=0"), log=quiet).train()
+    with pytest.raises(ConfigError, match=r"distill_value_temperature=0.0: expected a positive number or null"):
+        tiny(tmp_path, "zero", "distill_value_temperature=0")

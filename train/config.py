@@ -106,6 +106,13 @@ class TrainConfig:
                                            "its deals is held out and the epoch that matches most of them is kept")
     distill_epochs: int = _f(4, "passes over the distillation labels")
     distill_learning_rate: float = _f(1e-4, "Adam step size of the distillation (its own optimizer, linear decay)")
+    distill_value_temperature: Optional[float] = _f(None, "with labels of spades-label --teacher playout: fit the "
+                                                          "card logits to the starting policy's plus the play-out "
+                                                          "values over this many points (pi ~ pi_start * exp(value "
+                                                          "/ T)), every other decision kept at the starting "
+                                                          "policy's logits; the epoch whose favourite cards are "
+                                                          "worth most on the held-out deals is kept (null: fit "
+                                                          "the teacher's choices)")
     bid_value_deals: int = _f(0, "Monte-Carlo bid values (train/bid_values.py), before PPO: per round, this many "
                                  "bidding decisions have every bid played out on copies of their deal (the policy "
                                  "playing the rest greedily) and the bidding head alone is fitted to the results "
@@ -182,6 +189,9 @@ class TrainConfig:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected 0 or more")
         if self.max_updates is not None and self.max_updates < 0:
             raise ConfigError(f"max_updates={self.max_updates!r}: expected 0 or more, or null")
+        if self.distill_value_temperature is not None and not self.distill_value_temperature > 0:
+            raise ConfigError(f"distill_value_temperature={self.distill_value_temperature!r}: expected a positive "
+                              "number or null")
         if self.target_kl is not None and not self.target_kl > 0:
             raise ConfigError(f"target_kl={self.target_kl!r}: expected a positive number or null")
         if self.episode not in ("hand", "game"):
@@ -214,10 +224,11 @@ FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
 def _check_type(name: str, value: Any) -> Any:
     f = FIELDS[name]
     default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-    if name in ("target_kl", "init_from", "max_updates", "distill_data"):
+    if name in ("target_kl", "init_from", "max_updates", "distill_data", "distill_value_temperature"):
         if value is None:
             return None
-        expected: type = {"target_kl": float, "init_from": str, "max_updates": int, "distill_data": str}[name]
+        expected: type = {"target_kl": float, "init_from": str, "max_updates": int, "distill_data": str,
+                          "distill_value_temperature": float}[name]
     else:
         expected = type(default)
     if expected in (int, float) and isinstance(value, str):

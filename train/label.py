@@ -18,7 +18,18 @@ written atomically; running the same command again skips finished shards, so a k
 run resumes where it stopped. ``spades-train`` fits a policy to them with ``distill_data: DIR``.
 A shard holds, per labelled decision: ``obs`` (float16), ``mask`` and ``target`` (bool, 68
 actions; ``target`` is the set of actions as good as the teacher's), ``teacher`` and ``student``
-(the two choices), ``phase``, ``deal`` and ``seat``.
+(the two choices), ``phase``, ``deal``, ``seat`` and ``values`` (float16, 68 actions; NaN where
+the teacher gives no value).
+
+``--teacher playout`` labels values instead of one choice: at every card decision of the student
+with more than one class of equivalent cards, each class is played on a copy of the *true* table
+and the rest of the hand played out by the heuristic on all four seats; the value of the class is
+the hand's score difference for the student's side (:func:`playout_values`). The student never
+sees the other hands: averaged over the deals that lead to the same observation, these values are
+what each card is worth there when the hand goes on with heuristic play (what the ``search``
+player estimates by sampling deals, here learnt from the real ones). The teacher's choice is the
+best class (the student's card when it is among the best). Bidding decisions are kept with the
+student's own choice and no values. ``spades-train`` fits them with ``distill_value_temperature``.
 """
 
 from __future__ import annotations
@@ -36,16 +47,17 @@ import torch
 
 import agents as agent_registry
 from agents.neural import DEFAULT_MODEL, NeuralAgent
-from agents.search import touching_groups
+from agents.search import copy_game, hand_value, play_out, touching_groups
 from spades_env import spades_v0
 from spades_env.cards import cards_to_mask
-from spades_env.game import PHASE_PLAY
+from spades_env.game import PHASE_PLAY, SpadesGame
 from spades_env.observation import decode_observation
 from train.evaluate import EvaluationError, _mp_context, derive_seed, make_deal, parse_agent_spec, resolve_rules
 
 FORMAT = "spades-distill-labels"
-FIELDS = ("obs", "mask", "target", "teacher", "student", "phase", "deal", "seat")     # per labelled decision
+FIELDS = ("obs", "mask", "target", "teacher", "student", "phase", "deal", "seat", "values")  # per labelled decision
 NUM_ACTIONS = 68
+PLAYOUT = "playout"          # the teacher that labels the play-out value of every card
 
 
 class LabelError(ValueError):
@@ -66,6 +78,28 @@ def equivalent_actions(obs: dict, action: int) -> list[int]:
     return [action]
 
 
+def playout_values(game: SpadesGame, seat: int) -> list[tuple[list[int], float]]:
+    """Every class of equivalent legal cards of ``seat`` (to play in ``game``, the true table) with
+    its value: the card played on a copy of the table and the hand played out by the heuristic on
+    every seat (:func:`agents.search.play_out`); the value is the hand's score difference for the
+    seat's side, bag penalties included (:func:`agents.search.hand_value`)."""
+    if game.phase != PHASE_PLAY or game.to_act != seat:
+        raise ValueError("playout_values: expected the play phase with this seat to act")
+    gone = 0
+    for cards in game.played:
+        gone |= cards
+    gone &= ~cards_to_mask(game.trick_cards)          # cards of the trick in progress still compete
+    mask = game.legal_mask()
+    legal = [c for c in range(52) if mask >> c & 1]
+    classes = []
+    for group in touching_groups(legal, game.hands[seat], gone):
+        table = copy_game(game)
+        table.apply(group[0])
+        play_out(table)
+        classes.append((group, hand_value(table, seat)))
+    return classes
+
+
 class Labeller:
     """Plays and labels deals; one per worker process."""
 
@@ -75,8 +109,10 @@ class Labeller:
         self.env = spades_v0.raw_env(rules=self.rules, episode="hand", reward_scale=1.0)
         self.student = NeuralAgent(checkpoint=settings["student"])
         # One agent per seat (an agent may keep state between its own decisions).
-        name, options = parse_agent_spec(settings["teacher"])
-        self.teachers = [agent_registry.make(name, **options) for _ in range(2)]
+        self.teachers = []
+        if settings["teacher"] != PLAYOUT:
+            name, options = parse_agent_spec(settings["teacher"])
+            self.teachers = [agent_registry.make(name, **options) for _ in range(2)]
         name, options = parse_agent_spec(settings["opponents"])
         self.opponents = [agent_registry.make(name, **options) for _ in range(2)]
 
@@ -106,9 +142,27 @@ class Labeller:
             if int(np.count_nonzero(obs["action_mask"])) == 1:
                 self.env.step(student_action)
                 continue
-            teacher_action = int(self.teachers[seat // 2].act(obs, info))
+            values = np.full(NUM_ACTIONS, np.nan, dtype=np.float32)
             target = np.zeros(NUM_ACTIONS, dtype=bool)
-            target[equivalent_actions(obs, teacher_action)] = True
+            if not self.teachers:
+                teacher_action = student_action
+                if self.env.unwrapped.game.phase == PHASE_PLAY:
+                    classes = playout_values(self.env.unwrapped.game, seat)
+                    if len(classes) == 1:           # every legal card is worth the same: no label
+                        self.env.step(student_action)
+                        continue
+                    best = max(value for _, value in classes)
+                    for group, value in classes:
+                        values[group] = value
+                        target[group] = value == best
+                    if not target[student_action]:
+                        teacher_action = next(group[0] for group, value in classes if value == best)
+                else:
+                    target[student_action] = True
+            else:
+                teacher_action = int(self.teachers[seat // 2].act(obs, info))
+                target[equivalent_actions(obs, teacher_action)] = True
+            rows["values"].append(values.astype(np.float16))
             rows["obs"].append(np.asarray(obs["observation"], dtype=np.float16))
             rows["mask"].append(np.asarray(obs["action_mask"]).astype(bool))
             rows["target"].append(target)
@@ -137,6 +191,8 @@ class Labeller:
             "obs": torch.from_numpy(np.stack(rows["obs"])) if rows["obs"] else torch.zeros(0, 0, dtype=torch.float16),
             "mask": torch.from_numpy(np.stack(rows["mask"])) if rows["mask"] else torch.zeros(0, NUM_ACTIONS, dtype=torch.bool),
             "target": torch.from_numpy(np.stack(rows["target"])) if rows["target"] else torch.zeros(0, NUM_ACTIONS, dtype=torch.bool),
+            "values": (torch.from_numpy(np.stack(rows["values"])) if rows["values"]
+                       else torch.zeros(0, NUM_ACTIONS, dtype=torch.float16)),
         }
         for key in ("teacher", "student", "phase", "deal", "seat"):
             data[key] = torch.tensor(rows[key], dtype=torch.int64)
@@ -173,6 +229,8 @@ def check_settings(settings: dict) -> dict:
     if not 0.0 <= settings["follow_teacher"] <= 1.0:
         raise LabelError(f"follow_teacher={settings['follow_teacher']!r}: expected a probability in [0, 1]")
     for key in ("teacher", "opponents"):
+        if key == "teacher" and settings[key] == PLAYOUT:
+            continue
         try:
             name, _ = parse_agent_spec(settings[key])
         except EvaluationError as exc:
@@ -269,6 +327,8 @@ def load_labels(folder: str | Path) -> dict[str, Any]:
         settings = settings or data["settings"]
         if data["obs"].numel() == 0:
             continue
+        if "values" not in data:             # shards written before the values were kept
+            data["values"] = torch.full(data["mask"].shape, float("nan"), dtype=torch.float16)
         for key in FIELDS:
             parts.setdefault(key, []).append(data[key])
     if not parts:
@@ -280,7 +340,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="spades-label", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True, help="folder of the label shards (resumes what is there)")
-    parser.add_argument("--teacher", default="search", help="agent spec of the teacher (default: search)")
+    parser.add_argument("--teacher", default="search", help="agent spec of the teacher (default: search), or "
+                        "'playout': the heuristic play-out value of every card on the true table (see above)")
     parser.add_argument("--student", default=str(DEFAULT_MODEL), help="neural model or checkpoint that plays "
                         "(default: the shipped model)")
     parser.add_argument("--opponents", default="heuristic", help="agent spec of the other side (default: heuristic)")

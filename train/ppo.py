@@ -473,6 +473,8 @@ class Trainer:
         held_out = (data["deal"] % 10) == 9
         if held_out.all() or not held_out.any():
             held_out = torch.arange(held_out.numel()) % 10 == 9
+        if cfg.distill_value_temperature is not None:
+            return self._distill_values(data, held_out)
         train_rows, test_rows = (~held_out).nonzero()[:, 0], held_out.nonzero()[:, 0]
         obs, mask, target = data["obs"].to(dev), data["mask"].to(dev), data["target"].to(dev)
         optimizer = torch.optim.Adam(self.policy.parameters(), lr=cfg.distill_learning_rate, eps=1e-5)
@@ -518,6 +520,82 @@ class Trainer:
                  f"loss {best_loss:.4f})")
         self.distilled = True
         return {"distill_accuracy": best_hits, "distill_loss": best_loss, "distill_epoch": best_epoch}
+
+    def _distill_values(self, data: dict, held_out: torch.Tensor) -> dict:
+        """``distill`` with play-out values (``distill_value_temperature`` T): on every decision with
+        values the centred logits of the legal actions are fitted to the starting policy's centred
+        logits plus the centred values / T (a softmax policy pi_start * exp(value / T)); on the
+        others (bids) to the starting policy's logits (ten times their summed squared error, so that
+        they stay as they were). The weights of the epoch whose favourite cards are worth most on the held-out
+        deals (mean play-out value, in points per decision) are kept, the starting ones included."""
+        cfg, dev = self.config, self.device
+        obs, mask = data["obs"].to(dev), data["mask"].to(dev)
+        values = data["values"].to(dev).float()
+        valued = ~torch.isnan(values)
+        has_values = valued.any(1)
+        if not bool(has_values.any()):
+            raise ConfigError(f"distill_value_temperature is set but distill_data={cfg.distill_data!r} holds no "
+                              "values (label them with spades-label --teacher playout)")
+        cells = torch.where(has_values[:, None], valued & mask, mask)         # what each row's loss compares
+        count = cells.sum(1, keepdim=True).clamp(min=1)
+
+        def centred(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+            x = torch.where(cells[rows], x, torch.zeros_like(x))
+            return torch.where(cells[rows], x - x.sum(1, keepdim=True) / count[rows], torch.zeros_like(x))
+
+        every = torch.arange(obs.shape[0], device=dev)
+        with torch.no_grad():
+            start_logits = torch.cat([self.policy(obs[rows].float(), mask[rows]) for rows in every.split(8192)])
+            target = centred(start_logits, every)
+            target = target + centred(torch.nan_to_num(values) / cfg.distill_value_temperature, every)
+        # Valued rows: the mean squared error over their cells; the others: ten times the sum.
+        norm = torch.where(has_values[:, None], count.float(), torch.full_like(count, 1, dtype=torch.float) / 10)[:, 0]
+        train_rows = (~held_out).nonzero()[:, 0].to(dev)
+        test_rows = (held_out & has_values.cpu()).nonzero()[:, 0].to(dev)
+
+        def loss_of(rows: torch.Tensor) -> torch.Tensor:
+            fitted = centred(self.policy(obs[rows].float(), mask[rows]), rows)
+            return ((fitted - target[rows]) ** 2).sum(1) / norm[rows]
+
+        def held_out_fit() -> tuple[float, float]:
+            """(loss, mean play-out value of the favourite card) on the held-out valued decisions."""
+            with torch.no_grad():
+                losses, picked = [], []
+                for rows in test_rows.split(8192):
+                    logits = self.policy(obs[rows].float(), mask[rows])
+                    losses.append(loss_of(rows))
+                    picked.append(values[rows].gather(1, logits.argmax(1, keepdim=True))[:, 0])
+            return float(torch.cat(losses).mean()), float(torch.cat(picked).mean())
+
+        optimizer = torch.optim.Adam(self.policy.parameters(), lr=cfg.distill_learning_rate, eps=1e-5)
+        batches = cfg.distill_epochs * -(-train_rows.numel() // cfg.minibatch_size)
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: 1.0 - i / batches)
+        best_loss, best_value = held_out_fit()
+        self.log(f"distillation by values (T = {cfg.distill_value_temperature:g} points): "
+                 f"{int(has_values.sum()):,} valued decisions and {int((~has_values).sum()):,} others, "
+                 f"{test_rows.numel():,} valued ones held out; there the policy's favourite cards are worth "
+                 f"{best_value:+.3f} points")
+        best_state, best_epoch = copy.deepcopy(self.policy.state_dict()), 0
+        for epoch in range(cfg.distill_epochs):
+            order = train_rows[torch.randperm(train_rows.numel(), generator=self.generator, device=dev)]
+            for start in range(0, order.numel(), cfg.minibatch_size):
+                loss = loss_of(order[start:start + cfg.minibatch_size]).mean()
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
+                optimizer.step()
+                schedule.step()
+            test_loss, test_value = held_out_fit()
+            self.log(f"distillation epoch {epoch + 1}/{cfg.distill_epochs}: held-out loss {test_loss:.4f}, "
+                     f"favourite cards worth {test_value:+.3f} points")
+            if test_value > best_value:
+                best_loss, best_value, best_epoch = test_loss, test_value, epoch + 1
+                best_state = copy.deepcopy(self.policy.state_dict())
+        self.policy.load_state_dict(best_state)
+        self.log(f"distillation: kept epoch {best_epoch} (favourite cards worth {best_value:+.3f} points on the "
+                 f"held-out decisions, loss {best_loss:.4f})")
+        self.distilled = True
+        return {"distill_value": best_value, "distill_loss": best_loss, "distill_epoch": best_epoch}
 
     def value_bids(self) -> dict:
         """One round of Monte-Carlo bid values (:mod:`train.bid_values`): collect, fit the bidding head."""
