@@ -477,9 +477,6 @@ class Trainer:
             return self._distill_values(data, held_out)
         train_rows, test_rows = (~held_out).nonzero()[:, 0], held_out.nonzero()[:, 0]
         obs, mask, target = data["obs"].to(dev), data["mask"].to(dev), data["target"].to(dev)
-        optimizer = torch.optim.Adam(self.policy.parameters(), lr=cfg.distill_learning_rate, eps=1e-5)
-        batches = cfg.distill_epochs * -(-train_rows.numel() // cfg.minibatch_size)
-        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: 1.0 - i / batches)
 
         def loss_and_hits(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             log_probs = torch.log_softmax(self.policy(obs[rows].float(), mask[rows]), 1)
@@ -495,39 +492,55 @@ class Trainer:
             hits = torch.cat([p[1] for p in parts])
             return float(loss.mean()), float(hits.float().mean())
 
-        best_loss, best_hits = held_out_fit()
+        start = held_out_fit()
         self.log(f"distillation: {train_rows.numel():,} labels to fit, {test_rows.numel():,} held out; "
-                 f"the policy matches the teacher on {100 * best_hits:.1f}% of the held-out ones")
-        best_state = copy.deepcopy(self.policy.state_dict())
-        best_epoch = 0
-        for epoch in range(cfg.distill_epochs):
-            order = train_rows[torch.randperm(train_rows.numel(), generator=self.generator, device=dev)]
-            for start in range(0, order.numel(), cfg.minibatch_size):
-                loss, _ = loss_and_hits(order[start:start + cfg.minibatch_size])
-                optimizer.zero_grad(set_to_none=True)
-                loss.mean().backward()
-                torch.nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
-                optimizer.step()
-                schedule.step()
-            test_loss, test_hits = held_out_fit()
-            self.log(f"distillation epoch {epoch + 1}/{cfg.distill_epochs}: held-out loss {test_loss:.4f}, "
-                     f"matches the teacher on {100 * test_hits:.1f}%")
-            if test_hits > best_hits:
-                best_loss, best_hits, best_epoch = test_loss, test_hits, epoch + 1
-                best_state = copy.deepcopy(self.policy.state_dict())
-        self.policy.load_state_dict(best_state)
+                 f"the policy matches the teacher on {100 * start[1]:.1f}% of the held-out ones")
+        best_loss, best_hits, best_epoch = self._fit_keep_best(
+            train_rows, lambda rows: loss_and_hits(rows)[0].mean(), held_out_fit, start,
+            lambda loss, hits: f"held-out loss {loss:.4f}, matches the teacher on {100 * hits:.1f}%")
         self.log(f"distillation: kept epoch {best_epoch} ({100 * best_hits:.1f}% of the held-out labels matched, "
                  f"loss {best_loss:.4f})")
         self.distilled = True
         return {"distill_accuracy": best_hits, "distill_loss": best_loss, "distill_epoch": best_epoch}
 
+    def _fit_keep_best(self, train_rows: torch.Tensor, train_loss: Callable[[torch.Tensor], torch.Tensor],
+                       held_out_fit: Callable[[], tuple[float, float]], start: tuple[float, float],
+                       describe: Callable[[float, float], str]) -> tuple[float, float, int]:
+        """The distillations' loop: ``distill_epochs`` passes of Adam (``distill_learning_rate``,
+        linear decay, gradient clipping) over ``train_rows`` in minibatches; after each pass
+        ``held_out_fit()`` gives (loss, score) and the weights of the best score are kept, the
+        starting ones (``start``) included. Returns the kept (loss, score, epoch)."""
+        cfg, dev = self.config, self.device
+        optimizer = torch.optim.Adam(self.policy.parameters(), lr=cfg.distill_learning_rate, eps=1e-5)
+        batches = cfg.distill_epochs * -(-train_rows.numel() // cfg.minibatch_size)
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: 1.0 - i / batches)
+        (best_loss, best_score), best_epoch = start, 0
+        best_state = copy.deepcopy(self.policy.state_dict())
+        for epoch in range(cfg.distill_epochs):
+            order = train_rows[torch.randperm(train_rows.numel(), generator=self.generator, device=dev)]
+            for first in range(0, order.numel(), cfg.minibatch_size):
+                loss = train_loss(order[first:first + cfg.minibatch_size])
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
+                optimizer.step()
+                schedule.step()
+            test_loss, test_score = held_out_fit()
+            self.log(f"distillation epoch {epoch + 1}/{cfg.distill_epochs}: {describe(test_loss, test_score)}")
+            if test_score > best_score:
+                best_loss, best_score, best_epoch = test_loss, test_score, epoch + 1
+                best_state = copy.deepcopy(self.policy.state_dict())
+        self.policy.load_state_dict(best_state)
+        return best_loss, best_score, best_epoch
+
     def _distill_values(self, data: dict, held_out: torch.Tensor) -> dict:
         """``distill`` with play-out values (``distill_value_temperature`` T): on every decision with
         values the centred logits of the legal actions are fitted to the starting policy's centred
         logits plus the centred values / T (a softmax policy pi_start * exp(value / T)); on the
-        others (bids) to the starting policy's logits (ten times their summed squared error, so that
-        they stay as they were). The weights of the epoch whose favourite cards are worth most on the held-out
-        deals (mean play-out value, in points per decision) are kept, the starting ones included."""
+        others (bids) to the starting policy's logits (ten times their summed squared error, so
+        that they stay as they were). The weights of the epoch whose favourite cards are worth most
+        on the held-out deals (mean play-out value, points per decision) are kept, the starting
+        ones included."""
         cfg, dev = self.config, self.device
         obs, mask = data["obs"].to(dev), data["mask"].to(dev)
         values = data["values"].to(dev).float()
@@ -548,8 +561,7 @@ class Trainer:
             start_logits = torch.cat([self.policy(obs[rows].float(), mask[rows]) for rows in every.split(8192)])
             target = centred(start_logits, every)
             target = target + centred(torch.nan_to_num(values) / cfg.distill_value_temperature, every)
-        # Valued rows: the mean squared error over their cells; the others: ten times the sum.
-        norm = torch.where(has_values[:, None], count.float(), torch.full_like(count, 1, dtype=torch.float) / 10)[:, 0]
+        norm = torch.where(has_values, count[:, 0].float(), 0.1)    # valued rows: the mean; others: 10 x the sum
         train_rows = (~held_out).nonzero()[:, 0].to(dev)
         test_rows = (held_out & has_values.cpu()).nonzero()[:, 0].to(dev)
 
@@ -567,31 +579,14 @@ class Trainer:
                     picked.append(values[rows].gather(1, logits.argmax(1, keepdim=True))[:, 0])
             return float(torch.cat(losses).mean()), float(torch.cat(picked).mean())
 
-        optimizer = torch.optim.Adam(self.policy.parameters(), lr=cfg.distill_learning_rate, eps=1e-5)
-        batches = cfg.distill_epochs * -(-train_rows.numel() // cfg.minibatch_size)
-        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: 1.0 - i / batches)
-        best_loss, best_value = held_out_fit()
+        start = held_out_fit()
         self.log(f"distillation by values (T = {cfg.distill_value_temperature:g} points): "
                  f"{int(has_values.sum()):,} valued decisions and {int((~has_values).sum()):,} others, "
                  f"{test_rows.numel():,} valued ones held out; there the policy's favourite cards are worth "
-                 f"{best_value:+.3f} points")
-        best_state, best_epoch = copy.deepcopy(self.policy.state_dict()), 0
-        for epoch in range(cfg.distill_epochs):
-            order = train_rows[torch.randperm(train_rows.numel(), generator=self.generator, device=dev)]
-            for start in range(0, order.numel(), cfg.minibatch_size):
-                loss = loss_of(order[start:start + cfg.minibatch_size]).mean()
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
-                optimizer.step()
-                schedule.step()
-            test_loss, test_value = held_out_fit()
-            self.log(f"distillation epoch {epoch + 1}/{cfg.distill_epochs}: held-out loss {test_loss:.4f}, "
-                     f"favourite cards worth {test_value:+.3f} points")
-            if test_value > best_value:
-                best_loss, best_value, best_epoch = test_loss, test_value, epoch + 1
-                best_state = copy.deepcopy(self.policy.state_dict())
-        self.policy.load_state_dict(best_state)
+                 f"{start[1]:+.3f} points")
+        best_loss, best_value, best_epoch = self._fit_keep_best(
+            train_rows, lambda rows: loss_of(rows).mean(), held_out_fit, start,
+            lambda loss, value: f"held-out loss {loss:.4f}, favourite cards worth {value:+.3f} points")
         self.log(f"distillation: kept epoch {best_epoch} (favourite cards worth {best_value:+.3f} points on the "
                  f"held-out decisions, loss {best_loss:.4f})")
         self.distilled = True
