@@ -221,6 +221,19 @@ def test_playout_values_equal_heuristic_playouts_through_the_env():
                 assert total[side] / 2 - total[other] / 2 == pytest.approx(value), (seed, card)
                 checked += 1
     assert checked >= 6
+    bidding = spades_v0.raw_env(rules="standard")
+    bidding.reset(seed=0)
+    with pytest.raises(ValueError, match="expected the play phase with this seat to act"):
+        playout_values(bidding.unwrapped.game, bidding.agent_name_mapping[bidding.agent_selection])
+
+
+def test_shards_without_values_load_with_nan_values(tmp_path, heuristic_labels):
+    data = torch.load(shard_path(heuristic_labels, 0), weights_only=True)
+    del data["values"]
+    (tmp_path / "old").mkdir()
+    torch.save(data, shard_path(tmp_path / "old", 0))
+    loaded = load_labels(tmp_path / "old")
+    assert loaded["values"].shape == loaded["mask"].shape and torch.isnan(loaded["values"]).all()
 
 
 def test_distillation_by_values_fits_the_values_and_keeps_the_bids(tmp_path, playout_labels):

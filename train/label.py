@@ -108,9 +108,10 @@ class Labeller:
         self.rules = resolve_rules(settings["rules"])
         self.env = spades_v0.raw_env(rules=self.rules, episode="hand", reward_scale=1.0)
         self.student = NeuralAgent(checkpoint=settings["student"])
-        # One agent per seat (an agent may keep state between its own decisions).
+        # One agent per seat (an agent may keep state between its own decisions); none for play-outs.
+        self.playout = settings["teacher"] == PLAYOUT
         self.teachers = []
-        if settings["teacher"] != PLAYOUT:
+        if not self.playout:
             name, options = parse_agent_spec(settings["teacher"])
             self.teachers = [agent_registry.make(name, **options) for _ in range(2)]
         name, options = parse_agent_spec(settings["opponents"])
@@ -142,26 +143,11 @@ class Labeller:
             if int(np.count_nonzero(obs["action_mask"])) == 1:
                 self.env.step(student_action)
                 continue
-            values = np.full(NUM_ACTIONS, np.nan, dtype=np.float32)
-            target = np.zeros(NUM_ACTIONS, dtype=bool)
-            if not self.teachers:
-                teacher_action = student_action
-                if self.env.unwrapped.game.phase == PHASE_PLAY:
-                    classes = playout_values(self.env.unwrapped.game, seat)
-                    if len(classes) == 1:           # every legal card is worth the same: no label
-                        self.env.step(student_action)
-                        continue
-                    best = max(value for _, value in classes)
-                    for group, value in classes:
-                        values[group] = value
-                        target[group] = value == best
-                    if not target[student_action]:
-                        teacher_action = next(group[0] for group, value in classes if value == best)
-                else:
-                    target[student_action] = True
-            else:
-                teacher_action = int(self.teachers[seat // 2].act(obs, info))
-                target[equivalent_actions(obs, teacher_action)] = True
+            labelled = self._label(obs, info, seat, student_action)
+            if labelled is None:                    # its legal cards form a single class: no label
+                self.env.step(student_action)
+                continue
+            teacher_action, target, values = labelled
             rows["values"].append(values.astype(np.float16))
             rows["obs"].append(np.asarray(obs["observation"], dtype=np.float16))
             rows["mask"].append(np.asarray(obs["action_mask"]).astype(bool))
@@ -174,6 +160,31 @@ class Labeller:
             play_teacher = follow.random() < self.settings["follow_teacher"]
             self.env.step(teacher_action if play_teacher else student_action)
         return rows
+
+    def _label(self, obs: dict, info: dict, seat: int,
+               student_action: int) -> Optional[tuple[int, np.ndarray, np.ndarray]]:
+        """(the teacher's action, the target set, the values) of one decision of the student, or
+        None for a play-out label whose legal cards form a single class."""
+        values = np.full(NUM_ACTIONS, np.nan, dtype=np.float32)
+        target = np.zeros(NUM_ACTIONS, dtype=bool)
+        if not self.playout:
+            teacher_action = int(self.teachers[seat // 2].act(obs, info))
+            target[equivalent_actions(obs, teacher_action)] = True
+            return teacher_action, target, values
+        game = self.env.unwrapped.game
+        if game.phase != PHASE_PLAY:                # bids: kept with the student's own choice, no values
+            target[student_action] = True
+            return student_action, target, values
+        classes = playout_values(game, seat)
+        if len(classes) == 1:
+            return None
+        best = max(value for _, value in classes)
+        for group, value in classes:
+            values[group] = value
+            target[group] = value == best
+        if target[student_action]:
+            return student_action, target, values
+        return next(group[0] for group, value in classes if value == best), target, values
 
     def label_shard(self, shard: int) -> tuple[Path, int, float]:
         """Label one shard's deals and write it; returns (path, labels, seconds)."""
