@@ -236,6 +236,25 @@ def test_shards_without_values_load_with_nan_values(tmp_path, heuristic_labels):
     assert loaded["values"].shape == loaded["mask"].shape and torch.isnan(loaded["values"]).all()
 
 
+def test_several_label_folders_load_together_and_must_share_the_rules(tmp_path, heuristic_labels, playout_labels):
+    one, other = load_labels(heuristic_labels), load_labels(playout_labels)
+    both = load_labels([str(heuristic_labels), playout_labels])
+    for key in FIELDS:
+        torch.testing.assert_close(both[key], torch.cat([one[key], other[key]]), rtol=0, atol=0, equal_nan=True)
+    assert both["settings"] == one["settings"]
+    config = tiny(tmp_path, "two", f"distill_data=[{heuristic_labels}, {playout_labels}]")
+    assert config.distill_data == [str(heuristic_labels), str(playout_labels)]
+    with pytest.raises(ConfigError, match=r"distill_data=\[3\]: expected a folder or a non-empty list of folders"):
+        tiny(tmp_path, "bad", "distill_data=[3]")
+    data = torch.load(shard_path(heuristic_labels, 0), weights_only=True)
+    (tmp_path / "other_rules").mkdir()
+    torch.save({**data, "settings": {**data["settings"], "rules": "tournament"}}, shard_path(tmp_path / "other_rules", 0))
+    with pytest.raises(LabelError, match=r"labelled under the rules 'tournament', the shards before it under 'standard'"):
+        load_labels([heuristic_labels, tmp_path / "other_rules"])
+    with pytest.raises(LabelError, match=r"expected a folder written by spades-label, or a list of them"):
+        load_labels([])
+
+
 def test_distillation_by_values_fits_the_values_and_keeps_the_bids(tmp_path, playout_labels):
     # Synthetic values that a network can learn from the mask alone: every card is worth its rank.
     # The kept epoch must then prefer high cards on the held-out deals, and the bids stay put.

@@ -12,7 +12,7 @@ import dataclasses
 import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
 import yaml
 
@@ -101,9 +101,11 @@ class TrainConfig:
                                       "itself (0: start from scratch)")
     imitation_epochs: int = _f(4, "passes over the imitation data")
     imitation_learning_rate: float = _f(1e-3, "Adam step size of the imitation (its own optimizer)")
-    distill_data: Optional[str] = _f(None, "folder written by spades-label: before PPO the policy is fitted to the "
-                                           "teacher's choices there (after init_from or the imitation); a tenth of "
-                                           "its deals is held out and the epoch that matches most of them is kept")
+    distill_data: Union[str, list[str], None] = _f(None, "folder written by spades-label, or a list of them fitted "
+                                                         "together: before PPO the policy is fitted to the "
+                                                         "teacher's choices there (after init_from or the "
+                                                         "imitation); a tenth of the deals is held out and the "
+                                                         "epoch that matches most of them is kept")
     distill_epochs: int = _f(4, "passes over the distillation labels")
     distill_learning_rate: float = _f(1e-4, "Adam step size of the distillation (its own optimizer, linear decay)")
     distill_value_temperature: Optional[float] = _f(None, "with labels of spades-label --teacher playout: fit the "
@@ -224,6 +226,10 @@ FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
 def _check_type(name: str, value: Any) -> Any:
     f = FIELDS[name]
     default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+    if name == "distill_data" and isinstance(value, (list, tuple)):
+        if not value or not all(isinstance(folder, str) for folder in value):
+            raise ConfigError(f"{name}={value!r}: expected a folder or a non-empty list of folders ({f.metadata['help']})")
+        return list(value)
     if name in ("target_kl", "init_from", "max_updates", "distill_data", "distill_value_temperature"):
         if value is None:
             return None

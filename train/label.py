@@ -15,7 +15,8 @@ taught an arbitrary preference between, say, the king and queen of a suit it hol
 
 The labels go to ``--out`` in shards of ``--shard-deals`` deals (``shard_00000.pt``, ...), each
 written atomically; running the same command again skips finished shards, so a killed labelling
-run resumes where it stopped. ``spades-train`` fits a policy to them with ``distill_data: DIR``.
+run resumes where it stopped. ``spades-train`` fits a policy to them with ``distill_data: DIR``
+(or a list of folders, e.g. two labelling runs with different seeds or students, fitted together).
 A shard holds, per labelled decision: ``obs`` (float16), ``mask`` and ``target`` (bool, 68
 actions; ``target`` is the set of actions as good as the teacher's), ``teacher`` and ``student``
 (the two choices), ``phase``, ``deal``, ``seat`` and ``values`` (float16, 68 actions; NaN where
@@ -40,7 +41,7 @@ import random
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import torch
@@ -317,33 +318,41 @@ def _shard_complete(out: Path, shard: int, settings: dict) -> bool:
     return data.get("format") == FORMAT and data.get("deals") == [first, min(first + settings["shard_deals"], settings["deals"])]
 
 
-def load_labels(folder: str | Path) -> dict[str, Any]:
-    """Every shard of a labels folder, concatenated (``obs`` as float16); ``settings``: how they
-    were labelled (the first shard's; a folder holds one labelling run's shards)."""
-    folder = Path(folder)
-    paths = sorted(folder.glob("shard_*.pt"))
-    if not paths:
-        raise FileNotFoundError(f"distill_data={str(folder)!r}: no shard_*.pt files there (expected a folder "
-                                "written by spades-label)")
+def load_labels(folders: str | Path | Sequence[str | Path]) -> dict[str, Any]:
+    """Every shard of one labels folder or of several, concatenated (``obs`` as float16);
+    ``settings``: how they were labelled (the first shard's; a folder holds one labelling run's
+    shards, and several folders must have been labelled under the same rules)."""
+    if isinstance(folders, (str, Path)):
+        folders = [folders]
+    if not folders:
+        raise LabelError("distill_data=[]: expected a folder written by spades-label, or a list of them")
     parts: dict[str, list] = {}
     settings = None
-    for path in paths:
-        try:
-            data = torch.load(path, weights_only=True)
-        except Exception as exc:
-            raise LabelError(f"{path}: corrupt or not a labels shard ({type(exc).__name__}); delete it and "
-                             "run spades-label again to relabel it") from None
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise LabelError(f"{path}: not a spades-label shard (expected format {FORMAT!r})")
-        settings = settings or data["settings"]
-        if data["obs"].numel() == 0:
-            continue
-        if "values" not in data:             # shards written before the values were kept
-            data["values"] = torch.full(data["mask"].shape, float("nan"), dtype=torch.float16)
-        for key in FIELDS:
-            parts.setdefault(key, []).append(data[key])
+    for folder in map(Path, folders):
+        paths = sorted(folder.glob("shard_*.pt"))
+        if not paths:
+            raise FileNotFoundError(f"distill_data={str(folder)!r}: no shard_*.pt files there (expected a folder "
+                                    "written by spades-label)")
+        for path in paths:
+            try:
+                data = torch.load(path, weights_only=True)
+            except Exception as exc:
+                raise LabelError(f"{path}: corrupt or not a labels shard ({type(exc).__name__}); delete it and "
+                                 "run spades-label again to relabel it") from None
+            if not isinstance(data, dict) or data.get("format") != FORMAT:
+                raise LabelError(f"{path}: not a spades-label shard (expected format {FORMAT!r})")
+            settings = settings or data["settings"]
+            if data["settings"]["rules"] != settings["rules"]:
+                raise LabelError(f"{path}: labelled under the rules {data['settings']['rules']!r}, the shards "
+                                 f"before it under {settings['rules']!r}: folders fitted together need one rule set")
+            if data["obs"].numel() == 0:
+                continue
+            if "values" not in data:             # shards written before the values were kept
+                data["values"] = torch.full(data["mask"].shape, float("nan"), dtype=torch.float16)
+            for key in FIELDS:
+                parts.setdefault(key, []).append(data[key])
     if not parts:
-        raise LabelError(f"{folder}: the shards hold no labelled decisions")
+        raise LabelError(f"{', '.join(map(str, folders))}: the shards hold no labelled decisions")
     return {**{k: torch.cat(v) for k, v in parts.items()}, "settings": settings}
 
 
