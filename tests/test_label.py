@@ -3,6 +3,7 @@ spades-train's ``distill_data`` (fits the teacher, keeps the best held-out epoch
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -99,11 +100,22 @@ def test_label_errors_name_what_was_wrong(tmp_path, capsys):
         label(settings(tmp_path, follow_teacher=1.5), log=quiet)
     with pytest.raises(LabelError, match=r"four players in partnerships"):
         label(settings(tmp_path, rules="cutthroat"), log=quiet)
+    with pytest.raises(LabelError, match=r"continuation='students': expected one of heuristic, student"):
+        label(settings(tmp_path, teacher="playout", continuation="students"), log=quiet)
+    with pytest.raises(LabelError, match=r"applies to --teacher playout only \(the teacher here is 'heuristic'\)"):
+        label(settings(tmp_path, continuation="student"), log=quiet)
     with pytest.raises(LabelError, match=r"no such model file"):
         label(settings(tmp_path, student=str(tmp_path / "none.pt")), log=quiet)
     label(settings(tmp_path / "made", deals=2), progress=False, log=quiet)
     with pytest.raises(LabelError, match=r"other settings \(seed: 0 there, 1 now\)"):
         label(settings(tmp_path / "made", deals=2, seed=1), log=quiet)
+    meta = tmp_path / "made" / "labels.json"       # folders labelled before --continuation existed resume
+    old_settings = json.loads(meta.read_text())
+    del old_settings["continuation"]
+    meta.write_text(json.dumps(old_settings))
+    label(settings(tmp_path / "made", deals=2), progress=False, log=quiet)
+    with pytest.raises(LabelError, match=r"other settings \(continuation: 'heuristic' there, 'student' now; teacher: "):
+        label(settings(tmp_path / "made", deals=2, teacher="playout", continuation="student"), log=quiet)
     with pytest.raises(FileNotFoundError, match="no shard_"):
         load_labels(tmp_path)
     shard_path(tmp_path / "made", 0).write_bytes(b"not torch")
@@ -225,6 +237,72 @@ def test_playout_values_equal_heuristic_playouts_through_the_env():
     bidding.reset(seed=0)
     with pytest.raises(ValueError, match="expected the play phase with this seat to act"):
         playout_values(bidding.unwrapped.game, bidding.agent_name_mapping[bidding.agent_selection])
+
+
+def test_student_playout_values_equal_the_students_play_through_the_env():
+    """With ``--continuation student`` each class's value equals what the AEC env scores when that
+    card is played and the hand goes on with the student (the neural agent, greedy) on the
+    valued seat's side and the heuristic agents on the other: the batched play-outs, the copied
+    encoders and the scoring agree with the real game."""
+    import copy as copy_module
+
+    from train.label import playout_values
+    student = agents.make("neural")
+    checked = 0
+    for seed in range(3):
+        env = spades_v0.raw_env(rules="standard", episode="hand", reward_scale=1.0)
+        env.reset(seed=seed)
+        bots = [agents.make("heuristic", seed=k) for k in range(4)]
+        for step in range(4 + 5 + 3 * seed):                     # the bids, then a few cards into the hand
+            obs, *_ = env.last()
+            env.step(bots[env.agent_name_mapping[env.agent_selection]].act(obs))
+        seat = env.agent_name_mapping[env.agent_selection]
+        before = env.unwrapped._encoder.buffer.copy()
+        classes = playout_values(env.unwrapped.game, seat, student.policy, env.unwrapped._encoder)
+        assert np.array_equal(env.unwrapped._encoder.buffer, before)     # the table's encoder is untouched
+        assert len(classes) > 1
+        players = [student if k % 2 == seat % 2 else bots[k] for k in range(4)]
+        for group, value in classes:
+            branch = copy_module.deepcopy(env)
+            branch.step(group[-1])                                # any card of the class: the same value
+            total = {0: 0.0, 1: 0.0}
+            for name in branch.agent_iter():
+                obs, reward, termination, truncation, _ = branch.last()
+                total[branch.agent_name_mapping[name] % 2] += reward
+                branch.step(None if termination or truncation else
+                            players[branch.agent_name_mapping[name]].act(obs))
+            side, other = seat % 2, 1 - seat % 2
+            assert total[side] / 2 - total[other] / 2 == pytest.approx(value), (seed, group)
+            checked += 1
+    assert checked >= 6
+    with pytest.raises(ValueError, match="needs the observation encoder"):
+        playout_values(env.unwrapped.game, env.agent_name_mapping[env.agent_selection], student.policy)
+
+
+def test_student_continuation_labels_deals_in_one_batch_as_one_by_one(tmp_path):
+    """Labelling a shard's deals together (their play-outs batched) gives exactly the labels of
+    labelling them one at a time, and the folder records the continuation."""
+    from train.label import Labeller
+    options = settings(tmp_path / "student", teacher="playout", continuation="student", deals=3, shard_deals=3,
+                       follow_teacher=0.3)
+    data = load_labels(label(options, progress=False, log=quiet))
+    one_by_one = Labeller(options)
+    rows = {k: [] for k in FIELDS}
+    for index in range(3):
+        for key, values in one_by_one.label_deal(index).items():
+            rows[key].extend(values)
+    torch.testing.assert_close(data["values"], torch.from_numpy(np.stack(rows["values"])), rtol=0, atol=0,
+                               equal_nan=True)
+    assert data["teacher"].tolist() == rows["teacher"] and data["student"].tolist() == rows["student"]
+    assert data["settings"]["continuation"] == "student"
+    play = data["phase"] == PHASE_PLAY
+    assert torch.equal(~torch.isnan(data["values"][play].float()), data["mask"][play])
+    heuristic_values = load_labels(label(dict(options, continuation="heuristic", out=str(tmp_path / "heuristic")),
+                                         progress=False, log=quiet))["values"]
+    assert heuristic_values.shape[0] > 0
+    first = min(heuristic_values.shape[0], data["values"].shape[0])
+    assert not torch.equal(torch.nan_to_num(heuristic_values[:first].float()),
+                           torch.nan_to_num(data["values"][:first].float()))      # other play-outs, other values
 
 
 def test_shards_without_values_load_with_nan_values(tmp_path, heuristic_labels):

@@ -31,6 +31,11 @@ what each card is worth there when the hand goes on with heuristic play (what th
 player estimates by sampling deals, here learnt from the real ones). The teacher's choice is the
 best class (the student's card when it is among the best). Bidding decisions are kept with the
 student's own choice and no values. ``spades-train`` fits them with ``distill_value_temperature``.
+
+``--continuation student`` plays the student's side of those play-outs with the student itself
+(its favourite card, batched over the classes' tables), the other side still with the heuristic:
+the values are then what each card is worth when the hand goes on with the student's own play
+(a step of policy iteration against the heuristic), at about half the labelling speed.
 """
 
 from __future__ import annotations
@@ -48,17 +53,20 @@ import torch
 
 import agents as agent_registry
 from agents.neural import DEFAULT_MODEL, NeuralAgent
-from agents.search import copy_game, hand_value, play_out, touching_groups
+from agents import heuristic
+from agents.search import _play_views, _refresh, copy_game, hand_value, play_out, touching_groups
 from spades_env import spades_v0
-from spades_env.cards import cards_to_mask
+from spades_env.cards import cards_to_mask, mask_to_cards
+from spades_env.env import mask_array
 from spades_env.game import PHASE_PLAY, SpadesGame
-from spades_env.observation import decode_observation
+from spades_env.observation import ObservationEncoder, decode_observation
 from train.evaluate import EvaluationError, _mp_context, derive_seed, make_deal, parse_agent_spec, resolve_rules
 
 FORMAT = "spades-distill-labels"
 FIELDS = ("obs", "mask", "target", "teacher", "student", "phase", "deal", "seat", "values")  # per labelled decision
 NUM_ACTIONS = 68
 PLAYOUT = "playout"          # the teacher that labels the play-out value of every card
+CONTINUATIONS = ("heuristic", "student")   # who plays the student's side in those play-outs
 
 
 class LabelError(ValueError):
@@ -79,11 +87,9 @@ def equivalent_actions(obs: dict, action: int) -> list[int]:
     return [action]
 
 
-def playout_values(game: SpadesGame, seat: int) -> list[tuple[list[int], float]]:
-    """Every class of equivalent legal cards of ``seat`` (to play in ``game``, the true table) with
-    its value: the card played on a copy of the table and the hand played out by the heuristic on
-    every seat (:func:`agents.search.play_out`); the value is the hand's score difference for the
-    seat's side, bag penalties included (:func:`agents.search.hand_value`)."""
+def card_classes(game: SpadesGame, seat: int) -> list[list[int]]:
+    """The classes of equivalent legal cards of ``seat`` (to play in ``game``): touching cards of
+    one suit, :func:`agents.search.touching_groups`."""
     if game.phase != PHASE_PLAY or game.to_act != seat:
         raise ValueError("playout_values: expected the play phase with this seat to act")
     gone = 0
@@ -91,14 +97,100 @@ def playout_values(game: SpadesGame, seat: int) -> list[tuple[list[int], float]]
         gone |= cards
     gone &= ~cards_to_mask(game.trick_cards)          # cards of the trick in progress still compete
     mask = game.legal_mask()
-    legal = [c for c in range(52) if mask >> c & 1]
-    classes = []
-    for group in touching_groups(legal, game.hands[seat], gone):
-        table = copy_game(game)
-        table.apply(group[0])
-        play_out(table)
-        classes.append((group, hand_value(table, seat)))
-    return classes
+    return touching_groups([c for c in range(52) if mask >> c & 1], game.hands[seat], gone)
+
+
+def playout_values(game: SpadesGame, seat: int, policy: Optional[torch.nn.Module] = None,
+                   encoder: Optional[ObservationEncoder] = None) -> list[tuple[list[int], float]]:
+    """Every class of equivalent legal cards of ``seat`` (to play in ``game``, the true table) with
+    its value: the card played on a copy of the table and the hand played out by the heuristic on
+    every seat (:func:`agents.search.play_out`); the value is the hand's score difference for the
+    seat's side, bag penalties included (:func:`agents.search.hand_value`).
+
+    With ``policy`` (a :class:`~agents.networks.PolicyNet`) and ``encoder`` (the observation
+    encoder in step with ``game``), the seat's side is played out by the policy instead, the
+    other side still by the heuristic (:func:`policy_play_out`): the values of the policy's play."""
+    groups = card_classes(game, seat)
+    if policy is None:
+        classes = []
+        for group in groups:
+            table = copy_game(game)
+            table.apply(group[0])
+            play_out(table)
+            classes.append((group, hand_value(table, seat)))
+        return classes
+    if encoder is None:
+        raise ValueError("playout_values: a policy play-out needs the observation encoder of the table")
+    tables = [copy_game(game) for _ in groups]
+    policy_play_out(tables, [encoder] * len(tables), [game.side_of[seat]] * len(tables), policy,
+                    first=[group[0] for group in groups])
+    return [(group, hand_value(table, seat)) for group, table in zip(groups, tables)]
+
+
+def policy_play_out(tables: list[SpadesGame], encoders: list[ObservationEncoder], sides: list[int],
+                    policy: torch.nn.Module, first: Optional[list[int]] = None) -> None:
+    """Play every table (in the play phase) to the end of its hand: the seats of ``sides[k]`` by
+    ``policy`` (its favourite legal card; one batched forward pass for all the tables waiting on
+    it), the other seats by the heuristic, forced cards directly. ``encoders[k]`` is the
+    observation encoder in step with ``tables[k]``; it is copied, not changed. ``first``: a card
+    to play first on each table (the card being valued), whoever's side is to act."""
+    codes = []
+    for enc in encoders:                         # private copies of the encoders' state
+        own = object.__new__(ObservationEncoder)
+        own.__dict__.update(enc.__dict__)
+        own.buffer, own._counted, own._hand_shown = enc.buffer.copy(), list(enc._counted), list(enc._hand_shown)
+        codes.append(own)
+    played = [[mask_to_cards(m) for m in g.played] for g in tables]
+    voids = [[{x for x in range(4) if g.voids[s] >> x & 1} for s in range(g.n)] for g in tables]
+    views = [_play_views(g, p, v) for g, p, v in zip(tables, played, voids)]
+    choose = heuristic.choose_action
+
+    def apply(k: int, card: int) -> None:
+        g = tables[k]
+        seat = g.to_act
+        if g.trick_cards and card // 13 != g.led_suit:
+            voids[k][seat].add(g.led_suit)
+        g.apply(card)
+        played[k][seat].append(card)
+        codes[k].after_card(g, seat, card)
+
+    if first is not None:
+        for k, card in enumerate(first):
+            apply(k, card)
+    active = [k for k, g in enumerate(tables) if g.phase == PHASE_PLAY]
+    while active:
+        waiting = []
+        for k in active:                         # heuristic and forced cards up to the policy's turn
+            g = tables[k]
+            while g.phase == PHASE_PLAY:
+                seat = g.to_act
+                legal = g.legal_mask()
+                if legal & (legal - 1) == 0:
+                    apply(k, legal.bit_length() - 1)
+                elif g.side_of[seat] != sides[k]:
+                    view = views[k][seat]
+                    _refresh(view, g, seat)
+                    apply(k, choose(view, legal))
+                else:
+                    waiting.append(k)
+                    break
+        if waiting:
+            obs = np.stack([codes[k].observe(tables[k].to_act) for k in waiting])
+            masks = np.stack([mask_array(tables[k].legal_mask()) for k in waiting]).astype(bool)
+            with torch.inference_mode():
+                cards = policy(torch.from_numpy(obs), torch.from_numpy(masks)).argmax(1).tolist()
+            for k, card in zip(waiting, cards):
+                apply(k, card)
+        active = [k for k in waiting if tables[k].phase == PHASE_PLAY]
+
+
+class _PlayOut:
+    """A request from a deal being labelled: value these card classes of ``seat`` at ``game``."""
+
+    __slots__ = ("game", "seat", "encoder", "groups")
+
+    def __init__(self, game: SpadesGame, seat: int, encoder: ObservationEncoder, groups: list[list[int]]) -> None:
+        self.game, self.seat, self.encoder, self.groups = game, seat, encoder, groups
 
 
 class Labeller:
@@ -111,42 +203,108 @@ class Labeller:
         self.student = NeuralAgent(checkpoint=settings["student"])
         # One agent per seat (an agent may keep state between its own decisions); none for play-outs.
         self.playout = settings["teacher"] == PLAYOUT
+        self.by_student = settings.get("continuation", "heuristic") == "student"
         self.teachers = []
         if not self.playout:
             name, options = parse_agent_spec(settings["teacher"])
             self.teachers = [agent_registry.make(name, **options) for _ in range(2)]
-        name, options = parse_agent_spec(settings["opponents"])
-        self.opponents = [agent_registry.make(name, **options) for _ in range(2)]
+        self.opponents = self._make_opponents()
+
+    def _make_opponents(self) -> list:
+        name, options = parse_agent_spec(self.settings["opponents"])
+        return [agent_registry.make(name, **options) for _ in range(2)]
 
     def label_deal(self, index: int) -> dict[str, list]:
+        """Play and label one deal; its rows (lists per field)."""
+        deal = self._play_deal(index, self.env, self.opponents)
+        answer = None
+        while True:
+            try:
+                request = deal.send(answer)
+            except StopIteration as done:
+                return done.value
+            answer = self._play_outs([request])[0]
+
+    def label_deals(self, indices: Sequence[int]) -> dict[str, list]:
+        """Play and label several deals together, their rows in the order of ``indices``. With the
+        student's play-outs every deal's pending decision is played out in one batch, so that
+        the policy's forward passes cover many tables at once; otherwise one deal at a time."""
+        if not self.by_student:
+            rows: dict[str, list] = {}
+            for index in indices:
+                for key, values in self.label_deal(index).items():
+                    rows.setdefault(key, []).extend(values)
+            return rows
+        deals, results, requests = {}, {}, {}
+        for index in indices:
+            env = spades_v0.raw_env(rules=self.rules, episode="hand", reward_scale=1.0)
+            deals[index] = self._play_deal(index, env, self._make_opponents())
+            requests[index] = None
+        while requests:
+            pending = {}
+            for index, answer in requests.items():     # each deal runs up to its next play-out request
+                try:
+                    pending[index] = deals[index].send(answer)
+                except StopIteration as done:
+                    results[index] = done.value
+            order = list(pending)
+            requests = dict(zip(order, self._play_outs([pending[i] for i in order])))
+        rows = {}
+        for index in indices:
+            for key, values in results[index].items():
+                rows.setdefault(key, []).extend(values)
+        return rows
+
+    def _play_outs(self, requests: list[_PlayOut]) -> list[list[float]]:
+        """The value of every class of every request (the hand's score difference for the seat's
+        side), the classes' play-outs batched together."""
+        if not self.by_student:
+            return [[value for _, value in playout_values(r.game, r.seat)] for r in requests]
+        tables, encoders, sides, first = [], [], [], []
+        for r in requests:
+            for group in r.groups:
+                tables.append(copy_game(r.game))
+                encoders.append(r.encoder)
+                sides.append(r.game.side_of[r.seat])
+                first.append(group[0])
+        policy_play_out(tables, encoders, sides, self.student.policy, first)
+        values, k = [], 0
+        for r in requests:
+            values.append([hand_value(table, r.seat) for table in tables[k:k + len(r.groups)]])
+            k += len(r.groups)
+        return values
+
+    def _play_deal(self, index: int, env, opponents: list):
+        """A generator: plays deal ``index`` on ``env`` and returns its rows; it yields a
+        :class:`_PlayOut` for every card decision to value and expects the classes' values back."""
         seed = self.settings["seed"]
         deal, dealer = make_deal(derive_seed("spades-label", seed), index, self.rules)
         options: dict[str, Any] = {"deal": deal}
         if dealer is not None:
             options["dealer"] = dealer
-        self.env.reset(seed=derive_seed("spades-label", seed, "env", index), options=options)
+        env.reset(seed=derive_seed("spades-label", seed, "env", index), options=options)
         student_seats = (0, 2) if index % 2 == 0 else (1, 3)
-        for k, agent in enumerate([self.student] + self.teachers + self.opponents):
+        for k, agent in enumerate([self.student] + self.teachers + opponents):
             agent.reset(derive_seed("spades-label", seed, "agent", index, k))
         follow = random.Random(derive_seed("spades-label", seed, "follow", index))
         rows: dict[str, list] = {k: [] for k in FIELDS}
-        mapping = self.env.agent_name_mapping
-        for name in self.env.agent_iter():
-            obs, _, termination, truncation, info = self.env.last()
+        mapping = env.agent_name_mapping
+        for name in env.agent_iter():
+            obs, _, termination, truncation, info = env.last()
             if termination or truncation:
-                self.env.step(None)
+                env.step(None)
                 continue
             seat = mapping[name]
             if seat not in student_seats:
-                self.env.step(self.opponents[seat // 2].act(obs, info))
+                env.step(opponents[seat // 2].act(obs, info))
                 continue
             student_action = self.student.act(obs, info)
             if int(np.count_nonzero(obs["action_mask"])) == 1:
-                self.env.step(student_action)
+                env.step(student_action)
                 continue
-            labelled = self._label(obs, info, seat, student_action)
+            labelled = yield from self._label(env, obs, info, seat, student_action)
             if labelled is None:                    # its legal cards form a single class: no label
-                self.env.step(student_action)
+                env.step(student_action)
                 continue
             teacher_action, target, values = labelled
             rows["values"].append(values.astype(np.float16))
@@ -159,26 +317,27 @@ class Labeller:
             rows["deal"].append(index)
             rows["seat"].append(seat)
             play_teacher = follow.random() < self.settings["follow_teacher"]
-            self.env.step(teacher_action if play_teacher else student_action)
+            env.step(teacher_action if play_teacher else student_action)
         return rows
 
-    def _label(self, obs: dict, info: dict, seat: int,
-               student_action: int) -> Optional[tuple[int, np.ndarray, np.ndarray]]:
-        """(the teacher's action, the target set, the values) of one decision of the student, or
-        None for a play-out label whose legal cards form a single class."""
+    def _label(self, env, obs: dict, info: dict, seat: int, student_action: int):
+        """A generator returning (the teacher's action, the target set, the values) of one decision
+        of the student, or None for a play-out label whose legal cards form a single class; it
+        yields a :class:`_PlayOut` request when the card classes need values."""
         values = np.full(NUM_ACTIONS, np.nan, dtype=np.float32)
         target = np.zeros(NUM_ACTIONS, dtype=bool)
         if not self.playout:
             teacher_action = int(self.teachers[seat // 2].act(obs, info))
             target[equivalent_actions(obs, teacher_action)] = True
             return teacher_action, target, values
-        game = self.env.unwrapped.game
+        game = env.unwrapped.game
         if game.phase != PHASE_PLAY:                # bids: kept with the student's own choice, no values
             target[student_action] = True
             return student_action, target, values
-        classes = playout_values(game, seat)
-        if len(classes) == 1:
+        groups = card_classes(game, seat)
+        if len(groups) == 1:
             return None
+        classes = list(zip(groups, (yield _PlayOut(game, seat, env.unwrapped._encoder, groups))))
         best = max(value for _, value in classes)
         for group, value in classes:
             values[group] = value
@@ -192,11 +351,8 @@ class Labeller:
         s = self.settings
         first = shard * s["shard_deals"]
         last = min(first + s["shard_deals"], s["deals"])
-        rows: dict[str, list] = {}
         start = time.perf_counter()
-        for index in range(first, last):
-            for key, values in self.label_deal(index).items():
-                rows.setdefault(key, []).extend(values)
+        rows = self.label_deals(range(first, last))
         data = {
             "format": FORMAT, "version": 1, "settings": s, "deals": [first, last],
             "seconds": time.perf_counter() - start,
@@ -238,6 +394,12 @@ def check_settings(settings: dict) -> dict:
     for key in ("deals", "shard_deals", "workers"):
         if not isinstance(settings[key], int) or settings[key] < 1:
             raise LabelError(f"{key}={settings[key]!r}: expected a positive integer")
+    settings.setdefault("continuation", "heuristic")
+    if settings["continuation"] not in CONTINUATIONS:
+        raise LabelError(f"continuation={settings['continuation']!r}: expected one of {', '.join(CONTINUATIONS)}")
+    if settings["continuation"] != "heuristic" and settings["teacher"] != PLAYOUT:
+        raise LabelError(f"continuation={settings['continuation']!r} applies to --teacher {PLAYOUT} only "
+                         f"(the teacher here is {settings['teacher']!r})")
     if not 0.0 <= settings["follow_teacher"] <= 1.0:
         raise LabelError(f"follow_teacher={settings['follow_teacher']!r}: expected a probability in [0, 1]")
     for key in ("teacher", "opponents"):
@@ -270,10 +432,11 @@ def label(settings: dict, progress: bool = True, log=print) -> Path:
     fixed = {k: v for k, v in settings.items() if k not in ("workers", "out", "deals")}
     if meta_path.exists():
         previous = json.loads(meta_path.read_text())
+        previous.setdefault("continuation", "heuristic")        # folders labelled before the option existed
         differ = sorted(k for k in set(previous) | set(fixed) if previous.get(k) != fixed.get(k))
         if differ:
-            raise LabelError(f"{out} holds labels made with other settings ({', '.join(differ)}: "
-                             f"{', '.join(f'{previous.get(k)!r} there, {fixed.get(k)!r} now' for k in differ)}); "
+            raise LabelError(f"{out} holds labels made with other settings "
+                             f"({'; '.join(f'{k}: {previous.get(k)!r} there, {fixed.get(k)!r} now' for k in differ)}); "
                              "pick another --out")
     else:
         meta_path.write_text(json.dumps(fixed, indent=2))
@@ -369,6 +532,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--shard-deals", type=int, default=20, help="deals per shard file (default 20)")
     parser.add_argument("--follow-teacher", type=float, default=0.5,
                         help="probability of playing the teacher's action instead of the student's (default 0.5)")
+    parser.add_argument("--continuation", choices=CONTINUATIONS, default="heuristic",
+                        help="with --teacher playout: who plays the student's side after the valued card "
+                        "(default heuristic: all four seats; student: the student's greedy policy, the other "
+                        "side still the heuristic)")
     parser.add_argument("--rules", default="standard", help="rule preset (partnership rules; default standard)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=None, help="processes (default: the CPUs)")
@@ -376,7 +543,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
     from train.evaluate import default_workers
     settings = {"student": args.student, "teacher": args.teacher, "opponents": args.opponents, "deals": args.deals,
-                "shard_deals": args.shard_deals, "follow_teacher": args.follow_teacher, "rules": args.rules,
+                "shard_deals": args.shard_deals, "follow_teacher": args.follow_teacher,
+                "continuation": args.continuation, "rules": args.rules,
                 "seed": args.seed, "workers": args.workers or default_workers(), "out": args.out}
     try:
         label(settings, progress=not args.no_progress, log=lambda line: print(line, flush=True))
