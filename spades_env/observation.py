@@ -202,6 +202,15 @@ class ObservationEncoder:
                               self.o_trick + s * NUM_CARDS, self.o_to_act + s, self.o_voids + s * 4)
                              for s in range(n)]
 
+    def copy(self) -> "ObservationEncoder":
+        """An independent encoder in the same state (to follow a copy of the game)."""
+        new = object.__new__(ObservationEncoder)
+        new.__dict__.update(self.__dict__)
+        new.buffer = self.buffer.copy()
+        new._counted = list(self._counted)
+        new._hand_shown = list(getattr(self, "_hand_shown", ()))
+        return new
+
     def observe(self, seat: int) -> np.ndarray:
         """A fresh array: the seat's egocentric observation."""
         return self.buffer[self.gather[seat]]

@@ -279,6 +279,27 @@ def test_student_playout_values_equal_the_students_play_through_the_env():
         playout_values(env.unwrapped.game, env.agent_name_mapping[env.agent_selection], student.policy)
 
 
+def test_an_encoder_copy_follows_a_copied_game_and_leaves_the_original_alone():
+    from agents.search import copy_game
+    from spades_env.observation import ObservationEncoder
+    env = spades_v0.raw_env(rules="standard")
+    env.reset(seed=3)
+    bots = [agents.make("heuristic", seed=k) for k in range(4)]
+    for _ in range(4 + 6):
+        obs, *_ = env.last()
+        env.step(bots[env.agent_name_mapping[env.agent_selection]].act(obs))
+    original, before = env.unwrapped._encoder, env.unwrapped._encoder.buffer.copy()
+    game, twin = copy_game(env.unwrapped.game), original.copy()
+    for _ in range(9):                                     # across the end of two tricks
+        seat, card = game.to_act, game.legal_actions()[-1]
+        game.apply(card)
+        twin.after_card(game, seat, card)
+    fresh = ObservationEncoder(game.rules)
+    fresh.encode_all(game)
+    assert np.array_equal(twin.buffer, fresh.buffer)
+    assert np.array_equal(original.buffer, before)
+
+
 def test_student_continuation_labels_deals_in_one_batch_as_one_by_one(tmp_path):
     """Labelling a shard's deals together (their play-outs batched) gives exactly the labels of
     labelling them one at a time, and the folder records the continuation."""

@@ -33,7 +33,7 @@ best class (the student's card when it is among the best). Bidding decisions are
 student's own choice and no values. ``spades-train`` fits them with ``distill_value_temperature``.
 
 ``--continuation student`` plays the student's side of those play-outs with the student itself
-(its favourite card, batched over the classes' tables), the other side still with the heuristic:
+(its favourite card; the play-outs of a shard's deals batched together), the other side still with the heuristic:
 the values are then what each card is worth when the hand goes on with the student's own play
 (a step of policy iteration against the heuristic), at about half the labelling speed.
 """
@@ -91,7 +91,7 @@ def card_classes(game: SpadesGame, seat: int) -> list[list[int]]:
     """The classes of equivalent legal cards of ``seat`` (to play in ``game``): touching cards of
     one suit, :func:`agents.search.touching_groups`."""
     if game.phase != PHASE_PLAY or game.to_act != seat:
-        raise ValueError("playout_values: expected the play phase with this seat to act")
+        raise ValueError("card_classes: expected the play phase with this seat to act")
     gone = 0
     for cards in game.played:
         gone |= cards
@@ -134,12 +134,7 @@ def policy_play_out(tables: list[SpadesGame], encoders: list[ObservationEncoder]
     it), the other seats by the heuristic, forced cards directly. ``encoders[k]`` is the
     observation encoder in step with ``tables[k]``; it is copied, not changed. ``first``: a card
     to play first on each table (the card being valued), whoever's side is to act."""
-    codes = []
-    for enc in encoders:                         # private copies of the encoders' state
-        own = object.__new__(ObservationEncoder)
-        own.__dict__.update(enc.__dict__)
-        own.buffer, own._counted, own._hand_shown = enc.buffer.copy(), list(enc._counted), list(enc._hand_shown)
-        codes.append(own)
+    codes = [enc.copy() for enc in encoders]
     played = [[mask_to_cards(m) for m in g.played] for g in tables]
     voids = [[{x for x in range(4) if g.voids[s] >> x & 1} for s in range(g.n)] for g in tables]
     views = [_play_views(g, p, v) for g, p, v in zip(tables, played, voids)]
