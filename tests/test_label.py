@@ -201,36 +201,44 @@ def test_playout_labels_value_every_legal_card(playout_labels, tmp_path):
     assert (data["mask"][play].sum(1) > 1).all()
 
 
+def _play_heuristic_steps(env, bots: list, steps: int) -> None:
+    """Step ``env`` ``steps`` times with each seat's agent in ``bots``."""
+    for _ in range(steps):
+        obs, *_ = env.last()
+        env.step(bots[env.agent_name_mapping[env.agent_selection]].act(obs))
+
+
+def _hand_difference(env, card: int, players: list, seat: int) -> float:
+    """Play ``card`` on a copy of ``env``, then the hand out with ``players`` (one agent per seat);
+    the hand's score difference for ``seat``'s side, from the env's rewards (each partner gets
+    its side's points at the hand's last step)."""
+    import copy as copy_module
+    branch = copy_module.deepcopy(env)
+    branch.step(card)
+    total = {0: 0.0, 1: 0.0}
+    for name in branch.agent_iter():
+        obs, reward, termination, truncation, _ = branch.last()
+        total[branch.agent_name_mapping[name] % 2] += reward
+        branch.step(None if termination or truncation else players[branch.agent_name_mapping[name]].act(obs))
+    return total[seat % 2] / 2 - total[1 - seat % 2] / 2
+
+
 def test_playout_values_equal_heuristic_playouts_through_the_env():
     """Each class's value equals what the AEC env scores when that card (any card of the class) is
     played and the heuristic agents play the hand out: the fast copy, play-out and scoring agree
     with the real game, and touching cards are worth exactly the same."""
-    import copy as copy_module
-
     from train.label import playout_values
     checked = 0
     for seed in range(3):
         env = spades_v0.raw_env(rules="standard", episode="hand", reward_scale=1.0)
         env.reset(seed=seed)
         bots = [agents.make("heuristic", seed=k) for k in range(4)]
-        for step in range(4 + 9 + 4 * seed):                     # the bids, then a few cards into the hand
-            obs, *_ = env.last()
-            env.step(bots[env.agent_name_mapping[env.agent_selection]].act(obs))
+        _play_heuristic_steps(env, bots, 4 + 9 + 4 * seed)       # the bids, then a few cards into the hand
         seat = env.agent_name_mapping[env.agent_selection]
         classes = playout_values(env.unwrapped.game, seat)
         for group, value in classes:
             for card in group:
-                branch = copy_module.deepcopy(env)
-                branch.step(card)
-                total = {0: 0.0, 1: 0.0}
-                for name in branch.agent_iter():
-                    obs, reward, termination, truncation, _ = branch.last()
-                    total[branch.agent_name_mapping[name] % 2] += reward
-                    branch.step(None if termination or truncation else
-                                bots[branch.agent_name_mapping[name]].act(obs))
-                # the rewards of the hand's last step: each partner gets its side's points
-                side, other = seat % 2, 1 - seat % 2
-                assert total[side] / 2 - total[other] / 2 == pytest.approx(value), (seed, card)
+                assert _hand_difference(env, card, bots, seat) == pytest.approx(value), (seed, card)
                 checked += 1
     assert checked >= 6
     bidding = spades_v0.raw_env(rules="standard")
@@ -244,8 +252,6 @@ def test_student_playout_values_equal_the_students_play_through_the_env():
     card is played and the hand goes on with the student (the neural agent, greedy) on the
     valued seat's side and the heuristic agents on the other: the batched play-outs, the copied
     encoders and the scoring agree with the real game."""
-    import copy as copy_module
-
     from train.label import playout_values
     student = agents.make("neural")
     checked = 0
@@ -253,26 +259,15 @@ def test_student_playout_values_equal_the_students_play_through_the_env():
         env = spades_v0.raw_env(rules="standard", episode="hand", reward_scale=1.0)
         env.reset(seed=seed)
         bots = [agents.make("heuristic", seed=k) for k in range(4)]
-        for step in range(4 + 5 + 3 * seed):                     # the bids, then a few cards into the hand
-            obs, *_ = env.last()
-            env.step(bots[env.agent_name_mapping[env.agent_selection]].act(obs))
+        _play_heuristic_steps(env, bots, 4 + 5 + 3 * seed)       # the bids, then a few cards into the hand
         seat = env.agent_name_mapping[env.agent_selection]
         before = env.unwrapped._encoder.buffer.copy()
         classes = playout_values(env.unwrapped.game, seat, student.policy, env.unwrapped._encoder)
         assert np.array_equal(env.unwrapped._encoder.buffer, before)     # the table's encoder is untouched
         assert len(classes) > 1
         players = [student if k % 2 == seat % 2 else bots[k] for k in range(4)]
-        for group, value in classes:
-            branch = copy_module.deepcopy(env)
-            branch.step(group[-1])                                # any card of the class: the same value
-            total = {0: 0.0, 1: 0.0}
-            for name in branch.agent_iter():
-                obs, reward, termination, truncation, _ = branch.last()
-                total[branch.agent_name_mapping[name] % 2] += reward
-                branch.step(None if termination or truncation else
-                            players[branch.agent_name_mapping[name]].act(obs))
-            side, other = seat % 2, 1 - seat % 2
-            assert total[side] / 2 - total[other] / 2 == pytest.approx(value), (seed, group)
+        for group, value in classes:                              # any card of the class: the same value
+            assert _hand_difference(env, group[-1], players, seat) == pytest.approx(value), (seed, group)
             checked += 1
     assert checked >= 6
     with pytest.raises(ValueError, match="needs the observation encoder"):
@@ -284,10 +279,7 @@ def test_an_encoder_copy_follows_a_copied_game_and_leaves_the_original_alone():
     from spades_env.observation import ObservationEncoder
     env = spades_v0.raw_env(rules="standard")
     env.reset(seed=3)
-    bots = [agents.make("heuristic", seed=k) for k in range(4)]
-    for _ in range(4 + 6):
-        obs, *_ = env.last()
-        env.step(bots[env.agent_name_mapping[env.agent_selection]].act(obs))
+    _play_heuristic_steps(env, [agents.make("heuristic", seed=k) for k in range(4)], 4 + 6)
     original, before = env.unwrapped._encoder, env.unwrapped._encoder.buffer.copy()
     game, twin = copy_game(env.unwrapped.game), original.copy()
     for _ in range(9):                                     # across the end of two tricks
