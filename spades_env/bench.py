@@ -93,14 +93,17 @@ VECTOR_BATCH_SIZES = (1, 16, 256, 1024, 4096, 16384)
 
 
 def run_vector(batch_size: int, seconds: float = 2.0, rules: str = "standard", device: str = "cpu",
-               compile: bool = False, seed: int = 0, gc_freeze: bool = True, obs_dtype: str = "float32") -> dict:
+               compile: bool = False, seed: int = 0, gc_freeze: bool = True, obs_dtype: str = "float32",
+               barrier=None) -> dict:
     """The batched engine: random legal actions for every table, the observation (float32, or
     ``obs_dtype``) and the mask of every next decision produced at every step (the way a
     self-play loop uses it).
 
     ``gc_freeze``: after the warm-up, move every object alive to Python's permanent GC generation
     (``gc.freeze()``, undone at the end), so the cyclic collector stops rescanning torch's (and
-    torch.compile's) large object graphs every few steps, as a long training loop would do."""
+    torch.compile's) large object graphs every few steps, as a long training loop would do.
+    ``barrier``: a ``multiprocessing`` barrier waited on after the warm-up, so that several
+    processes (``run_vector_processes``) measure at the same time."""
     import gc
 
     import torch
@@ -129,6 +132,8 @@ def run_vector(batch_size: int, seconds: float = 2.0, rules: str = "standard", d
     if gc_freeze:
         gc.collect()
         gc.freeze()
+    if barrier is not None:
+        barrier.wait()
     steps = 0
     sync = torch.cuda.synchronize if env.device.type == "cuda" else (lambda: None)
     sync()
@@ -146,6 +151,71 @@ def run_vector(batch_size: int, seconds: float = 2.0, rules: str = "standard", d
     return {"batch_size": batch_size, "steps": steps, "seconds": elapsed, "warmup_s": warmup,
             "decisions_per_s": batch_size * steps / elapsed, "compiled": compile, "device": str(env.device),
             "gc_freeze": gc_freeze, "obs_dtype": str(env.obs_dtype).replace("torch.", "")}
+
+
+def _vector_worker(index: int, threads: int, barrier, results, kwargs: dict) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+    try:
+        results.put((index, run_vector(barrier=barrier, **kwargs)))
+    except BaseException as error:  # reported by the parent, which would otherwise wait forever
+        barrier.abort()
+        results.put((index, f"{type(error).__name__}: {error}"))
+
+
+def run_vector_processes(processes: int, batch_size: int, threads: int = 1, seed: int = 0, **kwargs) -> dict:
+    """``processes`` independent batched engines of ``batch_size`` tables each, one per process
+    with ``threads`` torch threads and its own seed (``seed + i``), measured over the same
+    seconds (they start together after every warm-up): how self-play uses several cores when one
+    process's torch threads scale poorly. ``decisions_per_s`` is the sum of the processes'
+    decisions divided by the longest process's measured time."""
+    import multiprocessing
+    from queue import Empty
+
+    if processes < 1 or threads < 1:
+        raise ValueError(f"run_vector_processes: processes and threads must be at least 1, "
+                         f"got {processes} and {threads}")
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(processes)
+    queue = context.Queue()
+    workers = [context.Process(target=_vector_worker,
+                               args=(i, threads, barrier, queue, dict(kwargs, batch_size=batch_size, seed=seed + i)))
+               for i in range(processes)]
+    for worker in workers:
+        worker.start()
+    rows: dict[int, dict] = {}
+    errors: dict[int, str] = {}
+    try:
+        while len(rows) + len(errors) < processes:
+            try:
+                index, row = queue.get(timeout=1.0)
+            except Empty:
+                # a process that died without reporting (killed, out of memory) would leave the
+                # others waiting at the barrier for ever
+                silent = [i for i, worker in enumerate(workers)
+                          if not worker.is_alive() and i not in rows and i not in errors]
+                if silent and queue.empty():
+                    raise RuntimeError(f"spades-bench: batched engine process(es) {silent} ended without a "
+                                       f"result (exit codes {[workers[i].exitcode for i in silent]})")
+                continue
+            (errors if isinstance(row, str) else rows)[index] = row
+    finally:
+        for worker in workers:
+            worker.join(timeout=5)
+            if worker.is_alive():
+                worker.terminate()
+    if errors:
+        # the process that failed first aborted the barrier, which the others then report
+        first = sorted(errors.items(), key=lambda item: item[1].startswith("BrokenBarrierError"))[0]
+        raise RuntimeError(f"spades-bench: batched engine process {first[0]} failed: {first[1]}")
+    per_process = [rows[i] for i in range(processes)]
+    seconds = max(r["seconds"] for r in per_process)
+    decisions = sum(r["batch_size"] * r["steps"] for r in per_process)
+    return dict(per_process[0], seconds=seconds, steps=sum(r["steps"] for r in per_process) / processes,
+                warmup_s=max(r["warmup_s"] for r in per_process), decisions_per_s=decisions / seconds,
+                processes=processes, threads_per_process=threads,
+                per_process_decisions_per_s=[r["decisions_per_s"] for r in per_process])
 
 
 def run_benchmarks(decisions: int = 300_000, rules: str = "standard", repeats: int = 3,
@@ -199,11 +269,17 @@ def format_vector_table(rows: list[dict]) -> str:
              f"{'batch':>7} {'mode':>9} {'decisions/s':>13} {'ms/step':>9} {'warm-up s':>10}"]
     for r in rows:
         mode = "compiled" if r["compiled"] else "eager"
+        if r.get("processes", 1) > 1:
+            mode += f" x{r['processes']}"
         lines.append(f"{r['batch_size']:>7} {mode:>9} {r['decisions_per_s']:>13,.0f} "
                      f"{1e3 * r['seconds'] / r['steps']:>9.2f} {r['warmup_s']:>10.1f}")
     best = max(rows, key=lambda r: r["decisions_per_s"])
-    lines.append(f"best: {best['decisions_per_s']:,.0f} decisions/s at batch {best['batch_size']} "
-                 f"({'compiled' if best['compiled'] else 'eager'}, {best['device']})")
+    where = f"{'compiled' if best['compiled'] else 'eager'}, {best['device']}"
+    per = ""
+    if best.get("processes", 1) > 1:
+        where += f", {best['processes']} processes of {best['threads_per_process']} thread(s)"
+        per = " per process"
+    lines.append(f"best: {best['decisions_per_s']:,.0f} decisions/s at batch {best['batch_size']}{per} ({where})")
     return "\n".join(lines)
 
 
@@ -225,6 +301,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--vector-seconds", type=float, default=2.0, help="measured seconds per batch size")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch CPU threads for the batched engine (default: torch's choice)")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="batched engine: run this many engines at once, one per process (each with --threads "
+                             "torch threads, default 1, and its own seed), and report their summed decisions/s "
+                             "(default 1: one engine in this process)")
     parser.add_argument("--obs-dtype", default="float32", choices=["float32", "bfloat16", "float16"],
                         help="batched engine: dtype of the observations (default float32, the AEC env's values; "
                              "bfloat16/float16 are the float32 values converted: 0/1 cells exact, score fractions "
@@ -247,6 +327,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         parser.error(f"--batch-sizes: expected integers separated by commas, got {args.batch_sizes!r}")
     if any(b <= 0 for b in batch_sizes):
         parser.error("--batch-sizes must be positive")
+    if args.processes < 1:
+        parser.error(f"--processes must be at least 1, got {args.processes}")
+    if args.threads is not None and args.threads < 1:
+        parser.error(f"--threads must be at least 1, got {args.threads}")
     output: dict = {"machine": machine_description(), "rules": args.rules}
     if not args.no_aec:
         print(f"spades-bench: {args.decisions:,} decisions x {args.repeats} repeats per environment ...", flush=True)
@@ -260,14 +344,26 @@ def main(argv: Optional[list[str]] = None) -> int:
 
         if args.threads:
             torch.set_num_threads(args.threads)
-        output["torch_threads"] = torch.get_num_threads()
         rows = []
-        print(f"\nbatched engine on {args.device} ({torch.get_num_threads()} torch threads): "
-              f"batch sizes {batch_sizes} ...", flush=True)
+        settings = dict(seconds=args.vector_seconds, rules=args.rules, device=args.device,
+                        gc_freeze=not args.no_gc_freeze, obs_dtype=args.obs_dtype)
+        if args.processes > 1:
+            threads = args.threads or 1
+            output["torch_threads"] = threads
+            output["processes"] = args.processes
+            print(f"\nbatched engine on {args.device} ({args.processes} processes of {threads} torch "
+                  f"thread(s), one engine each): batch sizes {batch_sizes} per process ...", flush=True)
+        else:
+            output["torch_threads"] = torch.get_num_threads()
+            print(f"\nbatched engine on {args.device} ({torch.get_num_threads()} torch threads): "
+                  f"batch sizes {batch_sizes} ...", flush=True)
         for compiled in ([False, True] if args.compile else [False]):
             for b in batch_sizes:
-                row = run_vector(b, args.vector_seconds, args.rules, args.device, compiled, args.seed,
-                                 gc_freeze=not args.no_gc_freeze, obs_dtype=args.obs_dtype)
+                if args.processes > 1:
+                    row = run_vector_processes(args.processes, b, threads, seed=args.seed, compile=compiled,
+                                               **settings)
+                else:
+                    row = run_vector(b, compile=compiled, seed=args.seed, **settings)
                 rows.append(row)
                 print(f"  batch {b:>6} {'compiled' if compiled else 'eager':>9}: "
                       f"{row['decisions_per_s']:>13,.0f} decisions/s", flush=True)

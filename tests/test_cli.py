@@ -25,6 +25,8 @@ def test_bench_rejects_bad_arguments(capsys):
         bench.main(["--decisions", "0"])
     with pytest.raises(SystemExit):
         bench.main(["--batch-sizes", "4,x"])
+    with pytest.raises(SystemExit):
+        bench.main(["--processes", "0"])
 
 
 def test_bench_other_rules():
@@ -43,3 +45,22 @@ def test_demo_plays_a_rendered_game(capsys):
     printed = capsys.readouterr().out
     assert "Hand 1 scored" in printed and "Game over" in printed
     assert "North (0)" in printed and "bid" in printed
+
+
+def test_bench_vector_processes_sum_their_engines(tmp_path):
+    out = tmp_path / "bench.json"
+    assert bench.main(["--no-aec", "--batch-sizes", "8", "--vector-seconds", "0.2", "--processes", "2",
+                       "--json", str(out)]) == 0
+    row = json.loads(out.read_text())["vector"][0]
+    assert row["processes"] == 2 and row["threads_per_process"] == 1
+    assert len(row["per_process_decisions_per_s"]) == 2
+    # the sum over the longest measured time: at most the sum of the processes' own rates
+    assert 0 < row["decisions_per_s"] <= sum(row["per_process_decisions_per_s"]) * 1.0001
+
+
+def test_bench_vector_processes_report_a_failing_engine():
+    import pytest
+    with pytest.raises(RuntimeError, match="process .* failed: .*cutthroat"):
+        bench.run_vector_processes(2, 8, seconds=0.1, rules="cutthroat")
+    with pytest.raises(ValueError, match="processes and threads"):
+        bench.run_vector_processes(0, 8)
