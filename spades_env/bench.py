@@ -205,6 +205,7 @@ def run_vector_processes(processes: int, batch_size: int, threads: int = 1, seed
             worker.join(timeout=5)
             if worker.is_alive():
                 worker.terminate()
+                worker.join()
     if errors:
         # the process that failed first aborted the barrier, which the others then report
         first = sorted(errors.items(), key=lambda item: item[1].startswith("BrokenBarrierError"))[0]

@@ -64,3 +64,33 @@ def test_bench_vector_processes_report_a_failing_engine():
         bench.run_vector_processes(2, 8, seconds=0.1, rules="cutthroat")
     with pytest.raises(ValueError, match="processes and threads"):
         bench.run_vector_processes(0, 8)
+
+
+def test_bench_vector_processes_report_a_process_that_dies_silently():
+    """A process killed without a word (as the kernel's OOM killer would) ends the measurement with
+    an error naming it, instead of leaving the others waiting at the start barrier for ever."""
+    import multiprocessing
+    import os
+    import signal
+    import threading
+    import time
+
+    import pytest
+
+    def kill_one_worker():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            children = multiprocessing.active_children()
+            if len(children) == 2:
+                os.kill(children[0].pid, signal.SIGKILL)
+                return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_one_worker, daemon=True)
+    killer.start()
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"ended without a result \(exit codes \[-9\]\)"):
+        bench.run_vector_processes(2, 8, seconds=30.0)
+    killer.join()
+    assert time.monotonic() - start < 30                  # detected, not waited out
+    assert not multiprocessing.active_children()          # the other process was ended too
