@@ -157,6 +157,42 @@ class PolicyNet(nn.Module):
                     *self.card_score.parameters()]
         raise ValueError(f"part={part!r}: expected one of {', '.join(self.PARTS)}")
 
+    def can_grow_from(self, arch: dict) -> bool:
+        """Whether :meth:`load_grown` accepts a policy of shape ``arch``: the same observation and
+        card features, no wider or deeper than this one."""
+        return (arch.get("obs_size") == self.arch["obs_size"]
+                and bool(arch.get("card_features")) == bool(self.arch.get("card_features"))
+                and all(isinstance(arch.get(k), int) and 1 <= arch[k] <= self.arch[k]
+                        for k in ("hidden", "layers", "head_hidden")))
+
+    @torch.no_grad()
+    def load_grown(self, state: dict, arch: dict) -> None:
+        """Start from a smaller policy (``state`` of a ``PolicyNet(**arch)``), computing exactly its
+        logits: every old weight is copied into the leading block of its larger counterpart, the
+        new units keep their random initialisation but no old unit reads them (those weights are
+        zero), and trunk layers beyond the old depth start as the identity (their input has been
+        through a ReLU, so ``relu(x) = x``). Training then grows into the new units."""
+        if not self.can_grow_from(arch):
+            raise ValueError(f"load_grown: a policy of shape {arch} cannot grow into {self.arch} (same "
+                             "observation size and card features, hidden/layers/head_hidden no larger)")
+        own = dict(self.named_parameters())
+        for name, old in state.items():
+            if name not in own:
+                raise ValueError(f"load_grown: the smaller policy has a parameter {name!r} this one lacks")
+            new = own[name]
+            if old.dim() == 2:
+                rows, cols = old.shape
+                new[:rows, :cols] = old
+                new[:rows, cols:] = 0.0          # old units ignore the new inputs
+            else:
+                new[:old.shape[0]] = old
+        for name, new in own.items():
+            if name not in state:                # a trunk layer beyond the old depth
+                if new.dim() == 2:
+                    new.copy_(torch.eye(*new.shape))
+                else:
+                    new.zero_()
+
     def embed(self, obs: torch.Tensor) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
         """The trunk's output (B, hidden), and the per-card features (None without them)."""
         if self.features is None:

@@ -136,6 +136,34 @@ class Layout:
         """Named slices into the global state vector (absolute seats)."""
         return {name: b.slice for name, b in self.global_blocks.items()}
 
+    def suit_permutation(self, suits: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """Index arrays that relabel the suits of an observation: suit ``s`` becomes ``suits[s]``.
+
+        Returns ``(obs_index, card_index)``: ``observation[obs_index]`` is the observation of the
+        relabelled position, ``cards[card_index]`` a per-card array (52 cells: the action mask's
+        cards, values per card) relabelled the same way. Spades must stay spades (``suits[3] == 3``).
+        Where the rules treat the three side suits alike (no two of clubs removed or leading), the
+        relabelled observation is exactly what the env shows in the deal with the suits swapped."""
+        suits = tuple(int(s) for s in suits)
+        if sorted(suits) != [0, 1, 2, 3] or suits[3] != 3:
+            raise ValueError(f"suit_permutation: {suits!r} is not a permutation of the suits 0-3 that "
+                             "keeps spades (3) in place")
+        new_card = np.array([suits[c // 13] * 13 + c % 13 for c in range(NUM_CARDS)])
+        card_index = np.argsort(new_card)             # new card d shows old card card_index[d]
+        suit_index = np.argsort(np.array(suits))
+        obs_index = np.arange(self.obs_size)
+        for block in self.obs_blocks.values():
+            if block.width == NUM_CARDS:
+                inner = card_index
+            elif block.name == "voids":
+                inner = suit_index
+            else:
+                continue
+            for row in range(block.size // block.width):
+                start = block.offset + row * block.width
+                obs_index[start:start + block.width] = start + inner
+        return obs_index, card_index
+
     def split(self, observation: np.ndarray) -> dict[str, np.ndarray]:
         """An observation cut into its named fields, reshaped to (rows, width) where it has rows."""
         out = {}

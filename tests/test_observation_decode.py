@@ -6,7 +6,7 @@ import pytest
 
 from spades_env import decode_observation, spades_v0, view_from_game
 from spades_env.cards import mask_to_cards
-from spades_env.game import PHASE_PLAY
+from spades_env.game import PHASE_PASSING, PHASE_PLAY
 
 
 @pytest.mark.parametrize("kwargs", [
@@ -66,3 +66,54 @@ def test_decode_rejects_an_unknown_size():
     import numpy as np
     with pytest.raises(ValueError, match="742"):
         decode_observation(np.zeros(10, dtype=np.float32))
+
+
+@pytest.mark.parametrize("suits", [(1, 2, 0, 3), (2, 0, 1, 3), (0, 2, 1, 3)])
+def test_suit_permutation_gives_the_observation_of_the_relabelled_deal(suits):
+    """Swapping the side suits of a deal (and of every card played) swaps them in every
+    observation, mask and reward of the hand exactly as Layout.suit_permutation says (standard
+    rules, blind nil and its passing offered)."""
+    import numpy as np
+    from spades_env.observation import layout_for_size
+
+    pick = random.Random(1)
+    passing_steps = 0
+    for episode in range(6):
+        original, relabelled = spades_v0.raw_env(rules="standard"), spades_v0.raw_env(rules="standard")
+        deck = list(range(52))
+        pick.shuffle(deck)
+        deal = [sorted(deck[13 * s:13 * s + 13]) for s in range(4)]
+        new_card = [suits[c // 13] * 13 + c % 13 for c in range(52)]
+        options = {"deal": deal, "dealer": episode % 4, "scores": [-120, 30]}
+        original.reset(seed=episode, options=options)
+        relabelled.reset(seed=episode, options={**options, "deal": [[new_card[c] for c in h] for h in deal]})
+        obs_index, card_index = layout_for_size(742).suit_permutation(suits)
+        for agent in original.agent_iter():
+            if original.game.hand_number > 1:     # the next hand's deal is not the relabelled one
+                break
+            obs, reward, term, trunc, _ = original.last()
+            obs2, reward2, _, _, _ = relabelled.last()
+            assert relabelled.agent_selection == agent
+            assert reward2 == reward
+            for viewer in original.agents:
+                np.testing.assert_array_equal(relabelled.observe(viewer)["observation"],
+                                              original.observe(viewer)["observation"][obs_index])
+            np.testing.assert_array_equal(obs2["action_mask"][:52], obs["action_mask"][:52][card_index])
+            np.testing.assert_array_equal(obs2["action_mask"][52:], obs["action_mask"][52:])
+            if term or trunc:
+                original.step(None)
+                relabelled.step(None)
+                continue
+            passing_steps += original.game.phase == PHASE_PASSING
+            action = pick.choice([int(a) for a in np.flatnonzero(obs["action_mask"])])
+            original.step(action)
+            relabelled.step(new_card[action] if action < 52 else action)
+    assert passing_steps > 0       # a blind nil and its card passing were relabelled too
+
+
+def test_suit_permutation_refuses_moving_spades():
+    from spades_env.observation import layout_for_size
+    with pytest.raises(ValueError, match="keeps spades"):
+        layout_for_size(742).suit_permutation((3, 1, 2, 0))
+    with pytest.raises(ValueError, match="keeps spades"):
+        layout_for_size(742).suit_permutation((0, 0, 1, 3))

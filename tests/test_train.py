@@ -16,6 +16,7 @@ import pytest
 import torch
 
 import agents
+from agents.networks import PolicyNet
 from agents.neural import ModelError, NeuralAgent, export_model, read_checkpoint
 from spades_env import spades_v0
 from train.config import ConfigError, TrainConfig, describe_fields, load_config
@@ -390,8 +391,34 @@ def test_init_from_a_checkpoint_starts_from_its_weights(tmp_path):
     assert second.imitated
     for key, value in read_checkpoint(source)["policy"].items():
         assert torch.equal(second.policy.state_dict()[key], value)
-    with pytest.raises(ConfigError, match="init_from=.*set hidden/layers/head_hidden to match"):
-        Trainer(tiny(tmp_path, "third", f"init_from={source}", "hidden=48"), log=lambda line: None)
+    with pytest.raises(ConfigError, match="init_from=.*set hidden/layers/head_hidden to match, or larger"):
+        Trainer(tiny(tmp_path, "third", f"init_from={source}", "hidden=8"), log=lambda line: None)
+
+
+def test_init_from_a_smaller_policy_grows_it_with_the_same_logits(tmp_path):
+    first = tiny(tmp_path, "small", "total_decisions=512", "card_features=true")
+    Trainer(first, log=lambda line: None).train()
+    source = tmp_path / "small" / "checkpoints" / "last.pt"
+    small = read_checkpoint(source)
+    logs: list[str] = []
+    grown = Trainer(tiny(tmp_path, "grown", f"init_from={source}", "card_features=true",
+                         f"hidden={2 * first.hidden}", f"layers={first.layers + 1}",
+                         f"head_hidden={first.head_hidden + 8}"), log=logs.append)
+    assert any("grown into" in line for line in logs)
+    policy = PolicyNet(**small["arch"])
+    policy.load_state_dict(small["policy"])
+    obs = torch.rand(64, policy.arch["obs_size"]).round()
+    mask = torch.rand(64, 68) < 0.5
+    mask[:, 0] = True
+    with torch.no_grad():
+        torch.testing.assert_close(grown.policy(obs, mask), policy(obs, mask), rtol=1e-5, atol=1e-4)
+    # The new units are live: one gradient step moves the logits away from the small policy's.
+    loss = grown.policy(obs, mask).masked_fill(~mask, 0).pow(2).mean()
+    loss.backward()
+    new_rows = grown.policy.card_score.weight.grad[0, first.head_hidden:]
+    assert new_rows.abs().sum() > 0
+    with pytest.raises(ValueError, match="cannot grow into"):
+        PolicyNet(**small["arch"]).load_grown(grown.policy.state_dict(), grown.policy.arch)
 
 
 def test_critic_warmup_freezes_the_policy_then_releases_it(tmp_path):

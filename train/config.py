@@ -115,6 +115,14 @@ class TrainConfig:
                                                           "policy's logits; the epoch whose favourite cards are "
                                                           "worth most on the held-out deals is kept (null: fit "
                                                           "the teacher's choices)")
+    distill_keep: str = _f("score", "which weights a distillation keeps: 'score' (the epoch, or the starting weights, "
+                                    "that match most held-out labels, or whose favourite cards are worth most on "
+                                    "them with distill_value_temperature), 'loss' (lowest held-out loss) or 'last'")
+    distill_augment_suits: bool = _f(False, "with distill_value_temperature: every time a decision is fitted, "
+                                            "relabel its three side suits in one of their 6 orders at random "
+                                            "(observation, mask and values alike; the starting policy's logits "
+                                            "recomputed there), so that each label teaches all three suits; "
+                                            "refused where the rules set a side suit apart (two of clubs)")
     bid_value_deals: int = _f(0, "Monte-Carlo bid values (train/bid_values.py), before PPO: per round, this many "
                                  "bidding decisions have every bid played out on copies of their deal (the policy "
                                  "playing the rest greedily) and the bidding head alone is fitted to the results "
@@ -194,6 +202,9 @@ class TrainConfig:
         if self.distill_value_temperature is not None and not self.distill_value_temperature > 0:
             raise ConfigError(f"distill_value_temperature={self.distill_value_temperature!r}: expected a positive "
                               "number or null")
+        if self.distill_augment_suits and self.distill_value_temperature is None:
+            raise ConfigError("distill_augment_suits=true relabels valued decisions: it needs "
+                              "distill_value_temperature (labels of spades-label --teacher playout)")
         if self.target_kl is not None and not self.target_kl > 0:
             raise ConfigError(f"target_kl={self.target_kl!r}: expected a positive number or null")
         if self.episode not in ("hand", "game"):
@@ -202,6 +213,8 @@ class TrainConfig:
             raise ConfigError(f"critic={self.critic!r}: expected 'local' or 'central'")
         if self.policy_parts not in ("all", "cards", "bids"):
             raise ConfigError(f"policy_parts={self.policy_parts!r}: expected 'all', 'cards' or 'bids'")
+        if self.distill_keep not in ("score", "loss", "last"):
+            raise ConfigError(f"distill_keep={self.distill_keep!r}: expected 'score', 'loss' or 'last'")
         if self.learn_precision not in ("float32", "bfloat16"):
             raise ConfigError(f"learn_precision={self.learn_precision!r}: expected 'float32' or 'bfloat16'")
         kinds = ("self", "pool", "heuristic")

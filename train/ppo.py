@@ -40,7 +40,7 @@ import torch.nn.functional as F
 import yaml
 
 from agents.heuristic import HeuristicAgent
-from agents.networks import PolicyNet, ValueNet, masked_entropy
+from agents.networks import NUM_CARDS, PolicyNet, ValueNet, masked_entropy
 from agents.neural import CHECKPOINT_FORMAT, ModelError, NeuralAgent, export_model, read_checkpoint
 from spades_env.rewards import RewardError
 from spades_env.rules import RulesError
@@ -135,10 +135,16 @@ class Trainer:
 
     def _init_from(self, path: Path) -> None:
         data = read_checkpoint(path)
-        if data["arch"] != self.policy.arch:
+        if data["arch"] == self.policy.arch:
+            self.policy.load_state_dict(data["policy"])
+        elif self.policy.can_grow_from(data["arch"]):
+            self.policy.load_grown(data["policy"], data["arch"])
+            self.log(f"init_from: {path}'s policy {data['arch']} grown into {self.policy.arch} (same logits; "
+                     "the new units start unused)")
+        else:
             raise ConfigError(f"init_from={str(path)!r}: its policy has shape {data['arch']}, this config "
-                              f"builds {self.policy.arch} (set hidden/layers/head_hidden to match)")
-        self.policy.load_state_dict(data["policy"])
+                              f"builds {self.policy.arch} (set hidden/layers/head_hidden to match, or larger to "
+                              "grow it)")
         if "critic" in data and data.get("critic_arch") == self.critic.arch:
             self.critic.load_state_dict(data["critic"])
         else:
@@ -508,8 +514,9 @@ class Trainer:
                        describe: Callable[[float, float], str]) -> tuple[float, float, int]:
         """The distillations' loop: ``distill_epochs`` passes of Adam (``distill_learning_rate``,
         linear decay, gradient clipping) over ``train_rows`` in minibatches; after each pass
-        ``held_out_fit()`` gives (loss, score) and the weights of the best score are kept, the
-        starting ones (``start``) included. Returns the kept (loss, score, epoch)."""
+        ``held_out_fit()`` gives (loss, score) and the weights ``distill_keep`` names are kept (the
+        best score or the lowest loss, the starting ones (``start``) included, or the last).
+        Returns the kept (loss, score, epoch)."""
         cfg, dev = self.config, self.device
         optimizer = torch.optim.Adam(self.policy.parameters(), lr=cfg.distill_learning_rate, eps=1e-5)
         batches = cfg.distill_epochs * -(-train_rows.numel() // cfg.minibatch_size)
@@ -527,7 +534,8 @@ class Trainer:
                 schedule.step()
             test_loss, test_score = held_out_fit()
             self.log(f"distillation epoch {epoch + 1}/{cfg.distill_epochs}: {describe(test_loss, test_score)}")
-            if test_score > best_score:
+            better = {"score": test_score > best_score, "loss": test_loss < best_loss, "last": True}[cfg.distill_keep]
+            if better:
                 best_loss, best_score, best_epoch = test_loss, test_score, epoch + 1
                 best_state = copy.deepcopy(self.policy.state_dict())
         self.policy.load_state_dict(best_state)
@@ -552,9 +560,10 @@ class Trainer:
         cells = torch.where(has_values[:, None], valued & mask, mask)         # what each row's loss compares
         count = cells.sum(1, keepdim=True).clamp(min=1)
 
-        def centred(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-            x = torch.where(cells[rows], x, torch.zeros_like(x))
-            return torch.where(cells[rows], x - x.sum(1, keepdim=True) / count[rows], torch.zeros_like(x))
+        def centred(x: torch.Tensor, rows: torch.Tensor, row_cells: Optional[torch.Tensor] = None) -> torch.Tensor:
+            row_cells = cells[rows] if row_cells is None else row_cells
+            x = torch.where(row_cells, x, torch.zeros_like(x))
+            return torch.where(row_cells, x - x.sum(1, keepdim=True) / count[rows], torch.zeros_like(x))
 
         every = torch.arange(obs.shape[0], device=dev)
         with torch.no_grad():
@@ -568,6 +577,10 @@ class Trainer:
         def loss_of(rows: torch.Tensor) -> torch.Tensor:
             fitted = centred(self.policy(obs[rows].float(), mask[rows]), rows)
             return ((fitted - target[rows]) ** 2).sum(1) / norm[rows]
+
+        train_loss = loss_of
+        if cfg.distill_augment_suits:
+            train_loss = self._suit_relabelled_loss(obs, mask, values, cells, centred, norm)
 
         def held_out_fit() -> tuple[float, float]:
             """(loss, mean play-out value of the favourite card) on the held-out valued decisions."""
@@ -585,12 +598,49 @@ class Trainer:
                  f"{test_rows.numel():,} valued ones held out; there the policy's favourite cards are worth "
                  f"{start[1]:+.3f} points")
         best_loss, best_value, best_epoch = self._fit_keep_best(
-            train_rows, lambda rows: loss_of(rows).mean(), held_out_fit, start,
+            train_rows, lambda rows: train_loss(rows).mean(), held_out_fit, start,
             lambda loss, value: f"held-out loss {loss:.4f}, favourite cards worth {value:+.3f} points")
         self.log(f"distillation: kept epoch {best_epoch} (favourite cards worth {best_value:+.3f} points on the "
                  f"held-out decisions, loss {best_loss:.4f})")
         self.distilled = True
         return {"distill_value": best_value, "distill_loss": best_loss, "distill_epoch": best_epoch}
+
+    def _suit_relabelled_loss(self, obs: torch.Tensor, mask: torch.Tensor, values: torch.Tensor,
+                              cells: torch.Tensor, centred: Callable, norm: torch.Tensor) -> Callable:
+        """``distill_augment_suits``: the value fit's loss on rows whose three side suits are
+        relabelled at random (one of the 6 orders per row, a fresh draw every time). The target is
+        rebuilt there: a frozen copy of the starting policy's centred logits on the relabelled
+        observation plus the relabelled values / T."""
+        import itertools
+
+        from spades_env.observation import layout_for_size
+
+        rules, dev, cfg = self.env.rules, self.device, self.config
+        if rules.two_of_clubs_leads or rules.players == 3:
+            raise ConfigError(f"distill_augment_suits=true: under the rules {cfg.rules!r} the clubs are not like "
+                              "the other side suits (the two of clubs leads or is removed)")
+        layout = layout_for_size(obs.shape[1])
+        orders = [layout.suit_permutation(order + (3,)) for order in itertools.permutations(range(3))]
+        obs_index = torch.stack([torch.as_tensor(o, dtype=torch.long) for o, _ in orders]).to(dev)
+        action_index = torch.stack([torch.cat([torch.as_tensor(c, dtype=torch.long),
+                                               torch.arange(NUM_CARDS, values.shape[1])]) for _, c in orders]).to(dev)
+        start_policy = copy.deepcopy(self.policy).eval()
+        for p in start_policy.parameters():
+            p.requires_grad_(False)
+
+        def relabelled_loss(rows: torch.Tensor) -> torch.Tensor:
+            order = torch.randint(0, len(orders), (rows.numel(),), generator=self.generator, device=dev)
+            row_obs = obs[rows].gather(1, obs_index[order]).float()
+            actions = action_index[order]
+            row_mask, row_cells = mask[rows].gather(1, actions), cells[rows].gather(1, actions)
+            row_values = torch.nan_to_num(values[rows].gather(1, actions))
+            with torch.no_grad():
+                target = (centred(start_policy(row_obs, row_mask), rows, row_cells)
+                          + centred(row_values / cfg.distill_value_temperature, rows, row_cells))
+            fitted = centred(self.policy(row_obs, row_mask), rows, row_cells)
+            return ((fitted - target) ** 2).sum(1) / norm[rows]
+
+        return relabelled_loss
 
     def value_bids(self) -> dict:
         """One round of Monte-Carlo bid values (:mod:`train.bid_values`): collect, fit the bidding head."""
