@@ -27,6 +27,8 @@ def test_bench_rejects_bad_arguments(capsys):
         bench.main(["--batch-sizes", "4,x"])
     with pytest.raises(SystemExit):
         bench.main(["--processes", "0"])
+    with pytest.raises(SystemExit):
+        bench.main(["--no-aec", "--threads", "0"])
 
 
 def test_bench_other_rules():

@@ -2,11 +2,13 @@
 
 import random
 
+import numpy as np
 import pytest
 
 from spades_env import decode_observation, spades_v0, view_from_game
 from spades_env.cards import mask_to_cards
 from spades_env.game import PHASE_PASSING, PHASE_PLAY
+from spades_env.observation import layout_for_size
 
 
 @pytest.mark.parametrize("kwargs", [
@@ -63,7 +65,6 @@ def test_decode_matches_the_game(kwargs):
 
 
 def test_decode_rejects_an_unknown_size():
-    import numpy as np
     with pytest.raises(ValueError, match="742"):
         decode_observation(np.zeros(10, dtype=np.float32))
 
@@ -73,9 +74,6 @@ def test_suit_permutation_gives_the_observation_of_the_relabelled_deal(suits):
     """Swapping the side suits of a deal (and of every card played) swaps them in every
     observation, mask and reward of the hand exactly as Layout.suit_permutation says (standard
     rules, blind nil and its passing offered)."""
-    import numpy as np
-    from spades_env.observation import layout_for_size
-
     pick = random.Random(1)
     passing_steps = 0
     for episode in range(6):
@@ -112,7 +110,6 @@ def test_suit_permutation_gives_the_observation_of_the_relabelled_deal(suits):
 
 
 def test_suit_permutation_refuses_moving_spades():
-    from spades_env.observation import layout_for_size
     with pytest.raises(ValueError, match="keeps spades"):
         layout_for_size(742).suit_permutation((3, 1, 2, 0))
     with pytest.raises(ValueError, match="keeps spades"):

@@ -419,6 +419,8 @@ def test_init_from_a_smaller_policy_grows_it_with_the_same_logits(tmp_path):
     assert new_rows.abs().sum() > 0
     with pytest.raises(ValueError, match="cannot grow into"):
         PolicyNet(**small["arch"]).load_grown(grown.policy.state_dict(), grown.policy.arch)
+    with pytest.raises(ValueError, match="the smaller policy has a parameter 'extra.weight' this one lacks"):
+        grown.policy.load_grown({**small["policy"], "extra.weight": torch.zeros(1, 1)}, small["arch"])
 
 
 def test_critic_warmup_freezes_the_policy_then_releases_it(tmp_path):

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import itertools
 import json
 import shutil
 import sys
@@ -42,6 +43,7 @@ import yaml
 from agents.heuristic import HeuristicAgent
 from agents.networks import NUM_CARDS, PolicyNet, ValueNet, masked_entropy
 from agents.neural import CHECKPOINT_FORMAT, ModelError, NeuralAgent, export_model, read_checkpoint
+from spades_env.observation import layout_for_size
 from spades_env.rewards import RewardError
 from spades_env.rules import RulesError
 from spades_env.vector import SpadesVectorEnv, VectorEnvError
@@ -611,10 +613,6 @@ class Trainer:
         relabelled at random (one of the 6 orders per row, a fresh draw every time). The target is
         rebuilt there: a frozen copy of the starting policy's centred logits on the relabelled
         observation plus the relabelled values / T."""
-        import itertools
-
-        from spades_env.observation import layout_for_size
-
         rules, dev, cfg = self.env.rules, self.device, self.config
         if rules.two_of_clubs_leads or rules.players == 3:
             raise ConfigError(f"distill_augment_suits=true: under the rules {cfg.rules!r} the clubs are not like "
