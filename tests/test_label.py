@@ -318,6 +318,24 @@ def test_student_continuation_labels_deals_in_one_batch_as_one_by_one(tmp_path):
                            torch.nan_to_num(data["values"][:first].float()))      # other play-outs, other values
 
 
+def test_a_search_teacher_labels_the_mean_value_of_every_candidate(tmp_path):
+    # With stage=0 the search keeps every class of equivalent cards: each gets the mean of its
+    # play-outs over the sampled deals; bids get none.
+    data = load_labels(label(settings(tmp_path / "s", teacher="search:worlds=4,stage=0", deals=2,
+                                      shard_deals=1, follow_teacher=0.0), progress=False, log=quiet))
+    values = data["values"].float()
+    play = data["phase"] == PHASE_PLAY
+    assert torch.isnan(values[~play]).all()
+    valued = ~torch.isnan(values).all(1)
+    assert valued.sum() > 10 and not valued[~play].any()
+    for row in valued.nonzero()[:, 0].tolist():
+        legal = data["mask"][row]
+        assert torch.equal(~torch.isnan(values[row]), legal)        # every legal card, all candidates kept
+        obs = {"observation": data["obs"][row].float().numpy(), "action_mask": legal.numpy().astype(np.int8)}
+        for card in legal.nonzero()[:, 0].tolist():                  # one value per class
+            assert (values[row, equivalent_actions(obs, card)] == values[row, card]).all()
+
+
 def test_shards_without_values_load_with_nan_values(tmp_path, heuristic_labels):
     data = torch.load(shard_path(heuristic_labels, 0), weights_only=True)
     del data["values"]
@@ -452,3 +470,79 @@ def test_distill_keep_chooses_the_kept_epoch(tmp_path, playout_labels, keep):
         assert kept == 1 + losses.index(min(losses))
     with pytest.raises(ConfigError, match=r"distill_keep='best': expected 'score', 'loss' or 'last'"):
         tiny(tmp_path, "bad_keep", "distill_keep=best")
+
+
+def test_distillation_with_the_heuristic_prior_keeps_the_heuristics_card_where_values_tie(tmp_path, playout_labels):
+    # Every valued card worth the same: with distill_prior=heuristic the only preference left to
+    # learn is the bonus of the heuristic's card, so the fitted policy plays what the heuristic
+    # plays; the bids (no values) stay at the starting policy's logits.
+    from agents.heuristic import choose_action
+    from spades_env.observation import decode_observation
+    data = load_labels(playout_labels)
+    shards = tmp_path / "ties"
+    shards.mkdir()
+    values = data["values"].float()
+    tied = torch.where(torch.isnan(values), values, torch.zeros_like(values))
+    torch.save({**{k: data[k] for k in FIELDS}, "values": tied.half(), "format": "spades-distill-labels",
+                "version": 1, "settings": data["settings"], "deals": [0, 6]}, shards / "shard_00000.pt")
+    config = tiny(tmp_path, "heuristic_prior", "imitation_decisions=0", f"distill_data={shards}",
+                  "distill_value_temperature=1", "distill_prior=heuristic", "distill_prior_bonus=3",
+                  "distill_epochs=30", "distill_learning_rate=0.01", "minibatch_size=32", "max_updates=0",
+                  "eval_every=0", "distill_keep=last")
+    logs: list[str] = []
+    trainer = Trainer(config, log=logs.append)
+    obs, mask = data["obs"].float(), data["mask"]
+    valued = ~torch.isnan(values).all(1) & (mask.sum(1) > 1)
+    heuristic = torch.tensor([choose_action(decode_observation(obs[i].numpy()), mask[i].nonzero()[:, 0].tolist())
+                              for i in range(obs.shape[0])])
+    with torch.no_grad():
+        before = trainer.policy(obs, mask)
+    trainer.distill()
+    with torch.no_grad():
+        after = trainer.policy(obs, mask)
+    assert any("added to the heuristic's card + 3 points" in line for line in logs)
+    agree_before = (before.argmax(1) == heuristic)[valued].float().mean()
+    agree_after = (after.argmax(1) == heuristic)[valued].float().mean()
+    assert agree_after > 0.75 and agree_after > agree_before + 0.4     # measured: 26% -> 85% (a tenth held out)
+    bids = data["phase"] != PHASE_PLAY
+    legal_change = torch.where(mask, after - before, torch.zeros_like(after))
+    centred_change = legal_change - legal_change.sum(1, keepdim=True) / mask.sum(1, keepdim=True)
+    assert torch.where(mask, centred_change, 0.0)[bids].abs().max() < 0.25       # the bids held where they were
+
+
+def test_the_heuristic_prior_is_checked(tmp_path, heuristic_labels):
+    with pytest.raises(ConfigError, match=r"distill_prior='teacher': expected 'start' or 'heuristic'"):
+        tiny(tmp_path, "bad_prior", "distill_prior=teacher")
+    with pytest.raises(ConfigError, match=r"distill_prior='heuristic' shapes a fit to play-out values: it needs "
+                                          r"distill_value_temperature"):
+        tiny(tmp_path, "no_values", f"distill_data={heuristic_labels}", "distill_prior=heuristic")
+    with pytest.raises(ConfigError, match=r"distill_prior='heuristic' does not combine with distill_augment_suits"):
+        tiny(tmp_path, "both", "distill_value_temperature=5", "distill_prior=heuristic", "distill_augment_suits=true")
+    with pytest.raises(ConfigError, match=r"distill_prior_bonus=-1.0: expected points >= 0"):
+        tiny(tmp_path, "negative", "distill_prior_bonus=-1")
+
+
+def test_choice_values_report_what_each_agents_cards_are_worth(playout_labels, heuristic_labels, capsys):
+    from agents.heuristic import choose_action
+    from spades_env.observation import decode_observation
+    from train import choice_values
+    sample = choice_values.sample_decisions(str(playout_labels), 40, seed=3)
+    assert sample["obs"].shape[0] == 40 and not torch.isnan(sample["values"]).all(1).any()
+    again = choice_values.sample_decisions(str(playout_labels), 40, seed=3)
+    assert torch.equal(sample["obs"], again["obs"])                              # seeded
+    picks = choice_values.choices(["heuristic", "random:seed=1"], sample["obs"], sample["mask"], workers=2)
+    alone = choice_values.choices(["heuristic", "random:seed=1"], sample["obs"], sample["mask"], workers=1)
+    assert torch.equal(picks["heuristic"], alone["heuristic"])
+    expected = [choose_action(decode_observation(o.numpy()), m.nonzero()[:, 0].tolist())
+                for o, m in zip(sample["obs"], sample["mask"])]
+    assert picks["heuristic"].tolist() == expected
+    rows = choice_values.summarize(sample["values"], picks)
+    worth = sample["values"].gather(1, picks["heuristic"][:, None])[:, 0]
+    assert rows[0]["mean"] == pytest.approx(float(worth.mean()), abs=1e-5) and "minus_first" not in rows[0]
+    assert rows[1]["minus_first"] == pytest.approx(rows[1]["mean"] - rows[0]["mean"], abs=1e-4)
+    assert all(0 <= row["among_best"] <= 1 for row in rows)
+    assert choice_values.main([str(playout_labels), "--agents", "heuristic", "random", "--decisions", "30"]) == 0
+    out = capsys.readouterr().out
+    assert "30 valued decisions" in out and "minus heuristic" in out and out.count("\n") == 4
+    assert choice_values.main([str(heuristic_labels), "--decisions", "5"]) == 2
+    assert "no valued decisions" in capsys.readouterr().err

@@ -118,6 +118,12 @@ class TrainConfig:
     distill_keep: str = _f("score", "which weights a distillation keeps: 'score' (the epoch, or the starting weights, "
                                     "that match most held-out labels, or whose favourite cards are worth most on "
                                     "them with distill_value_temperature), 'loss' (lowest held-out loss) or 'last'")
+    distill_prior: str = _f("start", "with distill_value_temperature, what the play-out values are added to on the "
+                                     "card decisions: 'start' (the starting policy's logits: pi_start * exp(value "
+                                     "/ T)) or 'heuristic' (the heuristic's card there, worth distill_prior_bonus "
+                                     "points more: greedy play keeps the heuristic's card unless the fitted "
+                                     "values find one better by more than the bonus, as the search player does)")
+    distill_prior_bonus: float = _f(0.5, "with distill_prior: heuristic, the points added to the heuristic's card")
     distill_augment_suits: bool = _f(False, "with distill_value_temperature: every time a decision is fitted, "
                                             "relabel its three side suits in one of their 6 orders at random "
                                             "(observation, mask and values alike; the starting policy's logits "
@@ -213,6 +219,15 @@ class TrainConfig:
             raise ConfigError(f"critic={self.critic!r}: expected 'local' or 'central'")
         if self.policy_parts not in ("all", "cards", "bids"):
             raise ConfigError(f"policy_parts={self.policy_parts!r}: expected 'all', 'cards' or 'bids'")
+        if self.distill_prior not in ("start", "heuristic"):
+            raise ConfigError(f"distill_prior={self.distill_prior!r}: expected 'start' or 'heuristic'")
+        if self.distill_prior != "start" and self.distill_value_temperature is None:
+            raise ConfigError(f"distill_prior={self.distill_prior!r} shapes a fit to play-out values: it needs "
+                              "distill_value_temperature (labels of spades-label --teacher playout)")
+        if self.distill_prior != "start" and self.distill_augment_suits:
+            raise ConfigError(f"distill_prior={self.distill_prior!r} does not combine with distill_augment_suits")
+        if not self.distill_prior_bonus >= 0:
+            raise ConfigError(f"distill_prior_bonus={self.distill_prior_bonus!r}: expected points >= 0")
         if self.distill_keep not in ("score", "loss", "last"):
             raise ConfigError(f"distill_keep={self.distill_keep!r}: expected 'score', 'loss' or 'last'")
         if self.learn_precision not in ("float32", "bfloat16"):

@@ -32,6 +32,13 @@ player estimates by sampling deals, here learnt from the real ones). The teacher
 best class (the student's card when it is among the best). Bidding decisions are kept with the
 student's own choice and no values. ``spades-train`` fits them with ``distill_value_temperature``.
 
+A ``search`` teacher also gives values: its mean play-out value of every candidate class over
+the deals it sampled (those it dropped after its first stage stay NaN; ``stage=0`` keeps every
+candidate), e.g. ``--teacher search:worlds=16,stage=0``. Unlike ``playout``'s values, measured on
+the one true deal, these average over deals consistent with what the seat knows (sampled
+uniformly, weighted by the bids), so each label is less noisy; ``distill_value_temperature``
+fits them the same way.
+
 ``--continuation student`` plays the student's side of those play-outs with the student itself
 (its favourite card; the play-outs of a shard's deals batched together), the other side still with the heuristic:
 the values are then what each card is worth when the hand goes on with the student's own play
@@ -322,8 +329,13 @@ class Labeller:
         values = np.full(NUM_ACTIONS, np.nan, dtype=np.float32)
         target = np.zeros(NUM_ACTIONS, dtype=bool)
         if not self.playout:
-            teacher_action = int(self.teachers[seat // 2].act(obs, info))
+            teacher = self.teachers[seat // 2]
+            teacher_action = int(teacher.act(obs, info))
             target[equivalent_actions(obs, teacher_action)] = True
+            found = getattr(teacher, "last_info", None) or {}
+            if "means" in found:            # a search teacher: the mean value of every candidate it kept
+                for candidate, mean in zip(found["candidates"], found["means"]):
+                    values[equivalent_actions(obs, candidate)] = mean
             return teacher_action, target, values
         game = env.unwrapped.game
         if game.phase != PHASE_PLAY:                # bids: kept with the student's own choice, no values

@@ -1,0 +1,124 @@
+"""What several agents' choices are worth on labelled decisions: ``python -m train.choice_values``.
+
+    python -m train.choice_values runs/playout_labels --agents neural heuristic search --decisions 3000
+
+Takes card decisions with values from ``spades-label`` folders (``--teacher playout``: each class
+of equivalent cards valued by a play-out on the true deal; or a ``search`` teacher's means), asks
+each agent what it would play there (from the stored observation and mask alone, as in a game),
+and reports per agent the mean value of its choices, how often its choice is among the best
+valued ones, and, paired with the first agent on the same decisions, the mean difference with
+its 95% interval. One value per decision says little (the other hands are those of one deal);
+the paired differences over thousands of decisions say which agent's card play those values
+prefer, without playing a match. The decisions are a seeded random sample of the valued ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from typing import Optional, Sequence
+
+import numpy as np
+import torch
+
+import agents as agent_registry
+from train.evaluate import EvaluationError, _mp_context, parse_agent_spec
+from train.label import LabelError, load_labels
+
+
+def sample_decisions(folders: str | Sequence[str], decisions: int, seed: int) -> dict[str, torch.Tensor]:
+    """``decisions`` valued decisions drawn at random (seeded) from the label folders: their
+    ``obs`` (float32), ``mask`` and ``values`` (float32, NaN where not valued)."""
+    data = load_labels(folders)
+    values = data["values"].float()
+    valued = (~torch.isnan(values)).any(1).nonzero()[:, 0]
+    if valued.numel() == 0:
+        raise LabelError(f"{folders}: no valued decisions (label them with --teacher playout or a search teacher)")
+    order = torch.randperm(valued.numel(), generator=torch.Generator().manual_seed(seed))
+    rows = valued[order[:decisions]]
+    return {"obs": data["obs"][rows].float(), "mask": data["mask"][rows], "values": values[rows]}
+
+
+def agent_choices(spec: str, obs: torch.Tensor, mask: torch.Tensor) -> list[int]:
+    """What the agent ``spec`` plays at each decision, from the observation and mask alone."""
+    name, options = parse_agent_spec(spec)
+    agent = agent_registry.make(name, **options)
+    agent.reset(0)
+    masks = mask.numpy().astype(np.int8)
+    return [int(agent.act({"observation": obs[i].numpy(), "action_mask": masks[i]}, {})) for i in range(obs.shape[0])]
+
+
+def _choices_of_chunk(task: tuple[str, torch.Tensor, torch.Tensor]) -> list[int]:
+    torch.set_num_threads(1)
+    return agent_choices(*task)
+
+
+def choices(specs: Sequence[str], obs: torch.Tensor, mask: torch.Tensor, workers: int = 1) -> dict[str, torch.Tensor]:
+    """Every agent's choices, the decisions split over ``workers`` processes."""
+    out = {}
+    for spec in specs:
+        chunks = [(spec, o, m) for o, m in zip(obs.tensor_split(workers), mask.tensor_split(workers)) if o.shape[0]]
+        if workers > 1:
+            with _mp_context().Pool(workers) as pool:
+                parts = pool.map(_choices_of_chunk, chunks)
+        else:
+            parts = [agent_choices(*chunk) for chunk in chunks]
+        out[spec] = torch.tensor([a for part in parts for a in part], dtype=torch.long)
+    return out
+
+
+def summarize(values: torch.Tensor, picks: dict[str, torch.Tensor]) -> list[dict]:
+    """Per agent: mean value of its choices, share among the best, and the paired difference
+    with the first agent (mean and 95% half-width)."""
+    best = torch.nan_to_num(values, nan=-math.inf).max(1).values
+    first = None
+    rows = []
+    for spec, pick in picks.items():
+        chosen = values.gather(1, pick[:, None])[:, 0]
+        if torch.isnan(chosen).any():
+            raise ValueError(f"{spec}: chose an action without a value (illegal, or not valued by the labels)")
+        row = {"agent": spec, "mean": float(chosen.mean()), "among_best": float((chosen == best).float().mean())}
+        if first is None:
+            first = chosen
+        else:
+            diff = (chosen - first).double()
+            row["minus_first"] = float(diff.mean())
+            row["half_width"] = float(1.96 * diff.std() / math.sqrt(diff.numel())) if diff.numel() > 1 else math.inf
+            row["differs"] = float((diff != 0).float().mean())
+        rows.append(row)
+    return rows
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m train.choice_values", description=__doc__.split("\n")[0])
+    parser.add_argument("labels", nargs="+", help="folders written by spades-label with values")
+    parser.add_argument("--agents", nargs="+", default=["neural", "heuristic"],
+                        help="agent specs (NAME or NAME:key=value,...); the first is the reference")
+    parser.add_argument("--decisions", type=int, default=10_000, help="valued decisions to sample")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the sample")
+    parser.add_argument("--workers", type=int, default=1, help="processes")
+    args = parser.parse_args(argv)
+    if args.decisions < 1 or args.workers < 1:
+        parser.error("--decisions and --workers must be at least 1")
+    try:
+        for spec in args.agents:
+            parse_agent_spec(spec)
+        sample = sample_decisions(args.labels, args.decisions, args.seed)
+        picks = choices(args.agents, sample["obs"], sample["mask"], args.workers)
+        rows = summarize(sample["values"], picks)
+    except (EvaluationError, LabelError, FileNotFoundError, ValueError) as exc:
+        print(f"choice_values: {exc}", file=sys.stderr)
+        return 2
+    n = sample["values"].shape[0]
+    print(f"{n:,} valued decisions from {', '.join(args.labels)} (seed {args.seed})")
+    print(f"{'agent':32} {'mean value':>10} {'among best':>10}   minus {args.agents[0]} (95% CI), share differing")
+    for row in rows:
+        paired = "" if "minus_first" not in row else (
+            f"   {row['minus_first']:+.3f} +/- {row['half_width']:.3f}, {100 * row['differs']:.1f}%")
+        print(f"{row['agent']:32} {row['mean']:>+10.3f} {100 * row['among_best']:>9.1f}%{paired}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
