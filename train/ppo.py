@@ -546,11 +546,13 @@ class Trainer:
     def _distill_values(self, data: dict, held_out: torch.Tensor) -> dict:
         """``distill`` with play-out values (``distill_value_temperature`` T): on every decision with
         values the centred logits of the legal actions are fitted to the starting policy's centred
-        logits plus the centred values / T (a softmax policy pi_start * exp(value / T)); on the
-        others (bids) to the starting policy's logits (ten times their summed squared error, so
-        that they stay as they were). The weights of the epoch whose favourite cards are worth most
-        on the held-out deals (mean play-out value, points per decision) are kept, the starting
-        ones included."""
+        logits plus the centred values / T (a softmax policy pi_start * exp(value / T); with
+        ``distill_prior: heuristic`` the heuristic's card worth ``distill_prior_bonus`` points
+        takes the starting policy's place); on the others (bids) to the starting policy's logits
+        (ten times their summed squared error, so that they stay as they were). The weights that
+        ``distill_keep`` names are kept (by default the epoch, the starting weights included,
+        whose favourite cards are worth most on the held-out deals: mean value, points per
+        decision)."""
         cfg, dev = self.config, self.device
         obs, mask = data["obs"].to(dev), data["mask"].to(dev)
         values = data["values"].to(dev).float()
