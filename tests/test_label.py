@@ -4,6 +4,7 @@ spades-train's ``distill_data`` (fits the teacher, keeps the best held-out epoch
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -541,8 +542,18 @@ def test_choice_values_report_what_each_agents_cards_are_worth(playout_labels, h
     assert rows[0]["mean"] == pytest.approx(float(worth.mean()), abs=1e-5) and "minus_first" not in rows[0]
     assert rows[1]["minus_first"] == pytest.approx(rows[1]["mean"] - rows[0]["mean"], abs=1e-4)
     assert all(0 <= row["among_best"] <= 1 for row in rows)
+    positions = choice_values.trick_positions(sample["obs"])
+    expected_positions = [len(decode_observation(o.numpy()).current_trick) for o in sample["obs"]]
+    assert positions.tolist() == expected_positions and len(set(expected_positions)) > 1
+    parts = choice_values.by_trick_position(sample["values"], picks, positions)
+    assert sum(part["decisions"] for part in parts) == 40
+    for part in parts:                                  # each part is the summary of its decisions alone
+        rows_here = positions == part["position"]
+        worth_here = sample["values"][rows_here].gather(1, picks["heuristic"][rows_here][:, None])[:, 0]
+        assert part["agents"][0]["mean"] == pytest.approx(float(worth_here.mean()), abs=1e-5)
     assert choice_values.main([str(playout_labels), "--agents", "heuristic", "random", "--decisions", "30"]) == 0
     out = capsys.readouterr().out
-    assert "30 valued decisions" in out and "minus heuristic" in out and out.count("\n") == 4
+    assert "30 valued decisions" in out and "minus heuristic" in out and "by trick position" in out
+    assert re.search(r"\n  leading +\(\d+ decisions\): random [+-]", out)
     assert choice_values.main([str(heuristic_labels), "--decisions", "5"]) == 2
     assert "no valued decisions" in capsys.readouterr().err

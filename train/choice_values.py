@@ -7,9 +7,10 @@ of equivalent cards valued by a play-out on the true deal; or a ``search`` teach
 each agent what it would play there (from the stored observation and mask alone, as in a game),
 and reports per agent the mean value of its choices, how often its choice is among the best
 valued ones, and, paired with the first agent on the same decisions, the mean difference with
-its 95% interval. One value per decision says little (the other hands are those of one deal);
-the paired differences over thousands of decisions say which agent's card play those values
-prefer, without playing a match. The decisions are a seeded random sample of the valued ones.
+its 95% interval, overall and by trick position (leading, second, third, fourth). One value per
+decision says little (the other hands are those of one deal); the paired differences over
+thousands of decisions say which agent's card play those values prefer, without playing a
+match. The decisions are a seeded random sample of the valued ones.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import torch
 
 import agents as agent_registry
 from train.evaluate import EvaluationError, _mp_context, parse_agent_spec
+from spades_env.observation import layout_for_size
 from train.label import LabelError, load_labels
 
 
@@ -90,6 +92,22 @@ def summarize(values: torch.Tensor, picks: dict[str, torch.Tensor]) -> list[dict
     return rows
 
 
+def trick_positions(obs: torch.Tensor) -> torch.Tensor:
+    """How many cards the current trick holds at each decision (0: the seat leads)."""
+    block = layout_for_size(obs.shape[1]).obs_blocks["current_trick"].slice
+    return obs[:, block].sum(1).round().long()
+
+
+def by_trick_position(values: torch.Tensor, picks: dict[str, torch.Tensor], positions: torch.Tensor) -> list[dict]:
+    """:func:`summarize` for the decisions of each trick position (leading, second, ...)."""
+    out = []
+    for position in sorted(set(positions.tolist())):
+        rows = positions == position
+        summary = summarize(values[rows], {spec: pick[rows] for spec, pick in picks.items()})
+        out.append({"position": position, "decisions": int(rows.sum()), "agents": summary})
+    return out
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m train.choice_values", description=__doc__.split("\n")[0])
     parser.add_argument("labels", nargs="+", help="folders written by spades-label with values")
@@ -117,6 +135,13 @@ def main(argv: Optional[list[str]] = None) -> int:
         paired = "" if "minus_first" not in row else (
             f"   {row['minus_first']:+.3f} +/- {row['half_width']:.3f}, {100 * row['differs']:.1f}%")
         print(f"{row['agent']:32} {row['mean']:>+10.3f} {100 * row['among_best']:>9.1f}%{paired}")
+    if len(args.agents) > 1:
+        names = ["leading", "second", "third", "fourth"]
+        print(f"by trick position, minus {args.agents[0]} (95% CI):")
+        for part in by_trick_position(sample["values"], picks, trick_positions(sample["obs"])):
+            label = names[part["position"]] if part["position"] < len(names) else f"card {part['position'] + 1}"
+            cells = [f"{row['agent']} {row['minus_first']:+.3f} +/- {row['half_width']:.3f}" for row in part["agents"][1:]]
+            print(f"  {label:8} ({part['decisions']:,} decisions): " + "; ".join(cells))
     return 0
 
 
