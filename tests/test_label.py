@@ -34,6 +34,22 @@ def quiet(line: str) -> None:
     pass
 
 
+def synthetic_values_folder(folder: Path, data: dict, values: torch.Tensor) -> Path:
+    """A labels folder of one shard: ``data``'s decisions with ``values`` (NaN kept where unvalued)."""
+    folder.mkdir()
+    old = data["values"].float()
+    filled = torch.where(torch.isnan(old), old, values.expand_as(old))
+    torch.save({**{k: data[k] for k in FIELDS}, "values": filled.half(), "format": "spades-distill-labels",
+                "version": 1, "settings": data["settings"], "deals": [0, 6]}, folder / "shard_00000.pt")
+    return folder
+
+
+def centred_legal(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Logits minus their mean over the legal actions (0 elsewhere)."""
+    legal = torch.where(mask, logits, torch.zeros_like(logits))
+    return torch.where(mask, legal - legal.sum(1, keepdim=True) / mask.sum(1, keepdim=True), 0.0)
+
+
 def test_touching_cards_are_labelled_as_one_class():
     clubs = ["AC", "KC", "QC", "9C", "7C"]
     rest = [c for c in (f"{r}{s}" for s in "DHSC" for r in "23456789TJQKA") if c not in clubs]   # clubs last
@@ -369,12 +385,7 @@ def test_distillation_by_values_fits_the_values_and_keeps_the_bids(tmp_path, pla
     # Synthetic values that a network can learn from the mask alone: every card is worth its rank.
     # The kept epoch must then prefer high cards on the held-out deals, and the bids stay put.
     data = load_labels(playout_labels)
-    shards = tmp_path / "ranked"
-    shards.mkdir()
-    values = data["values"].float()
-    ranked = torch.where(torch.isnan(values), values, (torch.arange(68) % 13).float().expand_as(values))
-    torch.save({**{k: data[k] for k in FIELDS}, "values": ranked.half(), "format": "spades-distill-labels",
-                "version": 1, "settings": data["settings"], "deals": [0, 6]}, shards / "shard_00000.pt")
+    shards = synthetic_values_folder(tmp_path / "ranked", data, (torch.arange(68) % 13).float())
     logs: list[str] = []
     config = tiny(tmp_path, "by_values", "imitation_decisions=0", f"distill_data={shards}",
                   "distill_value_temperature=1", "distill_epochs=30", "distill_learning_rate=0.01", "minibatch_size=32",
@@ -391,12 +402,9 @@ def test_distillation_by_values_fits_the_values_and_keeps_the_bids(tmp_path, pla
     assert logs[-1].startswith("distillation: kept epoch") and "kept epoch 0 " not in logs[-1]
     assert kept > start + 1.0                    # from a random choice to the high cards
     bids = data["phase"] != PHASE_PLAY
-
-    def centred(logits):
-        legal = torch.where(mask, logits, torch.zeros_like(logits))
-        return torch.where(mask, legal - legal.sum(1, keepdim=True) / mask.sum(1, keepdim=True), 0.0)
-    assert (centred(after) - centred(before))[bids].abs().max() < 0.25
-    assert (centred(after) - centred(before))[~bids].abs().max() > 1.0
+    change = centred_legal(after, mask) - centred_legal(before, mask)
+    assert change[bids].abs().max() < 0.25
+    assert change[~bids].abs().max() > 1.0
 
 
 def test_distillation_by_values_needs_values(tmp_path, heuristic_labels):
@@ -412,12 +420,7 @@ def test_distillation_with_suit_relabelling_teaches_every_side_suit_alike(tmp_pa
     # with distill_augment_suits each label is also seen with the clubs as diamonds or hearts, so
     # the preference for one side suit over the others mostly goes (spades are never relabelled).
     data = load_labels(playout_labels)
-    shards = tmp_path / "clubs"
-    shards.mkdir()
-    values = data["values"].float()
-    clubs = torch.where(torch.isnan(values), values, 10.0 * (torch.arange(68) < 13).float().expand_as(values))
-    torch.save({**{k: data[k] for k in FIELDS}, "values": clubs.half(), "format": "spades-distill-labels",
-                "version": 1, "settings": data["settings"], "deals": [0, 6]}, shards / "shard_00000.pt")
+    shards = synthetic_values_folder(tmp_path / "clubs", data, 10.0 * (torch.arange(68) < 13).float())
     obs, mask = data["obs"].float(), data["mask"]
     suit_of = torch.arange(68) // 13
 
@@ -480,12 +483,8 @@ def test_distillation_with_the_heuristic_prior_keeps_the_heuristics_card_where_v
     from agents.heuristic import choose_action
     from spades_env.observation import decode_observation
     data = load_labels(playout_labels)
-    shards = tmp_path / "ties"
-    shards.mkdir()
+    shards = synthetic_values_folder(tmp_path / "ties", data, torch.zeros(68))
     values = data["values"].float()
-    tied = torch.where(torch.isnan(values), values, torch.zeros_like(values))
-    torch.save({**{k: data[k] for k in FIELDS}, "values": tied.half(), "format": "spades-distill-labels",
-                "version": 1, "settings": data["settings"], "deals": [0, 6]}, shards / "shard_00000.pt")
     config = tiny(tmp_path, "heuristic_prior", "imitation_decisions=0", f"distill_data={shards}",
                   "distill_value_temperature=1", "distill_prior=heuristic", "distill_prior_bonus=3",
                   "distill_epochs=30", "distill_learning_rate=0.01", "minibatch_size=32", "max_updates=0",
@@ -506,9 +505,8 @@ def test_distillation_with_the_heuristic_prior_keeps_the_heuristics_card_where_v
     agree_after = (after.argmax(1) == heuristic)[valued].float().mean()
     assert agree_after > 0.75 and agree_after > agree_before + 0.4     # measured: 26% -> 85% (a tenth held out)
     bids = data["phase"] != PHASE_PLAY
-    legal_change = torch.where(mask, after - before, torch.zeros_like(after))
-    centred_change = legal_change - legal_change.sum(1, keepdim=True) / mask.sum(1, keepdim=True)
-    assert torch.where(mask, centred_change, 0.0)[bids].abs().max() < 0.25       # the bids held where they were
+    change = centred_legal(after, mask) - centred_legal(before, mask)
+    assert change[bids].abs().max() < 0.25                                       # the bids held where they were
 
 
 def test_the_heuristic_prior_is_checked(tmp_path, heuristic_labels):

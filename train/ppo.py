@@ -40,10 +40,10 @@ import torch
 import torch.nn.functional as F
 import yaml
 
-from agents.heuristic import HeuristicAgent, choose_action
+from agents.heuristic import HeuristicAgent
 from agents.networks import NUM_CARDS, PolicyNet, ValueNet, masked_entropy
 from agents.neural import CHECKPOINT_FORMAT, ModelError, NeuralAgent, export_model, read_checkpoint
-from spades_env.observation import decode_observation, layout_for_size
+from spades_env.observation import layout_for_size
 from spades_env.rewards import RewardError
 from spades_env.rules import RulesError
 from spades_env.vector import SpadesVectorEnv, VectorEnvError
@@ -620,15 +620,12 @@ class Trainer:
     def _heuristic_choices(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """The heuristic's action at each of these decisions (``distill_prior: heuristic``), read
         from the observations alone (about 0.1 ms each)."""
-        began, choices = time.perf_counter(), []
-        obs_np, legal = obs.float().numpy(), [row.nonzero()[:, 0].tolist() for row in mask]
-        for i in range(obs_np.shape[0]):
-            choices.append(choose_action(decode_observation(obs_np[i]), legal[i]))
-            if (i + 1) % 500_000 == 0:
-                self.log(f"distillation: the heuristic's choice at {i + 1:,} of {obs_np.shape[0]:,} decisions")
-        self.log(f"distillation: the heuristic's choices at {len(choices):,} decisions "
-                 f"({time.perf_counter() - began:.0f} s)")
-        return torch.tensor(choices, dtype=torch.long)
+        from train.choice_values import agent_choices
+        self.log(f"distillation: the heuristic's choices at {obs.shape[0]:,} decisions ...")
+        began = time.perf_counter()
+        choices = torch.tensor(agent_choices("heuristic", obs.float(), mask), dtype=torch.long)
+        self.log(f"distillation: the heuristic's choices done ({time.perf_counter() - began:.0f} s)")
+        return choices
 
     def _suit_relabelled_loss(self, obs: torch.Tensor, mask: torch.Tensor, values: torch.Tensor,
                               cells: torch.Tensor, centred: Callable, norm: torch.Tensor) -> Callable:
