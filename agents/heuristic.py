@@ -636,5 +636,12 @@ class HeuristicAgent(Agent):
         view = decode_observation(obs["observation"])
         return choose_action(view, [int(a) for a in legal], self.rng)
 
+    def act_batch(self, observations, masks):
+        """The action at every row of batched observations and masks (torch tensors, as
+        ``SpadesVectorEnv`` returns them): exactly :meth:`act` row by row, the card plays of
+        partnership games computed for all rows at once (:mod:`agents.batched_heuristic`)."""
+        from .batched_heuristic import choose_actions
+        return choose_actions(observations, masks)
+
 
 register("heuristic", HeuristicAgent)

@@ -521,6 +521,35 @@ def test_the_heuristic_prior_is_checked(tmp_path, heuristic_labels):
         tiny(tmp_path, "negative", "distill_prior_bonus=-1")
 
 
+def test_choice_values_nil_situations_name_the_nil_at_stake():
+    """Seat 1 bids nil: at the first trick its own decision has its own nil at stake, its
+    partner's (seat 3) the partner's, the others' an opponent's; once it takes a trick, none."""
+    from spades_env import spades_v0
+    from train import choice_values
+    env = spades_v0.raw_env(rules="standard")
+    env.reset(seed=4)
+    while env.unwrapped.game.phase != PHASE_PLAY:
+        agent = env.agent_selection
+        env.step(52 if agent == "player_1" else 55)
+    situations = {}
+    while env.unwrapped.game.phase == PHASE_PLAY and len(situations) < 4:
+        agent = env.agent_selection
+        obs = env.observe(agent)
+        situations[agent] = int(choice_values.nil_situations(torch.from_numpy(obs["observation"])[None])[0])
+        mask = obs["action_mask"]
+        env.step(int(np.flatnonzero(mask)[-1]))           # the highest legal card
+    assert situations == {"player_0": 3, "player_1": 1, "player_2": 3, "player_3": 2}
+    assert choice_values.NIL_SITUATIONS[3] == "opponent's nil"
+    env.reset(seed=4)
+    while env.unwrapped.game.phase != PHASE_PLAY:
+        env.step(52 if env.agent_selection == "player_1" else 55)
+    while env.unwrapped.game.tricks_taken[1] == 0 and env.unwrapped.game.phase == PHASE_PLAY:
+        env.step(int(np.flatnonzero(env.observe(env.agent_selection)["action_mask"])[-1]))
+    if env.unwrapped.game.phase == PHASE_PLAY:            # seat 1's nil is broken: nothing at stake
+        obs = env.observe(env.agent_selection)["observation"]
+        assert int(choice_values.nil_situations(torch.from_numpy(obs)[None])[0]) == 0
+
+
 def test_choice_values_report_what_each_agents_cards_are_worth(playout_labels, heuristic_labels, capsys):
     from agents.heuristic import choose_action
     from spades_env.observation import decode_observation
@@ -553,5 +582,6 @@ def test_choice_values_report_what_each_agents_cards_are_worth(playout_labels, h
     out = capsys.readouterr().out
     assert "30 valued decisions" in out and "minus heuristic" in out and "by trick position" in out
     assert re.search(r"\n  leading +\(\d+ decisions\): random [+-]", out)
+    assert "by nil at stake" in out and re.search(r"\n  no nil at stake +\(\d+ decisions\)", out)
     assert choice_values.main([str(heuristic_labels), "--decisions", "5"]) == 2
     assert "no valued decisions" in capsys.readouterr().err

@@ -7,7 +7,8 @@ of equivalent cards valued by a play-out on the true deal; or a ``search`` teach
 each agent what it would play there (from the stored observation and mask alone, as in a game),
 and reports per agent the mean value of its choices, how often its choice is among the best
 valued ones, and, paired with the first agent on the same decisions, the mean difference with
-its 95% interval, overall and by trick position (leading, second, third, fourth). One value per
+its 95% interval, overall, by trick position (leading, second, third, fourth) and by what nil is
+at stake (the seat's own, its partner's, an opponent's, none). One value per
 decision says little (the other hands are those of one deal); the paired differences over
 thousands of decisions say which agent's card play those values prefer, without playing a
 match. The decisions are a seeded random sample of the valued ones.
@@ -25,7 +26,7 @@ import torch
 
 import agents as agent_registry
 from train.evaluate import EvaluationError, _mp_context, parse_agent_spec
-from spades_env.observation import layout_for_size
+from spades_env.observation import decode_observation, layout_for_size
 from train.label import LabelError, load_labels
 
 
@@ -47,6 +48,8 @@ def agent_choices(spec: str, obs: torch.Tensor, mask: torch.Tensor) -> list[int]
     name, options = parse_agent_spec(spec)
     agent = agent_registry.make(name, **options)
     agent.reset(0)
+    if hasattr(agent, "act_batch"):                 # the heuristic: all rows at once, the same choices
+        return agent.act_batch(obs, mask.bool()).tolist()
     masks = mask.numpy().astype(np.int8)
     return [int(agent.act({"observation": obs[i].numpy(), "action_mask": masks[i]}, {})) for i in range(obs.shape[0])]
 
@@ -98,14 +101,40 @@ def trick_positions(obs: torch.Tensor) -> torch.Tensor:
     return obs[:, block].sum(1).round().long()
 
 
+NIL_SITUATIONS = ("no nil at stake", "own nil", "partner's nil", "opponent's nil")
+
+
+def nil_situations(obs: torch.Tensor) -> torch.Tensor:
+    """Which nil is at stake at each decision (an index into :data:`NIL_SITUATIONS`): the seat's
+    own intact nil (bid nil, no trick taken yet) first, then its partner's, then an opponent's,
+    else none. The order is the priority a player gives them."""
+    out = torch.zeros(obs.shape[0], dtype=torch.long)
+    for i, row in enumerate(obs.numpy()):
+        view = decode_observation(row)
+        intact = [view.bids[s] == 0 and view.tricks_taken[s] == 0 for s in range(view.players)]
+        partner = 2 if view.partnerships and view.players == 4 else None
+        if intact[0]:
+            out[i] = 1
+        elif partner is not None and intact[partner]:
+            out[i] = 2
+        elif any(intact[s] for s in range(1, view.players) if s != partner):
+            out[i] = 3
+    return out
+
+
+def by_group(values: torch.Tensor, picks: dict[str, torch.Tensor], groups: torch.Tensor) -> list[dict]:
+    """:func:`summarize` for the decisions of each group (``groups``: one integer per decision)."""
+    out = []
+    for group in sorted(set(groups.tolist())):
+        rows = groups == group
+        summary = summarize(values[rows], {spec: pick[rows] for spec, pick in picks.items()})
+        out.append({"group": group, "decisions": int(rows.sum()), "agents": summary})
+    return out
+
+
 def by_trick_position(values: torch.Tensor, picks: dict[str, torch.Tensor], positions: torch.Tensor) -> list[dict]:
     """:func:`summarize` for the decisions of each trick position (leading, second, ...)."""
-    out = []
-    for position in sorted(set(positions.tolist())):
-        rows = positions == position
-        summary = summarize(values[rows], {spec: pick[rows] for spec, pick in picks.items()})
-        out.append({"position": position, "decisions": int(rows.sum()), "agents": summary})
-    return out
+    return [{"position": part["group"], **part} for part in by_group(values, picks, positions)]
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -137,11 +166,15 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"{row['agent']:32} {row['mean']:>+10.3f} {100 * row['among_best']:>9.1f}%{paired}")
     if len(args.agents) > 1:
         names = ["leading", "second", "third", "fourth"]
-        print(f"by trick position, minus {args.agents[0]} (95% CI):")
-        for part in by_trick_position(sample["values"], picks, trick_positions(sample["obs"])):
-            label = names[part["position"]] if part["position"] < len(names) else f"card {part['position'] + 1}"
-            cells = [f"{row['agent']} {row['minus_first']:+.3f} +/- {row['half_width']:.3f}" for row in part["agents"][1:]]
-            print(f"  {label:8} ({part['decisions']:,} decisions): " + "; ".join(cells))
+        breakdowns = (("trick position", trick_positions(sample["obs"]),
+                       lambda g: names[g] if g < len(names) else f"card {g + 1}"),
+                      ("nil at stake", nil_situations(sample["obs"]), lambda g: NIL_SITUATIONS[g]))
+        for title, groups, label_of in breakdowns:
+            print(f"by {title}, minus {args.agents[0]} (95% CI):")
+            for part in by_group(sample["values"], picks, groups):
+                cells = [f"{row['agent']} {row['minus_first']:+.3f} +/- {row['half_width']:.3f}"
+                         for row in part["agents"][1:]]
+                print(f"  {label_of(part['group']):15} ({part['decisions']:,} decisions): " + "; ".join(cells))
     return 0
 
 

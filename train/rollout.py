@@ -17,7 +17,10 @@ import torch
 
 def agent_actions(agent, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """An AEC-env agent (``act(obs, info)``, e.g. the heuristic) choosing at each row of batched
-    observations and masks: the rows are handed over one by one in the AEC env's numpy form."""
+    observations and masks: through its ``act_batch`` where it has one (the heuristic), else
+    the rows handed over one by one in the AEC env's numpy form."""
+    if hasattr(agent, "act_batch"):
+        return agent.act_batch(obs, mask).to(obs.device)
     obs_np, mask_np = obs.cpu().numpy(), mask.cpu().numpy().astype("int8")
     chosen = [agent.act({"observation": o, "action_mask": m}) for o, m in zip(obs_np, mask_np)]
     return torch.tensor(chosen, dtype=torch.int64, device=obs.device)

@@ -1,0 +1,85 @@
+"""The batched heuristic (``agents.batched_heuristic``) against the per-row heuristic: the same
+action at every decision of thousands of games, in every partnership preset."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import agents
+from agents.batched_heuristic import choose_actions
+from agents.heuristic import choose_action
+from spades_env import spades_v0
+from spades_env.game import PHASE_PLAY
+from spades_env.observation import decode_observation
+from spades_env.vector import SpadesVectorEnv
+from train.choice_values import nil_situations
+
+
+def per_row(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    return torch.tensor([choose_action(decode_observation(o), m.nonzero()[0].tolist())
+                         for o, m in zip(obs.numpy(), mask.numpy())])
+
+
+@pytest.mark.parametrize("rules", ["standard", "basic", "tournament", "openspiel"])
+def test_batched_heuristic_matches_the_heuristic_at_every_decision(rules):
+    """Whole games (varied scores bring blind nil and its passes), the heuristic playing with a
+    random legal action at 30% of the decisions so that the positions vary: every action equal."""
+    env = SpadesVectorEnv(64, rules=rules, episode="game", seed=11)
+    obs, mask = env.reset()
+    generator = torch.Generator().manual_seed(5)
+    situations = torch.zeros(4, dtype=torch.long)
+    plays = 0
+    for _ in range(100):
+        fast = choose_actions(obs, mask)
+        slow = per_row(obs, mask)
+        assert torch.equal(fast, slow), f"{rules}: differs at rows {(fast != slow).nonzero()[:, 0].tolist()}"
+        in_play = mask[:, :52].any(1) & (mask[:, :52].sum(1) > 1)
+        plays += int(in_play.sum())
+        situations += torch.bincount(nil_situations(obs[in_play]), minlength=4)
+        random_pick = torch.multinomial(mask.float(), 1, generator=generator)[:, 0]
+        explore = torch.rand(mask.shape[0], generator=generator) < 0.3
+        obs, mask, *_ = env.step(torch.where(explore, random_pick, slow))
+    assert plays > 3_000
+    if env.rules.nil:                                  # every kind of nil at stake was played through
+        assert (situations > 50).all(), situations
+
+
+def test_batched_heuristic_hands_other_games_and_phases_to_the_per_row_heuristic():
+    """Cutthroat and three-player games (no partner to batch for) and empty batches."""
+    for rules, kwargs in (("cutthroat", {}), ("cutthroat", {"players": 3})):
+        raw = spades_v0.raw_env(rules=rules, **kwargs)
+        raw.reset(seed=3)
+        rows_obs, rows_mask = [], []
+        for agent in raw.agent_iter(max_iter=60):
+            obs, _, term, trunc, _ = raw.last()
+            if term or trunc:
+                break
+            rows_obs.append(obs["observation"])
+            rows_mask.append(obs["action_mask"])
+            raw.step(int(agents.make("heuristic").act(obs)))
+        obs_t = torch.from_numpy(np.stack(rows_obs))
+        mask_t = torch.from_numpy(np.stack(rows_mask)).bool()
+        assert torch.equal(choose_actions(obs_t, mask_t), per_row(obs_t, mask_t.to(torch.int8)))
+    empty = choose_actions(torch.zeros(0, 742), torch.zeros(0, 68, dtype=torch.bool))
+    assert empty.shape == (0,)
+
+
+def test_heuristic_agent_act_batch_equals_act_on_the_aec_env():
+    env = spades_v0.raw_env(rules="standard")
+    bot = agents.make("heuristic")
+    env.reset(seed=9)
+    obs_rows, mask_rows, actions = [], [], []
+    for agent in env.agent_iter():
+        obs, _, term, trunc, _ = env.last()
+        if term or trunc:
+            env.step(None)
+            continue
+        action = bot.act(obs)
+        obs_rows.append(obs["observation"])
+        mask_rows.append(obs["action_mask"])
+        actions.append(action)
+        env.step(action)
+    batch = bot.act_batch(torch.from_numpy(np.stack(obs_rows)), torch.from_numpy(np.stack(mask_rows)))
+    assert batch.tolist() == actions and env.unwrapped.game.phase != PHASE_PLAY
