@@ -1,31 +1,35 @@
-"""The heuristic's card play for a whole batch of observations at once, as torch tensor ops.
+"""The heuristic for a whole batch of observations at once, as torch tensor ops.
 
 :func:`choose_actions` returns exactly what :func:`agents.heuristic.choose_action` returns at every
-row, without a Python loop over the rows where the seat plays a card in a four-player partnership
-game: the rules of :func:`agents.heuristic.choose_card` are evaluated for every row and every
-card, and the branch of each row is picked with ``torch.where`` (tested against the per-row
-heuristic on whole games in every partnership preset). Bids, blind-nil decisions and passes (a few
-decisions per hand), and games without partnerships, go to the per-row Python heuristic.
+row, without a Python loop over the rows of four-player partnership games: the rules of the
+heuristic's play (:func:`choose_cards`), bidding (:func:`choose_bids`), blind-nil decision and
+passing are evaluated for every row (and every card), and the branch of each row is picked with
+``torch.where`` (tested against the per-row heuristic on whole games in every partnership preset).
+Games without partnerships (cutthroat, three players) go to the per-row Python heuristic.
 ``HeuristicAgent.act_batch`` uses it, and so do the trainer's heuristic opponents and its
-imitation of the heuristic. On the 2-core development machine a card decision costs about 24 us
-at 512 rows and 16 us at 4,096 (one thread), against about 83 us row by row.
+imitation of the heuristic. On the 2-core development machine a decision costs about 23 us at 512
+rows and 14 us at 4,096 (one thread, the decisions of whole games), against about 80 us row by row.
 
 Cards are sets as (B, 52) bool tensors; the card choices of the heuristic, which compare tuples
 (``min(cards, key=...)``), become one integer key per card whose order is the tuple's order.
 The ruff chances are products of per-seat factors ``1 - (1 - share) ** cards`` read from a table
-computed with Python floats, so that every comparison with the risk limit falls as in Python.
+computed with Python floats, and the bidding's sums are the same float64 operations in the same
+order as the Python code (its ``exp`` is Python's), so that every comparison falls as in Python.
 """
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import torch
 
-from spades_env.game import PHASE_PLAY
+from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, PHASE_BIDDING, PHASE_BLIND_DECISION,
+                             PHASE_PASSING, PHASE_PLAY)
 from spades_env.observation import decode_observation, layout_for_size
 
-from .heuristic import QUEEN, RUFF_RISK_LIMIT, SPADES, choose_action
+from .heuristic import (ACE, BID_MARGIN, BLIND_NIL_CLOSE_TO_TARGET, BLIND_NIL_FAR_BEHIND, JACK, KING, NIL_EDGE,
+                        NIL_MAX_ESTIMATE, QUEEN, RUFF_RISK_LIMIT, SPADES, TEN, UNCLAIMED_TRICKS, choose_action)
 
 NUM_CARDS = 52
 BIG = 1 << 40
@@ -366,10 +370,155 @@ def choose_cards(obs: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
     return torch.where(leading, lead, result)
 
 
+def _estimate_tricks(ranks: torch.Tensor) -> torch.Tensor:
+    """:func:`agents.heuristic.estimate_tricks` of four-player hands: ``ranks`` (B, 4 suits, 13)
+    bool. The same float64 operations in the same order as the Python code, so the sums are equal."""
+    B, dev = ranks.shape[0], ranks.device
+    f64 = torch.float64
+
+    def c(value: float) -> torch.Tensor:            # a float64 constant (a bare 0.85 would be float32)
+        return torch.tensor(value, dtype=f64, device=dev)
+
+    zero = torch.zeros(B, dtype=f64, device=dev)
+    total = torch.full((B,), -0.7, dtype=f64, device=dev)
+    shortness = zero.clone()
+    for suit in range(3):
+        length = ranks[:, suit].sum(1)
+        short = torch.tensor([2.0, 1.0, 0.4], dtype=f64, device=dev)[length.clamp(max=2)]
+        shortness = shortness + torch.where(length < 3, short, zero)
+        ace, king, queen = ranks[:, suit, ACE], ranks[:, suit, KING], ranks[:, suit, QUEEN]
+        total = total + torch.where(ace, torch.where(length <= 5, c(1.0), c(0.85)), zero)
+        king_value = torch.where(ace, c(0.67), torch.where(length >= 2, c(0.73), c(0.2)))
+        total = total + torch.where(king, king_value, zero)
+        total = total + torch.where(queen & (length >= 3), c(0.2), zero)
+    spades = ranks[:, SPADES]
+    count = spades.sum(1)
+    held_above = torch.zeros(B, dtype=torch.int64, device=dev)     # j: our spades ranked above
+    spare = torch.zeros(B, dtype=torch.int64, device=dev)
+    for rank in range(12, -1, -1):
+        here = spades[:, rank]
+        higher_missing = (12 - rank) - held_above
+        guards = count - 1 - held_above
+        top = higher_missing <= 0
+        second = ~top & (higher_missing == 1) & (guards >= 1)
+        third = ~top & ~second & (higher_missing == 2) & (guards >= 2)
+        value = torch.where(top, c(0.77), torch.where(second, c(0.6), c(0.4)))
+        total = torch.where(here & (top | second | third), total + value, total)
+        spare = spare + (here & ~(top | second | third)).to(torch.int64)
+        held_above = held_above + here.to(torch.int64)
+    ruffs = torch.minimum(spare.to(f64), shortness)
+    long_trumps = torch.clamp(torch.minimum(spare.to(f64) - ruffs, count.to(f64) - 3.0), min=0.0)
+    total = total + (0.51 * count.to(f64) + 0.36 * ruffs + 0.28 * long_trumps)
+    return torch.clamp(total, min=0.0)
+
+
+def _nil_log_odds(ranks: torch.Tensor, partner_bid: torch.Tensor) -> torch.Tensor:
+    """The log-odds ``z`` of :func:`agents.heuristic.nil_success_chance` (partnership, four
+    players; ``partner_bid`` -1 when not bid yet), same operations in the same order; NaN where
+    the chance is 0 (a spade of queen or above)."""
+    B, dev = ranks.shape[0], ranks.device
+    f64 = torch.float64
+    zero = torch.zeros(B, dtype=f64, device=dev)
+    spades = ranks[:, SPADES]
+    count = spades.sum(1)
+    z = torch.full((B,), 1.68, dtype=f64, device=dev)
+    held = [spades[:, r].to(f64) for r in (JACK, TEN, 7)]
+    z = z - (0.46 * held[0] + 0.33 * held[1] + 0.21 * held[2])
+    z = z - 0.63 * (count - 2).clamp(min=0).to(f64)
+    lowest_spade = torch.where(spades, torch.arange(13, device=dev), 13).min(1).values
+    z = torch.where((count > 0) & (lowest_spade >= 6), z - 0.31, z)
+    for suit in range(3):
+        suit_ranks = ranks[:, suit]
+        length = suit_ranks.sum(1)
+        small = suit_ranks[:, :6].sum(1)
+        for rank, weight, needed in ((TEN, 0.31, 1), (JACK, 0.42, 1), (QUEEN, 0.31, 2), (KING, 0.53, 2)):
+            term = weight * (needed - small).clamp(min=0).to(f64)
+            z = torch.where(suit_ranks[:, rank], z - term, z)
+        ace_term = 0.29 * (1 + (3 - small).clamp(min=0)).to(f64)
+        z = torch.where(suit_ranks[:, ACE], z - ace_term, z)
+        lowest = torch.where(suit_ranks, torch.arange(13, device=dev), 13).min(1).values
+        present = length > 0
+        z = torch.where(present, z - 0.12 * (lowest - 2).clamp(min=0).to(f64), z)
+        z = torch.where(present, z + 0.18 * (length - 4).clamp(min=0).to(f64), z)
+    z = torch.where(partner_bid > 0, z + 0.07 * (partner_bid - 2).to(f64), z)
+    no_chance = spades[:, QUEEN:].any(1)
+    return torch.where(no_chance, torch.full_like(zero, float("nan")), z)
+
+
+def choose_bids(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """:func:`agents.heuristic.choose_bid` at every row (four-player partnership games in the
+    bidding phase; ``mask`` (B, 68) bool)."""
+    layout = layout_for_size(obs.shape[1])
+    B, dev = obs.shape[0], obs.device
+    f64 = torch.float64
+    ranks = (obs[:, layout.obs_blocks["hand"].slice] > 0.5).reshape(B, 4, 13)
+    bids_block = (obs[:, layout.obs_blocks["bids"].slice] > 0.5).reshape(B, 4, 15)
+    has_bid = bids_block[:, :, :14].any(2)
+    bids = torch.where(has_bid, bids_block[:, :, :14].to(torch.int64).argmax(2), -1)   # -1: not yet
+    partner_bid = bids[:, 2]
+    estimate = _estimate_tricks(ranks)
+    partner_nil = partner_bid == 0
+    adjust = torch.where(bids_block[:, 2, 14], torch.tensor(1.0, dtype=f64, device=dev),
+                         torch.tensor(-0.3, dtype=f64, device=dev))
+    estimate = torch.where(partner_nil, estimate + adjust, estimate)
+    # Nil: its chance (a logistic of z, computed with Python's exp as the heuristic does).
+    z = _nil_log_odds(ranks, partner_bid).tolist()
+    chance = torch.tensor([0.0 if math.isnan(v) else 1.0 / (1.0 + math.exp(-v)) for v in z], dtype=f64, device=dev)
+    nil_value = 200.0 * chance - 100.0 - 10.0 * torch.clamp(estimate, min=1.0)
+    prefers_nil = (estimate <= NIL_MAX_ESTIMATE) & (nil_value >= NIL_EDGE)
+    nil = mask[:, BID_ACTION_BASE] & ~partner_nil & prefers_nil
+    # Otherwise the nearest legal bid to the estimate (the last bidder takes one more when the
+    # table leaves tricks unclaimed), the lower one on a tie.
+    desired = torch.clamp(torch.floor(estimate + 0.5 - BID_MARGIN), min=1).to(torch.int64)
+    others_done = has_bid[:, 1:].all(1)
+    unclaimed = others_done & (bids[:, 1:].clamp(min=0).sum(1) + desired <= 13 - UNCLAIMED_TRICKS)
+    desired = desired + unclaimed.to(torch.int64)
+    levels = torch.arange(1, 14, device=dev)
+    legal_levels = mask[:, BID_ACTION_BASE + 1:BID_ACTION_BASE + 14]
+    key = (levels[None, :] - desired[:, None]).abs() * 2 + (levels[None, :] > desired[:, None]).to(torch.int64)
+    nearest = BID_ACTION_BASE + 1 + _argmin(key, legal_levels)
+    bid = torch.where(_has(legal_levels), nearest, torch.full_like(nearest, BID_ACTION_BASE))
+    return torch.where(nil, torch.full_like(bid, BID_ACTION_BASE), bid)
+
+
+def choose_blind_nils(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """:func:`agents.heuristic.choose_blind_nil` at every row (partnership blind-nil decisions)."""
+    layout = layout_for_size(obs.shape[1])
+    B = obs.shape[0]
+    game = obs[:, layout.obs_blocks["game"].slice].double()
+    target = torch.round(game[:, 0] * 1000.0)
+    sides = obs[:, layout.obs_blocks["sides"].slice].double().reshape(B, 2, -1)
+    scores = torch.round(sides[:, :, 0] * target[:, None])           # as decode_observation reads them
+    partner_nil = (obs[:, layout.obs_blocks["bids"].slice] > 0.5).reshape(B, 4, 15)[:, 2, 0]
+    deficit = scores[:, 1] - scores[:, 0]
+    far_behind = deficit >= BLIND_NIL_FAR_BEHIND
+    about_to_lose = (deficit >= 100) & (scores[:, 1] >= target - BLIND_NIL_CLOSE_TO_TARGET)
+    blind = mask[:, BLIND_NIL_ACTION] & ~partner_nil & (far_behind | about_to_lose)
+    return torch.where(blind, BLIND_NIL_ACTION, LOOK_ACTION)
+
+
+def choose_passes(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """:func:`agents.heuristic.choose_pass` at every row (partnership passing after a blind nil)."""
+    layout = layout_for_size(obs.shape[1])
+    B = obs.shape[0]
+    tab = _card_tables(obs.device)
+    legal = mask[:, :NUM_CARDS]
+    hand = obs[:, layout.obs_blocks["hand"].slice] > 0.5
+    we_bid_blind = (obs[:, layout.obs_blocks["bids"].slice] > 0.5).reshape(B, 4, 15)[:, 0, 14]
+    below = (hand.to(torch.float32) @ tab["below"].to(torch.float32).T).to(torch.int64)
+    danger2 = torch.where(tab["spade"], 2 * tab["rank"] + 10, 2 * tab["rank"] - 3 * below.clamp(max=3))
+    dangerous = _argmax((danger2 + 20) * 64 + tab["card"], legal)
+    length = torch.stack([(hand & tab["suit_of"][s]).sum(1) for s in range(4)], 1).gather(
+        1, tab["suit"].expand(B, -1))
+    key = ((tab["rank"] + 4 * tab["spade"].to(torch.int64)) * 16 + length) * 64 + tab["card"]
+    low = _argmin(key, legal)
+    return torch.where(we_bid_blind, dangerous, low)
+
+
 def choose_actions(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """:func:`agents.heuristic.choose_action` at every row of ``obs`` (B, obs_size) and ``mask``
-    (B, 68): the card plays of partnership games batched, every other row (bids, blind-nil
-    decisions, passes, games without partners) by the per-row heuristic."""
+    (B, 68): the rows of partnership games batched by phase, those of games without partners
+    by the per-row heuristic."""
     mask = mask.bool()
     B = obs.shape[0]
     actions = torch.zeros(B, dtype=torch.int64, device=obs.device)
@@ -379,10 +528,21 @@ def choose_actions(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     batched = torch.zeros(B, dtype=torch.bool, device=obs.device)
     if layout.n == 4 and layout.num_sides == 2:
         phase = obs[:, layout.obs_blocks["phase"].slice].argmax(1)
-        batched = (phase == PHASE_PLAY) & mask[:, :NUM_CARDS].any(1) & ~mask[:, NUM_CARDS:].any(1)
-    rows = batched.nonzero()[:, 0]
-    if rows.numel():
-        actions[rows] = choose_cards(obs[rows].float(), mask[rows, :NUM_CARDS])
+        single = mask.sum(1) == 1
+        only = mask.to(torch.int64).argmax(1)
+        for code, choose in ((PHASE_PLAY, choose_cards), (PHASE_BIDDING, choose_bids),
+                             (PHASE_BLIND_DECISION, choose_blind_nils), (PHASE_PASSING, choose_passes)):
+            rows = ((phase == code) & mask.any(1)).nonzero()[:, 0]
+            if rows.numel():
+                batched[rows] = True
+                if code == PHASE_PLAY:
+                    chosen = choose(obs[rows].float(), mask[rows, :NUM_CARDS])
+                else:
+                    chosen = choose(obs[rows].float(), mask[rows])
+                legal = mask[rows].gather(1, chosen[:, None])[:, 0]
+                lowest = mask[rows].to(torch.int64).argmax(1)        # never needed: never play illegally
+                chosen = torch.where(legal, chosen, lowest)
+                actions[rows] = torch.where(single[rows], only[rows], chosen)
     others = (~batched).nonzero()[:, 0].tolist()
     if others:
         obs_np, mask_np = obs[others].float().cpu().numpy(), mask[others].cpu().numpy()

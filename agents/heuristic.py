@@ -638,7 +638,7 @@ class HeuristicAgent(Agent):
 
     def act_batch(self, observations, masks):
         """The action at every row of batched observations and masks (torch tensors, as
-        ``SpadesVectorEnv`` returns them): exactly :meth:`act` row by row, the card plays of
+        ``SpadesVectorEnv`` returns them): exactly :meth:`act` row by row, the decisions of
         partnership games computed for all rows at once (:mod:`agents.batched_heuristic`)."""
         from .batched_heuristic import choose_actions
         return choose_actions(observations, masks)
