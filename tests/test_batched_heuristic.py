@@ -11,8 +11,8 @@ import agents
 from agents.batched_heuristic import choose_actions
 from agents.heuristic import choose_action
 from spades_env import spades_v0
-from spades_env.game import PHASE_PLAY
-from spades_env.observation import decode_observation
+from spades_env.game import BLIND_NIL_ACTION, PHASE_PASSING, PHASE_PLAY
+from spades_env.observation import decode_observation, layout_for_size
 from spades_env.vector import SpadesVectorEnv
 from train.choice_values import nil_situations
 
@@ -33,7 +33,8 @@ def test_batched_heuristic_matches_the_heuristic_at_every_decision(rules, tables
     obs, mask = env.reset()
     generator = torch.Generator().manual_seed(5)
     situations = torch.zeros(4, dtype=torch.long)
-    plays = 0
+    plays = passes = blind_nils = 0
+    phase_cells = layout_for_size(obs.shape[1]).obs_blocks["phase"].slice
     for _ in range(steps):
         fast = choose_actions(obs, mask)
         slow = per_row(obs, mask)
@@ -41,12 +42,16 @@ def test_batched_heuristic_matches_the_heuristic_at_every_decision(rules, tables
         in_play = mask[:, :52].any(1) & (mask[:, :52].sum(1) > 1)
         plays += int(in_play.sum())
         situations += torch.bincount(nil_situations(obs[in_play]), minlength=4)
+        passes += int((obs[:, phase_cells].argmax(1) == PHASE_PASSING).sum())
+        blind_nils += int((slow == BLIND_NIL_ACTION).sum())
         random_pick = torch.multinomial(mask.float(), 1, generator=generator)[:, 0]
         explore = torch.rand(mask.shape[0], generator=generator) < 0.3
         obs, mask, *_ = env.step(torch.where(explore, random_pick, slow))
     assert plays > 8_000
     if env.rules.nil:                                  # every kind of nil at stake was played through
         assert (situations > 150).all(), situations
+    if env.rules.blind_nil:                            # blind nils declared, and the cards passed
+        assert blind_nils > 5 and passes > 40, (blind_nils, passes)
 
 
 def test_batched_heuristic_hands_games_without_partners_to_the_per_row_heuristic():
