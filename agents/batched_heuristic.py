@@ -33,6 +33,9 @@ from .heuristic import (ACE, BID_MARGIN, BLIND_NIL_CLOSE_TO_TARGET, BLIND_NIL_FA
 
 NUM_CARDS = 52
 BIG = 1 << 40
+# Below this many rows a CPU batch goes row by row: the tensor ops cost about 5 ms whatever the
+# batch, the per-row heuristic about 35 us a row (`spades-bench --heuristic`: break-even near 250).
+MIN_BATCH = 256
 
 
 @lru_cache(maxsize=None)
@@ -515,10 +518,11 @@ def choose_passes(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return torch.where(we_bid_blind, dangerous, low)
 
 
-def choose_actions(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def choose_actions(obs: torch.Tensor, mask: torch.Tensor, min_batch: int = MIN_BATCH) -> torch.Tensor:
     """:func:`agents.heuristic.choose_action` at every row of ``obs`` (B, obs_size) and ``mask``
     (B, 68): the rows of partnership games batched by phase, those of games without partners
-    by the per-row heuristic."""
+    by the per-row heuristic, and so are all rows of a CPU batch smaller than ``min_batch``
+    (there the tensor ops' fixed cost is more than the rows' Python cost)."""
     mask = mask.bool()
     B = obs.shape[0]
     actions = torch.zeros(B, dtype=torch.int64, device=obs.device)
@@ -526,7 +530,7 @@ def choose_actions(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         return actions
     layout = layout_for_size(obs.shape[1])
     batched = torch.zeros(B, dtype=torch.bool, device=obs.device)
-    if layout.n == 4 and layout.num_sides == 2:
+    if layout.n == 4 and layout.num_sides == 2 and (B >= min_batch or obs.device.type != "cpu"):
         phase = obs[:, layout.obs_blocks["phase"].slice].argmax(1)
         single = mask.sum(1) == 1
         only = mask.to(torch.int64).argmax(1)

@@ -153,6 +153,44 @@ def run_vector(batch_size: int, seconds: float = 2.0, rules: str = "standard", d
             "gc_freeze": gc_freeze, "obs_dtype": str(env.obs_dtype).replace("torch.", "")}
 
 
+def run_heuristic(batch_size: int, seconds: float = 2.0, rules: str = "standard", seed: int = 0,
+                  row_by_row: int = 1000) -> dict:
+    """The heuristic on a batch of tables playing whole games (the heuristic on every seat, scores
+    varying from hand to hand): decisions per second of ``HeuristicAgent.act_batch`` (the batched
+    heuristic, timed alone, not the engine's steps) and of ``act`` row by row (on up to
+    ``row_by_row`` of the same positions, each row handed over in the AEC env's numpy form)."""
+    import torch
+
+    import agents
+
+    from .vector import SpadesVectorEnv
+
+    env = SpadesVectorEnv(batch_size, rules=rules, episode="game", seed=seed, check_actions=False)
+    bot = agents.make("heuristic", seed=seed)
+    obs, mask = env.reset()
+    for _ in range(20):                       # into the game: bids, passes and cards all come up
+        obs, mask, *_ = env.step(bot.act_batch(obs, mask))
+    batched_s, decisions, steps = 0.0, 0, 0
+    saved = []
+    while batched_s < seconds or steps < 3:
+        start = time.perf_counter()
+        actions = bot.act_batch(obs, mask)
+        batched_s += time.perf_counter() - start
+        decisions += batch_size
+        steps += 1
+        if sum(o.shape[0] for o, _ in saved) < row_by_row:
+            saved.append((obs, mask))
+        obs, mask, *_ = env.step(actions)
+    rows = [(o, m) for obs_b, mask_b in saved for o, m in zip(obs_b.numpy(), mask_b.numpy().astype(np.int8))]
+    rows = rows[:row_by_row]
+    start = time.perf_counter()
+    for o, m in rows:
+        bot.act({"observation": o, "action_mask": m})
+    per_row_s = time.perf_counter() - start
+    return {"batch_size": batch_size, "steps": steps, "decisions_per_s": decisions / batched_s,
+            "row_by_row_decisions_per_s": len(rows) / per_row_s, "threads": torch.get_num_threads()}
+
+
 def _vector_worker(index: int, threads: int, barrier, results, kwargs: dict) -> None:
     import torch
 
@@ -313,6 +351,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--no-gc-freeze", action="store_true",
                         help="batched engine: leave Python's cyclic GC as is during the measurement (by default "
                              "gc.freeze() after the warm-up keeps it from rescanning torch's objects every few steps)")
+    parser.add_argument("--heuristic", action="store_true",
+                        help="also measure the heuristic: HeuristicAgent.act_batch on --heuristic-batch-sizes tables "
+                             "of whole games against act row by row")
+    parser.add_argument("--heuristic-batch-sizes", default="64,512,4096",
+                        help="batch sizes for --heuristic (default 64,512,4096)")
     parser.add_argument("--quick", action="store_true", help="a short run (50000 decisions, 1 repeat, small batches)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
@@ -371,6 +414,25 @@ def main(argv: Optional[list[str]] = None) -> int:
         print()
         print(format_vector_table(rows))
         output["vector"] = rows
+    if args.heuristic:
+        import torch
+
+        if args.threads:
+            torch.set_num_threads(args.threads)
+        try:
+            sizes = [int(b) for b in args.heuristic_batch_sizes.split(",") if b.strip()]
+        except ValueError:
+            parser.error(f"--heuristic-batch-sizes: expected integers separated by commas, got "
+                         f"{args.heuristic_batch_sizes!r}")
+        print(f"\nheuristic ({torch.get_num_threads()} torch threads), whole games of {args.rules}:", flush=True)
+        print(f"{'tables':>8} {'act_batch decisions/s':>22} {'act row by row':>15} {'ratio':>6}")
+        heuristic_rows = []
+        for b in sizes:
+            row = run_heuristic(b, args.vector_seconds, args.rules, args.seed)
+            heuristic_rows.append(row)
+            print(f"{b:>8} {row['decisions_per_s']:>22,.0f} {row['row_by_row_decisions_per_s']:>15,.0f} "
+                  f"{row['decisions_per_s'] / row['row_by_row_decisions_per_s']:>5.1f}x", flush=True)
+        output["heuristic"] = heuristic_rows
     if args.json:
         with open(args.json, "w") as f:
             json.dump(output, f, indent=1)

@@ -436,14 +436,21 @@ class ObservationView:
         return self.bids[2] if self.partnerships else None
 
 
+_LAYOUTS_BY_SIZE: dict[int, Layout] = {}
+
+
 def layout_for_size(size: int) -> Layout:
     """The layout of an observation vector from its length (partnerships: 742, four-player
-    cutthroat: 756, three players: 621)."""
+    cutthroat: 756, three players: 621). Cached: agents call it at every decision."""
+    layout = _LAYOUTS_BY_SIZE.get(size)
+    if layout is not None:
+        return layout
     from .rules import make_rules
 
     for rules in (make_rules("standard"), make_rules("cutthroat"), make_rules("cutthroat", players=3)):
         layout = layout_for(rules)
         if layout.obs_size == size:
+            _LAYOUTS_BY_SIZE[size] = layout
             return layout
     raise ValueError(f"no observation layout has {size} values (expected 742, 756 or 621)")
 

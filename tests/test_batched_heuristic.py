@@ -36,7 +36,7 @@ def test_batched_heuristic_matches_the_heuristic_at_every_decision(rules, tables
     plays = passes = blind_nils = 0
     phase_cells = layout_for_size(obs.shape[1]).obs_blocks["phase"].slice
     for _ in range(steps):
-        fast = choose_actions(obs, mask)
+        fast = choose_actions(obs, mask, min_batch=1)
         slow = per_row(obs, mask)
         assert torch.equal(fast, slow), f"{rules}: differs at rows {(fast != slow).nonzero()[:, 0].tolist()}"
         in_play = mask[:, :52].any(1) & (mask[:, :52].sum(1) > 1)
@@ -70,7 +70,7 @@ def test_batched_heuristic_hands_games_without_partners_to_the_per_row_heuristic
             raw.step(int(bot.act(obs)))
         obs_t = torch.from_numpy(np.stack(rows_obs))
         mask_t = torch.from_numpy(np.stack(rows_mask)).bool()
-        assert torch.equal(choose_actions(obs_t, mask_t), per_row(obs_t, mask_t.to(torch.int8)))
+        assert torch.equal(choose_actions(obs_t, mask_t, min_batch=1), per_row(obs_t, mask_t.to(torch.int8)))
     empty = choose_actions(torch.zeros(0, 742), torch.zeros(0, 68, dtype=torch.bool))
     assert empty.shape == (0,)
 
@@ -90,5 +90,8 @@ def test_heuristic_agent_act_batch_equals_act_on_the_aec_env():
         mask_rows.append(obs["action_mask"])
         actions.append(action)
         env.step(action)
-    batch = bot.act_batch(torch.from_numpy(np.stack(obs_rows)), torch.from_numpy(np.stack(mask_rows)))
-    assert batch.tolist() == actions and env.unwrapped.game.phase != PHASE_PLAY
+    obs_t, mask_t = torch.from_numpy(np.stack(obs_rows)), torch.from_numpy(np.stack(mask_rows))
+    assert env.unwrapped.game.phase != PHASE_PLAY
+    assert bot.act_batch(obs_t, mask_t).tolist() == actions
+    assert choose_actions(obs_t, mask_t, min_batch=1).tolist() == actions
+    assert choose_actions(obs_t[:40], mask_t[:40]).tolist() == actions[:40]    # a small batch: row by row
