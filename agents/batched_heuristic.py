@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+import numpy as np
 import torch
 
 from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, PHASE_BIDDING, PHASE_BLIND_DECISION,
@@ -525,31 +526,38 @@ def choose_actions(obs: torch.Tensor, mask: torch.Tensor, min_batch: int = MIN_B
     (there the tensor ops' fixed cost is more than the rows' Python cost)."""
     mask = mask.bool()
     B = obs.shape[0]
-    actions = torch.zeros(B, dtype=torch.int64, device=obs.device)
-    if B == 0:
-        return actions
     layout = layout_for_size(obs.shape[1])
+    if B == 0 or layout.n != 4 or layout.num_sides != 2 or (B < min_batch and obs.device.type == "cpu"):
+        return _row_by_row(obs, mask)
+    actions = torch.zeros(B, dtype=torch.int64, device=obs.device)
     batched = torch.zeros(B, dtype=torch.bool, device=obs.device)
-    if layout.n == 4 and layout.num_sides == 2 and (B >= min_batch or obs.device.type != "cpu"):
-        phase = obs[:, layout.obs_blocks["phase"].slice].argmax(1)
-        single = mask.sum(1) == 1
-        only = mask.to(torch.int64).argmax(1)
-        for code, choose in ((PHASE_PLAY, choose_cards), (PHASE_BIDDING, choose_bids),
-                             (PHASE_BLIND_DECISION, choose_blind_nils), (PHASE_PASSING, choose_passes)):
-            rows = ((phase == code) & mask.any(1)).nonzero()[:, 0]
-            if rows.numel():
-                batched[rows] = True
-                if code == PHASE_PLAY:
-                    chosen = choose(obs[rows].float(), mask[rows, :NUM_CARDS])
-                else:
-                    chosen = choose(obs[rows].float(), mask[rows])
-                legal = mask[rows].gather(1, chosen[:, None])[:, 0]
-                lowest = mask[rows].to(torch.int64).argmax(1)        # never needed: never play illegally
-                chosen = torch.where(legal, chosen, lowest)
-                actions[rows] = torch.where(single[rows], only[rows], chosen)
-    others = (~batched).nonzero()[:, 0].tolist()
-    if others:
-        obs_np, mask_np = obs[others].float().cpu().numpy(), mask[others].cpu().numpy()
-        chosen = [choose_action(decode_observation(o), m.nonzero()[0].tolist()) for o, m in zip(obs_np, mask_np)]
-        actions[others] = torch.as_tensor(chosen, dtype=torch.int64, device=obs.device)
+    phase = obs[:, layout.obs_blocks["phase"].slice].argmax(1)
+    single = mask.sum(1) == 1
+    only = mask.to(torch.int64).argmax(1)
+    for code, choose in ((PHASE_PLAY, choose_cards), (PHASE_BIDDING, choose_bids),
+                         (PHASE_BLIND_DECISION, choose_blind_nils), (PHASE_PASSING, choose_passes)):
+        rows = ((phase == code) & mask.any(1)).nonzero()[:, 0]
+        if rows.numel():
+            batched[rows] = True
+            if code == PHASE_PLAY:
+                chosen = choose(obs[rows].float(), mask[rows, :NUM_CARDS])
+            else:
+                chosen = choose(obs[rows].float(), mask[rows])
+            legal = mask[rows].gather(1, chosen[:, None])[:, 0]
+            lowest = mask[rows].to(torch.int64).argmax(1)        # never needed: never play illegally
+            chosen = torch.where(legal, chosen, lowest)
+            actions[rows] = torch.where(single[rows], only[rows], chosen)
+    others = (~batched).nonzero()[:, 0]
+    if others.numel():              # rows without a legal action: the per-row heuristic raises, as act does
+        actions[others] = _row_by_row(obs[others], mask[others])
     return actions
+
+
+def _row_by_row(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The per-row heuristic at every row (as ``HeuristicAgent.act`` does it)."""
+    obs_np, mask_np = obs.float().cpu().numpy(), mask.cpu().numpy()
+    chosen = []
+    for o, m in zip(obs_np, mask_np):
+        legal = np.flatnonzero(m).tolist()
+        chosen.append(legal[0] if len(legal) == 1 else choose_action(decode_observation(o), legal))
+    return torch.tensor(chosen, dtype=torch.int64, device=obs.device)

@@ -158,7 +158,8 @@ def run_heuristic(batch_size: int, seconds: float = 2.0, rules: str = "standard"
     """The heuristic on a batch of tables playing whole games (the heuristic on every seat, scores
     varying from hand to hand): decisions per second of ``HeuristicAgent.act_batch`` (the batched
     heuristic, timed alone, not the engine's steps) and of ``act`` row by row (on up to
-    ``row_by_row`` of the same positions, each row handed over in the AEC env's numpy form)."""
+    ``row_by_row`` of the same positions drawn from every step, each row handed over in the AEC
+    env's numpy form)."""
     import torch
 
     import agents
@@ -171,18 +172,18 @@ def run_heuristic(batch_size: int, seconds: float = 2.0, rules: str = "standard"
     for _ in range(20):                       # into the game: bids, passes and cards all come up
         obs, mask, *_ = env.step(bot.act_batch(obs, mask))
     batched_s, decisions, steps = 0.0, 0, 0
-    saved = []
+    picker = random.Random(seed)
+    saved = []                                 # a few rows of every step, for the row-by-row timing
     while batched_s < seconds or steps < 3:
         start = time.perf_counter()
         actions = bot.act_batch(obs, mask)
         batched_s += time.perf_counter() - start
         decisions += batch_size
         steps += 1
-        if sum(o.shape[0] for o, _ in saved) < row_by_row:
-            saved.append((obs, mask))
+        for i in picker.sample(range(batch_size), min(batch_size, 64)):
+            saved.append((obs[i].numpy().copy(), mask[i].numpy().astype(np.int8)))
         obs, mask, *_ = env.step(actions)
-    rows = [(o, m) for obs_b, mask_b in saved for o, m in zip(obs_b.numpy(), mask_b.numpy().astype(np.int8))]
-    rows = rows[:row_by_row]
+    rows = picker.sample(saved, min(len(saved), row_by_row))
     start = time.perf_counter()
     for o, m in rows:
         bot.act({"observation": o, "action_mask": m})
@@ -371,6 +372,13 @@ def main(argv: Optional[list[str]] = None) -> int:
         parser.error(f"--batch-sizes: expected integers separated by commas, got {args.batch_sizes!r}")
     if any(b <= 0 for b in batch_sizes):
         parser.error("--batch-sizes must be positive")
+    try:
+        heuristic_sizes = [int(b) for b in args.heuristic_batch_sizes.split(",") if b.strip()]
+    except ValueError:
+        parser.error(f"--heuristic-batch-sizes: expected integers separated by commas, got "
+                     f"{args.heuristic_batch_sizes!r}")
+    if any(b <= 0 for b in heuristic_sizes):
+        parser.error("--heuristic-batch-sizes must be positive")
     if args.processes < 1:
         parser.error(f"--processes must be at least 1, got {args.processes}")
     if args.threads is not None and args.threads < 1:
@@ -419,15 +427,10 @@ def main(argv: Optional[list[str]] = None) -> int:
 
         if args.threads:
             torch.set_num_threads(args.threads)
-        try:
-            sizes = [int(b) for b in args.heuristic_batch_sizes.split(",") if b.strip()]
-        except ValueError:
-            parser.error(f"--heuristic-batch-sizes: expected integers separated by commas, got "
-                         f"{args.heuristic_batch_sizes!r}")
         print(f"\nheuristic ({torch.get_num_threads()} torch threads), whole games of {args.rules}:", flush=True)
         print(f"{'tables':>8} {'act_batch decisions/s':>22} {'act row by row':>15} {'ratio':>6}")
         heuristic_rows = []
-        for b in sizes:
+        for b in heuristic_sizes:
             row = run_heuristic(b, args.vector_seconds, args.rules, args.seed)
             heuristic_rows.append(row)
             print(f"{b:>8} {row['decisions_per_s']:>22,.0f} {row['row_by_row_decisions_per_s']:>15,.0f} "

@@ -31,6 +31,19 @@ def test_bench_rejects_bad_arguments(capsys):
         bench.main(["--no-aec", "--threads", "0"])
 
 
+def test_bench_measures_the_heuristic(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    assert bench.main(["--no-aec", "--no-vector", "--heuristic", "--heuristic-batch-sizes", "8,300",
+                       "--vector-seconds", "0.05", "--json", str(out)]) == 0
+    assert "act_batch decisions/s" in capsys.readouterr().out
+    rows = json.loads(out.read_text())["heuristic"]
+    assert [row["batch_size"] for row in rows] == [8, 300]
+    assert all(row["decisions_per_s"] > 0 and row["row_by_row_decisions_per_s"] > 0 for row in rows)
+    import pytest
+    with pytest.raises(SystemExit):
+        bench.main(["--no-aec", "--no-vector", "--heuristic", "--heuristic-batch-sizes", "8,x"])
+
+
 def test_bench_other_rules():
     results = bench.run_benchmarks(decisions=2000, rules="cutthroat", repeats=1, openspiel=False,
                                    progress=lambda line: None)
