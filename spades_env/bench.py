@@ -3,7 +3,8 @@
 Every decision reads the observation and the action mask, then picks a uniformly random legal
 action from the mask. Dealing (chance) steps are not counted as decisions. When ``open_spiel`` is
 importable, its ``spades`` is measured the same way in the same run (observation tensor and
-legal-action mask read every decision) and the ratio is printed.
+legal-action mask read every decision) and the ratio is printed. ``--heuristic`` also times the
+heuristic agent on whole games: ``act_batch`` on a batch of tables against ``act`` row by row.
 """
 
 from __future__ import annotations
@@ -338,7 +339,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--compile", action="store_true",
                         help="also run the batched engine under torch.compile (slow first step per size)")
     parser.add_argument("--device", default="cpu", help="batched engine device (cpu, cuda)")
-    parser.add_argument("--vector-seconds", type=float, default=2.0, help="measured seconds per batch size")
+    parser.add_argument("--vector-seconds", type=float, default=2.0, help="measured seconds per batch size (batched engine and --heuristic)")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch CPU threads for the batched engine (default: torch's choice)")
     parser.add_argument("--processes", type=int, default=1,
