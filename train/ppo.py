@@ -619,11 +619,10 @@ class Trainer:
 
     def _heuristic_choices(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """The heuristic's action at each of these decisions (``distill_prior: heuristic``), read
-        from the observations alone (about 0.1 ms each)."""
-        from train.choice_values import agent_choices
+        from the observations alone."""
         self.log(f"distillation: the heuristic's choices at {obs.shape[0]:,} decisions ...")
         began = time.perf_counter()
-        choices = torch.tensor(agent_choices("heuristic", obs.float(), mask), dtype=torch.long)
+        choices = self.heuristic.act_batch(obs.float(), mask.bool())
         self.log(f"distillation: the heuristic's choices done ({time.perf_counter() - began:.0f} s)")
         return choices
 
