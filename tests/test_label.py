@@ -4,6 +4,7 @@ spades-train's ``distill_data`` (fits the teacher, keeps the best held-out epoch
 from __future__ import annotations
 
 import json
+import random
 import re
 from pathlib import Path
 
@@ -106,6 +107,28 @@ def test_follow_teacher_one_plays_the_teachers_game(tmp_path):
     data = load_labels(label(settings(tmp_path, deals=2, follow_teacher=1.0, teacher="random:seed=1"),
                              progress=False, log=quiet))
     assert float((data["teacher"] == data["student"]).float().mean()) < 0.9
+
+
+def test_varied_start_labels_hands_from_random_scores_and_bags(tmp_path):
+    from spades_env.observation import decode_observation
+    from spades_env.rules import make_rules
+    from train.label import random_start
+    rules = make_rules("standard")
+    rng = random.Random(0)
+    starts = [random_start(rules, 0.5, rng) for _ in range(400)]
+    varied = [s for s in starts if s]
+    assert 150 < len(varied) < 250                                   # about half of the deals
+    assert all(-150 <= x <= 490 and x % 10 == 0 for s in varied for x in s["scores"])
+    assert all(0 <= b < rules.bag_limit for s in varied for b in s["bags"])
+    assert random_start(rules, 0.0, rng) == {}
+    data = load_labels(label(settings(tmp_path, deals=12, shard_deals=6, teacher="playout", follow_teacher=0.0,
+                                      varied_start=1.0), progress=False, log=quiet))
+    views = [decode_observation(o.float().numpy()) for o in data["obs"]]
+    assert len({tuple(v.scores) for v in views}) > 6                # every deal from its own score
+    assert any(any(v.bags) for v in views)
+    assert any(any(v.blind) for v in views)                          # blind nil is bid (offered when behind by 100)
+    with pytest.raises(LabelError, match=r"varied_start=2: expected the share of deals \(0 to 1\)"):
+        label(settings(tmp_path / "bad", varied_start=2), log=quiet)
 
 
 def test_label_errors_name_what_was_wrong(tmp_path, capsys):

@@ -186,6 +186,18 @@ def policy_play_out(tables: list[SpadesGame], encoders: list[ObservationEncoder]
         active = [k for k in waiting if tables[k].phase == PHASE_PLAY]
 
 
+def random_start(rules, share: float, rng: random.Random) -> dict[str, list[int]]:
+    """The ``reset`` options of a deal that starts from random scores (-150..490 in steps of 10,
+    as ``spades-train``'s ``varied_start``) and bags (0..bag_limit-1), with probability ``share``;
+    otherwise none (0-0, no bags)."""
+    if share <= 0 or rng.random() >= share:
+        return {}
+    options = {"scores": [10 * rng.randint(-15, 49) for _ in range(2)]}
+    if not rules.bags_from_score_digit:
+        options["bags"] = [rng.randrange(rules.bag_limit) for _ in range(2)]
+    return options
+
+
 class _PlayOut:
     """A request from a deal being labelled: value these card classes of ``seat`` at ``game``."""
 
@@ -284,6 +296,8 @@ class Labeller:
         options: dict[str, Any] = {"deal": deal}
         if dealer is not None:
             options["dealer"] = dealer
+        options.update(random_start(self.rules, self.settings["varied_start"],
+                                    random.Random(derive_seed("spades-label", seed, "start", index))))
         env.reset(seed=derive_seed("spades-label", seed, "env", index), options=options)
         student_seats = (0, 2) if index % 2 == 0 else (1, 3)
         for k, agent in enumerate([self.student] + self.teachers + opponents):
@@ -402,6 +416,10 @@ def check_settings(settings: dict) -> dict:
         if not isinstance(settings[key], int) or settings[key] < 1:
             raise LabelError(f"{key}={settings[key]!r}: expected a positive integer")
     settings.setdefault("continuation", "heuristic")
+    settings.setdefault("varied_start", 0.0)
+    if not isinstance(settings["varied_start"], (int, float)) or not 0.0 <= settings["varied_start"] <= 1.0:
+        raise LabelError(f"varied_start={settings['varied_start']!r}: expected the share of deals (0 to 1) that "
+                         "start from random scores and bags")
     if settings["continuation"] not in CONTINUATIONS:
         raise LabelError(f"continuation={settings['continuation']!r}: expected one of {', '.join(CONTINUATIONS)}")
     if settings["continuation"] != "heuristic" and settings["teacher"] != PLAYOUT:
@@ -439,7 +457,8 @@ def label(settings: dict, progress: bool = True, log=print) -> Path:
     fixed = {k: v for k, v in settings.items() if k not in ("workers", "out", "deals")}
     if meta_path.exists():
         previous = json.loads(meta_path.read_text())
-        previous.setdefault("continuation", "heuristic")        # folders labelled before the option existed
+        previous.setdefault("continuation", "heuristic")        # folders labelled before the options existed
+        previous.setdefault("varied_start", 0.0)
         differ = sorted(k for k in set(previous) | set(fixed) if previous.get(k) != fixed.get(k))
         if differ:
             raise LabelError(f"{out} holds labels made with other settings "
@@ -543,6 +562,9 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="with --teacher playout: who plays the student's side after the valued card "
                         "(default heuristic: all four seats; student: the student's greedy policy, the other "
                         "side still the heuristic)")
+    parser.add_argument("--varied-start", type=float, default=0.0, metavar="SHARE",
+                        help="share of the deals (drawn per deal) that start from random scores (-150..490) and "
+                        "bags instead of 0-0, where blind nil is offered and bags near the limit cost (default 0)")
     parser.add_argument("--rules", default="standard", help="rule preset (partnership rules; default standard)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=None, help="processes (default: the CPUs)")
@@ -551,7 +573,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     from train.evaluate import default_workers
     settings = {"student": args.student, "teacher": args.teacher, "opponents": args.opponents, "deals": args.deals,
                 "shard_deals": args.shard_deals, "follow_teacher": args.follow_teacher,
-                "continuation": args.continuation, "rules": args.rules,
+                "continuation": args.continuation, "varied_start": args.varied_start, "rules": args.rules,
                 "seed": args.seed, "workers": args.workers or default_workers(), "out": args.out}
     try:
         label(settings, progress=not args.no_progress, log=lambda line: print(line, flush=True))
