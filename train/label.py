@@ -43,6 +43,10 @@ fits them the same way.
 (its favourite card; the play-outs of a shard's deals batched together), the other side still with the heuristic:
 the values are then what each card is worth when the hand goes on with the student's own play
 (a step of policy iteration against the heuristic), at about half the labelling speed.
+
+``--varied-start SHARE`` starts that share of the deals from random scores (-150..490) and bags
+instead of 0-0 (as ``spades-train``'s ``varied_start``): blind nil is then offered to a side 100
+points behind, and bags near the limit cost their penalty in the values.
 """
 
 from __future__ import annotations
