@@ -78,6 +78,9 @@ class TrainConfig:
     card_features: bool = _f(False, "the policy also reads derived card-counting features (unseen cards above "
                                      "and below each card, master cards, the trick's winner, voids) and scores "
                                      "each card with weights shared by all cards (agents.networks.CardFeatures)")
+    belief_hidden: int = _f(0, "with card_features: width of a belief network that estimates which other seat "
+                               "holds each unseen card, read by the policy (0: none); train it on labelled "
+                               "deals with python -m train.belief, then init_from that model")
     critic: str = _f("local", "'local': the critic sees the seat's observation; 'central': also the full "
                               "state, all hands included (training only; the policy never sees it)")
 
@@ -203,6 +206,11 @@ class TrainConfig:
         for name in ("entropy_coef", "value_coef", "shaping", "win_bonus"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected 0 or more")
+        if self.belief_hidden < 0:
+            raise ConfigError(f"belief_hidden={self.belief_hidden!r}: expected 0 (no belief) or a positive width")
+        if self.belief_hidden and not self.card_features:
+            raise ConfigError(f"belief_hidden={self.belief_hidden!r} needs card_features: true (the belief reads "
+                              "the card features)")
         if self.max_updates is not None and self.max_updates < 0:
             raise ConfigError(f"max_updates={self.max_updates!r}: expected 0 or more, or null")
         if self.distill_value_temperature is not None and not self.distill_value_temperature > 0:

@@ -300,7 +300,7 @@ class Labeller:
         options: dict[str, Any] = {"deal": deal}
         if dealer is not None:
             options["dealer"] = dealer
-        options.update(random_start(self.rules, self.settings["varied_start"],
+        options.update(random_start(self.rules, self.settings.get("varied_start", 0.0),
                                     random.Random(derive_seed("spades-label", seed, "start", index))))
         env.reset(seed=derive_seed("spades-label", seed, "env", index), options=options)
         student_seats = (0, 2) if index % 2 == 0 else (1, 3)

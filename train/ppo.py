@@ -90,7 +90,7 @@ class Trainer:
         self.obs, self.mask = self._reset_tables(self.env)
         self.obs_size = self.env.obs_size
         self.state_size = self.env.state_tensor().shape[1] if cfg.critic == "central" else None
-        self.policy = PolicyNet(self.obs_size, cfg.hidden, cfg.layers, cfg.head_hidden, cfg.card_features).to(dev)
+        self.policy = PolicyNet(self.obs_size, cfg.hidden, cfg.layers, cfg.head_hidden, cfg.card_features, cfg.belief_hidden).to(dev)
         self.critic = ValueNet(self.obs_size + (self.state_size or 0), cfg.hidden, cfg.layers).to(dev)
         self.optimizer = torch.optim.Adam(list(self.policy.parameters()) + list(self.critic.parameters()),
                                           lr=cfg.learning_rate, eps=1e-5)
@@ -191,7 +191,7 @@ class Trainer:
     def _load_pool_nets(self) -> None:
         cfg = self.config
         while len(self.pool_nets) < len(self.pool_weights):
-            net = PolicyNet(self.obs_size, cfg.hidden, cfg.layers, cfg.head_hidden, cfg.card_features)
+            net = PolicyNet(self.obs_size, cfg.hidden, cfg.layers, cfg.head_hidden, cfg.card_features, cfg.belief_hidden)
             self.pool_nets.append(net.to(self.device))
         for net, weights in zip(self.pool_nets, self.pool_weights):
             net.load_state_dict(weights)
