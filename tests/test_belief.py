@@ -111,3 +111,17 @@ def test_belief_errors_name_what_was_wrong(labels, tmp_path, capsys):
         PolicyNet(742, card_features=True).belief_logits(torch.zeros(1, 742))
     assert main([str(DEFAULT_MODEL), str(labels), "--out", str(tmp_path / "m.pt"), "--hidden", "0"]) == 2
     assert "hidden=0" in capsys.readouterr().err
+
+
+def test_training_a_policy_with_a_belief_warns_unless_it_starts_from_a_fitted_one(labels, tmp_path):
+    from train.ppo import Trainer
+    from test_train import tiny
+    lines: list[str] = []
+    Trainer(tiny(tmp_path, "bare", "card_features=true", "belief_hidden=8"), log=lines.append)
+    assert any("belief starts untrained" in line for line in lines)
+    fitted = train_belief(DEFAULT_MODEL, [labels], tmp_path / "belief.pt", hidden=8, epochs=1, log=quiet)
+    lines.clear()
+    trainer = Trainer(tiny(tmp_path, "fitted", "card_features=true", "belief_hidden=8", f"init_from={fitted}",
+                           "hidden=256", "layers=2", "head_hidden=128"), log=lines.append)
+    assert not any("untrained" in line for line in lines)
+    torch.testing.assert_close(trainer.policy.state_dict(), read_checkpoint(fitted)["policy"])

@@ -90,7 +90,8 @@ class Trainer:
         self.obs, self.mask = self._reset_tables(self.env)
         self.obs_size = self.env.obs_size
         self.state_size = self.env.state_tensor().shape[1] if cfg.critic == "central" else None
-        self.policy = PolicyNet(self.obs_size, cfg.hidden, cfg.layers, cfg.head_hidden, cfg.card_features, cfg.belief_hidden).to(dev)
+        self.policy = PolicyNet(self.obs_size, cfg.hidden, cfg.layers, cfg.head_hidden, cfg.card_features,
+                                cfg.belief_hidden).to(dev)
         self.critic = ValueNet(self.obs_size + (self.state_size or 0), cfg.hidden, cfg.layers).to(dev)
         self.optimizer = torch.optim.Adam(list(self.policy.parameters()) + list(self.critic.parameters()),
                                           lr=cfg.learning_rate, eps=1e-5)
@@ -118,6 +119,9 @@ class Trainer:
         self._assign(torch.ones(B, dtype=torch.bool, device=dev))
         if cfg.init_from and not resume:
             self._init_from(Path(cfg.init_from))
+        elif cfg.belief_hidden and not resume:
+            self.log(f"belief_hidden={cfg.belief_hidden} without init_from: the belief starts untrained and nothing "
+                     "trains it here (fit it first with python -m train.belief, then init_from that model)")
         resume_update = None
         if resume:
             path = self.checkpoint_dir / "last.pt" if resume is True else Path(resume)
@@ -137,6 +141,10 @@ class Trainer:
 
     def _init_from(self, path: Path) -> None:
         data = read_checkpoint(path)
+        if self.config.belief_hidden and not data["arch"].get("belief_hidden"):
+            self.log(f"init_from: {path} has no belief; this policy's belief (belief_hidden="
+                     f"{self.config.belief_hidden}) starts untrained and nothing trains it here (fit it first with "
+                     "python -m train.belief, then init_from that model)")
         if data["arch"] == self.policy.arch:
             self.policy.load_state_dict(data["policy"])
         elif self.policy.can_grow_from(data["arch"]):
@@ -191,7 +199,8 @@ class Trainer:
     def _load_pool_nets(self) -> None:
         cfg = self.config
         while len(self.pool_nets) < len(self.pool_weights):
-            net = PolicyNet(self.obs_size, cfg.hidden, cfg.layers, cfg.head_hidden, cfg.card_features, cfg.belief_hidden)
+            net = PolicyNet(self.obs_size, cfg.hidden, cfg.layers, cfg.head_hidden, cfg.card_features,
+                            cfg.belief_hidden)
             self.pool_nets.append(net.to(self.device))
         for net, weights in zip(self.pool_nets, self.pool_weights):
             net.load_state_dict(weights)
