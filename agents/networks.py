@@ -231,21 +231,25 @@ class PolicyNet(nn.Module):
         """The trunk's output (B, hidden), and the per-card features (None without them)."""
         if self.features is None:
             return self.trunk(obs), None
-        per_card, summary = self.features(obs)
-        inputs = torch.cat([obs, per_card.flatten(1), summary], 1)
+        inputs, per_card = self._card_inputs(obs)
         if self.belief is None:
             return self.trunk(inputs), per_card
         with torch.no_grad():
             where = torch.softmax(self.belief(inputs), 2) * per_card[:, :, 1:2]    # unseen cards only
         return self.trunk(torch.cat([inputs, where.flatten(1)], 1)), torch.cat([per_card, where], 2)
 
+    def _card_inputs(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The observation with the card features (what the trunk and the belief read), and the
+        per-card features."""
+        per_card, summary = self.features(obs)
+        return torch.cat([obs, per_card.flatten(1), summary], 1), per_card
+
     def belief_logits(self, obs: torch.Tensor) -> torch.Tensor:
         """The belief's logits (B, 52, n - 1): which other seat holds each card (meaningful for the
         unseen ones)."""
         if self.belief is None:
             raise ValueError("this policy has no belief (belief_hidden = 0)")
-        per_card, summary = self.features(obs)
-        return self.belief(torch.cat([obs, per_card.flatten(1), summary], 1))
+        return self.belief(self._card_inputs(obs)[0])
 
     def forward(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         return self.heads(*self.embed(obs), mask)

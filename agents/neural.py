@@ -121,11 +121,16 @@ def export_model(checkpoint: str | Path, out: str | Path, **provenance: Any) -> 
     if data["format"] == CHECKPOINT_FORMAT:
         meta.update({"config": data["config"], "update": data["update"], "decisions": data["decisions"]})
     meta.update(provenance)
+    return save_model(policy, out, info["rules"], meta)
+
+
+def save_model(policy: PolicyNet, out: str | Path, rules: Any, provenance: dict) -> Path:
+    """Write ``policy`` as a standalone model file for ``agents.make("neural")`` (atomically)."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
-    torch.save({"format": MODEL_FORMAT, "version": 1, "arch": info["arch"], "rules": info["rules"],
-                "policy": policy.state_dict(), "provenance": meta}, tmp)
+    torch.save({"format": MODEL_FORMAT, "version": 1, "arch": policy.arch, "rules": rules,
+                "policy": policy.state_dict(), "provenance": provenance}, tmp)
     tmp.replace(out)
     return out
 

@@ -3,14 +3,16 @@ policy, fitted on labelled deals, read by the policy without being trained by it
 
 from __future__ import annotations
 
+import json
 import math
+import shutil
 
 import numpy as np
 import pytest
 import torch
 
 import agents
-from agents.neural import DEFAULT_MODEL, policy_from_checkpoint, read_checkpoint
+from agents.neural import DEFAULT_MODEL, policy_from_checkpoint, read_checkpoint, save_model
 from agents.networks import PolicyNet
 from spades_env import spades_v0
 from train.belief import BeliefError, fit_belief, main, owners_of_unseen, train_belief
@@ -111,6 +113,27 @@ def test_belief_errors_name_what_was_wrong(labels, tmp_path, capsys):
         PolicyNet(742, card_features=True).belief_logits(torch.zeros(1, 742))
     assert main([str(DEFAULT_MODEL), str(labels), "--out", str(tmp_path / "m.pt"), "--hidden", "0"]) == 2
     assert "hidden=0" in capsys.readouterr().err
+    with pytest.raises(BeliefError, match="batch=0: expected a positive integer"):
+        train_belief(DEFAULT_MODEL, [labels], tmp_path / "m.pt", batch=0, log=quiet)
+    with pytest.raises(BeliefError, match="learning_rate=0"):
+        train_belief(DEFAULT_MODEL, [labels], tmp_path / "m.pt", learning_rate=0, log=quiet)
+    plain = save_model(PolicyNet(742, hidden=8, layers=1, head_hidden=8), tmp_path / "plain.pt", "standard", {})
+    with pytest.raises(BeliefError, match="needs a policy with card_features"):
+        train_belief(plain, [labels], tmp_path / "m.pt", log=quiet)
+    fitted = train_belief(DEFAULT_MODEL, [labels], tmp_path / "b8.pt", hidden=8, epochs=1, log=quiet)
+    with pytest.raises(BeliefError, match="its belief is 8 wide, not --hidden 16"):
+        train_belief(fitted, [labels], tmp_path / "m.pt", hidden=16, log=quiet)
+    # Labels whose recorded seed does not deal the hands they hold are refused.
+    other = tmp_path / "other_seed"
+    shutil.copytree(labels, other)
+    meta = json.loads((other / "labels.json").read_text())
+    (other / "labels.json").write_text(json.dumps({**meta, "seed": meta["seed"] + 1}))
+    with pytest.raises(BeliefError, match="do not match the deals regenerated from its seed 1"):
+        owners_of_unseen(other)
+    data = owners_of_unseen(labels)
+    with pytest.raises(BeliefError, match="too few deals to hold a tenth out"):
+        fit_belief(PolicyNet(742, hidden=8, layers=1, head_hidden=8, card_features=True, belief_hidden=8),
+                   {**data, "deal": torch.zeros_like(data["deal"])}, log=quiet)
 
 
 def test_training_a_policy_with_a_belief_warns_unless_it_starts_from_a_fitted_one(labels, tmp_path):

@@ -24,7 +24,7 @@ from typing import Optional, Sequence
 
 import torch
 
-from agents.neural import ModelError, policy_from_checkpoint, read_checkpoint
+from agents.neural import ModelError, policy_from_checkpoint, read_checkpoint, save_model
 from agents.networks import NUM_CARDS, PolicyNet
 from spades_env.observation import layout_for_size
 from train.evaluate import derive_seed, make_deal
@@ -129,8 +129,8 @@ def fit_belief(policy: PolicyNet, data: dict[str, torch.Tensor], epochs: int = 2
 def train_belief(model: str | Path, folders: Sequence[str | Path], out: str | Path, hidden: int = 256,
                  epochs: int = 2, seed: int = 0, batch: int = 2048, learning_rate: float = 1e-3, log=print) -> Path:
     """Grow ``model``'s policy a belief of width ``hidden``, fit it on ``folders`` and write the
-    model (the same format as ``model``, its policy's logits unchanged until a fit reads the
-    belief) to ``out``."""
+    model (a model file, as ``train.export`` writes; its policy's logits unchanged until a fit
+    reads the belief) to ``out``."""
     for name, value in (("hidden", hidden), ("epochs", epochs), ("batch", batch)):
         if not isinstance(value, int) or value < 1:
             raise BeliefError(f"{name}={value!r}: expected a positive integer")
@@ -159,17 +159,9 @@ def train_belief(model: str | Path, folders: Sequence[str | Path], out: str | Pa
               "deal": torch.cat(deals)}
     report = fit_belief(policy, merged, epochs=epochs, batch=batch, learning_rate=learning_rate, seed=seed, log=log)
     policy.eval()
-    saved = {**data, "arch": policy.arch, "policy": policy.state_dict()}
-    saved.pop("critic", None)
-    saved.pop("optimizer", None)
-    provenance = dict(saved.get("provenance", {}))
-    provenance["belief"] = {"from": str(model), "folders": [str(f) for f in folders], **report}
-    saved["provenance"] = provenance
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    torch.save(saved, tmp)
-    tmp.replace(out)
+    provenance = {**data.get("provenance", {}),
+                  "belief": {"from": str(model), "folders": [str(f) for f in folders], **report}}
+    out = save_model(policy, out, data.get("rules"), provenance)
     log(f"wrote {out}")
     return out
 

@@ -17,6 +17,11 @@ from typing import Any, Optional, Sequence, Union
 import yaml
 
 
+# Random starting scores of varied_start (and spades-label --varied-start): 10 x an integer in
+# this range, both ends included: -150..490, short of the standard target of 500.
+VARIED_START_TENS = (-15, 49)
+
+
 class ConfigError(ValueError):
     """A training config that cannot be used."""
 

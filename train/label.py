@@ -71,6 +71,7 @@ from spades_env.cards import cards_to_mask, mask_to_cards
 from spades_env.env import mask_array
 from spades_env.game import PHASE_PLAY, SpadesGame
 from spades_env.observation import ObservationEncoder, decode_observation
+from train.config import VARIED_START_TENS
 from train.evaluate import EvaluationError, _mp_context, derive_seed, make_deal, parse_agent_spec, resolve_rules
 
 FORMAT = "spades-distill-labels"
@@ -196,7 +197,7 @@ def random_start(rules, share: float, rng: random.Random) -> dict[str, list[int]
     otherwise none (0-0, no bags)."""
     if share <= 0 or rng.random() >= share:
         return {}
-    options = {"scores": [10 * rng.randint(-15, 49) for _ in range(2)]}
+    options = {"scores": [10 * rng.randint(*VARIED_START_TENS) for _ in range(2)]}
     if not rules.bags_from_score_digit:
         options["bags"] = [rng.randrange(rules.bag_limit) for _ in range(2)]
     return options

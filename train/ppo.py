@@ -48,7 +48,7 @@ from spades_env.rewards import RewardError
 from spades_env.rules import RulesError
 from spades_env.vector import SpadesVectorEnv, VectorEnvError
 
-from .config import ConfigError, TrainConfig, describe_fields, load_config
+from .config import VARIED_START_TENS, ConfigError, TrainConfig, describe_fields, load_config
 from .metrics import MetricsLog, plot_learning_curves
 from .rollout import Rollout, agent_actions, finished_rows, seat_advantages
 
@@ -117,11 +117,11 @@ class Trainer:
         self.run_path = cfg.run_path
         self.checkpoint_dir = self.run_path / "checkpoints"
         self._assign(torch.ones(B, dtype=torch.bool, device=dev))
-        if cfg.init_from and not resume:
-            self._init_from(Path(cfg.init_from))
-        elif cfg.belief_hidden and not resume:
-            self.log(f"belief_hidden={cfg.belief_hidden} without init_from: the belief starts untrained and nothing "
-                     "trains it here (fit it first with python -m train.belief, then init_from that model)")
+        start_arch = self._init_from(Path(cfg.init_from)) if cfg.init_from and not resume else {}
+        if cfg.belief_hidden and not resume and not start_arch.get("belief_hidden"):
+            self.log(f"belief_hidden={cfg.belief_hidden}: {'init_from has no belief' if cfg.init_from else 'no init_from'}"
+                     ", so the belief starts untrained and nothing trains it here (fit it first with python -m "
+                     "train.belief, then init_from that model)")
         resume_update = None
         if resume:
             path = self.checkpoint_dir / "last.pt" if resume is True else Path(resume)
@@ -139,12 +139,10 @@ class Trainer:
                                                        "gain", "gain_low", "gain_high")]
         self.metrics = MetricsLog(self.run_path, columns, cfg.tensorboard, resume_update)
 
-    def _init_from(self, path: Path) -> None:
+    def _init_from(self, path: Path) -> dict:
+        """Start from the policy (and critic, where it fits) of a checkpoint or model; returns its
+        policy's arch."""
         data = read_checkpoint(path)
-        if self.config.belief_hidden and not data["arch"].get("belief_hidden"):
-            self.log(f"init_from: {path} has no belief; this policy's belief (belief_hidden="
-                     f"{self.config.belief_hidden}) starts untrained and nothing trains it here (fit it first with "
-                     "python -m train.belief, then init_from that model)")
         if data["arch"] == self.policy.arch:
             self.policy.load_state_dict(data["policy"])
         elif self.policy.can_grow_from(data["arch"]):
@@ -160,6 +158,7 @@ class Trainer:
         else:
             self.log(f"init_from: {path} has no critic of this shape; the critic starts from scratch")
         self.imitated = True
+        return data["arch"]
 
     # ------------------------------------------------------------------ opponents
     def _assign(self, tables: torch.Tensor) -> None:
@@ -211,7 +210,8 @@ class Trainer:
         """Random (B, 2) starting scores (-150..490 in steps of 10) and bags (0..bag_limit-1); with
         ``varied_start_share`` below 1, the other tables start from 0-0 and no bags."""
         B, rules = tables or self.config.num_envs, self.env.rules
-        scores = torch.randint(-15, 50, (B, 2), generator=self.generator, device=self.device) * 10
+        low, high = VARIED_START_TENS
+        scores = torch.randint(low, high + 1, (B, 2), generator=self.generator, device=self.device) * 10
         bags = torch.randint(0, rules.bag_limit, (B, 2), generator=self.generator, device=self.device)
         share = self.config.varied_start_share
         if share < 1:
