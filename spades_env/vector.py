@@ -152,7 +152,10 @@ class SpadesVectorEnv:
         self._fixed_start_dealer: Optional[torch.Tensor] = None
         self.obs_dtype = _obs_dtype(obs_dtype)
         self._compiled = compile
-        self._step_fn = torch.compile(self._full_step_fused, dynamic=False) if compile else self._full_step
+        if compile:
+            _allow_recompiles(RECOMPILE_LIMIT)
+        self._step_fn = (torch.compile(self._full_step_fused, dynamic=False, options=_compile_options()) if compile
+                         else self._full_step)
         self.state: Optional[VecState] = None
 
     @property
@@ -165,7 +168,10 @@ class SpadesVectorEnv:
         """``count`` uniformly random deals and first dealers: (count, 5) int64, the four hands as
         bitboards and a seat. They come from the env's seeded stream (the one its tables are dealt
         from), so drawing here changes the deals the tables get next; ``reset(deals=...)`` takes
-        the hands back (e.g. one deal copied onto several tables)."""
+        the hands back (e.g. one deal copied onto several tables). More than ``DEAL_CHUNK`` deals
+        are drawn that many at a time (a deal's shuffle needs ~1 KB while it is drawn)."""
+        if count > DEAL_CHUNK:
+            return torch.cat([self.draw_deals(min(DEAL_CHUNK, count - start)) for start in range(0, count, DEAL_CHUNK)])
         keys = torch.rand(count, 52, generator=self._generator, device=self.device)
         order = keys.argsort(dim=1)
         hands = (torch.ones_like(order) << order).view(count, NUM_SEATS, 13).sum(dim=2)
@@ -499,24 +505,24 @@ class SpadesVectorEnv:
         game[:, 3] = r.bag_limit / 100.0
         if r.max_hands:
             hands_done = s.hand_number - (s.phase < PHASE_HAND_OVER).to(I64)
-            game[:, 4] = hands_done.to(F64).div(r.max_hands).to(F32)
+            game[:, 4] = _ratio(hands_done, r.max_hands)
         return game
 
     def _side_features(self, s: VecState) -> torch.Tensor:
         """(B, 2, 7) per absolute side: the observation's ``sides`` block."""
         r = self.rules
-        target = torch.tensor(float(r.target_score), dtype=F32, device=self.device)
+        target = r.target_score
         scores = s.scores
         f = torch.zeros(self.num_envs, 2, SIDE_SLOTS, dtype=F32, device=self.device)
-        f[..., 0] = scores.to(F32) / target
-        f[..., 1] = s.bags.to(F32) / float(r.bag_limit)
-        f[..., 2] = (r.target_score - scores).to(F32) / target
+        f[..., 0] = _ratio(scores, target)
+        f[..., 1] = _ratio(s.bags, r.bag_limit)
+        f[..., 2] = _ratio(r.target_score - scores, target)
         if r.mercy_score is not None:
-            f[..., 3] = (scores - r.mercy_score).to(F32) / target
+            f[..., 3] = _ratio(scores - r.mercy_score, target)
         f[..., 4] = self._side_may_blind(scores).to(F32)
         counted, contract = self._counted_and_contract(s)
-        f[..., 5] = counted.to(F32) / 13.0
-        f[..., 6] = contract.to(F32) / 13.0
+        f[..., 5] = _ratio(counted, 13)
+        f[..., 6] = _ratio(contract, 13)
         return f
 
     def _counted_and_contract(self, s: VecState) -> tuple[torch.Tensor, torch.Tensor]:
@@ -599,7 +605,7 @@ class SpadesVectorEnv:
         """(B, 19): the ``sides`` block (own side first) and the ``game`` block, each cell computed
         from per-table scalars exactly as ``_side_features`` and ``_game_cells`` do."""
         r = self.rules
-        target = float(r.target_score)
+        target = r.target_score
         own = (frame & 1) == 0                                           # own side is side 0
         pick = lambda t, j: torch.where(own, t[:, j], t[:, 1 - j])       # noqa: E731  relative side j
         scores, bags = s.scores, s.bags
@@ -608,16 +614,15 @@ class SpadesVectorEnv:
         zero = torch.zeros_like(scores[:, 0], dtype=F32)
         cells = []
         for j in range(2):
-            sc = pick(scores, j).to(F32)
-            cells += [sc / target, pick(bags, j).to(F32) / float(r.bag_limit),
-                      (r.target_score - pick(scores, j)).to(F32) / target,
-                      (pick(scores, j) - r.mercy_score).to(F32) / target if r.mercy_score is not None else zero,
-                      pick(may, j).to(F32), pick(counted, j).to(F32) / 13.0, pick(contract, j).to(F32) / 13.0]
+            sc = pick(scores, j)
+            cells += [_ratio(sc, target), _ratio(pick(bags, j), r.bag_limit), _ratio(r.target_score - sc, target),
+                      _ratio(sc - r.mercy_score, target) if r.mercy_score is not None else zero,
+                      pick(may, j).to(F32), _ratio(pick(counted, j), 13), _ratio(pick(contract, j), 13)]
         cells += [zero + r.target_score / 1000.0, zero + (r.mercy_score / 1000.0 if r.mercy_score is not None else 0.0),
                   zero + float(r.mercy_score is not None), zero + r.bag_limit / 100.0]
         if r.max_hands:
             hands_done = s.hand_number - (s.phase < PHASE_HAND_OVER).to(I64)
-            cells.append(hands_done.to(F64).div(r.max_hands).to(F32))
+            cells.append(_ratio(hands_done, r.max_hands))
         else:
             cells.append(zero)
         return torch.stack(cells, 1)
@@ -948,8 +953,10 @@ class SpadesVectorEnv:
             points = contract_points + over + nil_points - r.bag_penalty * penalties
             return points, torch.fmod(s.scores + points, 10)
         counter = s.bags + bags_taken
-        # counter // bag_limit, exactly (small non-negative integers), without an integer division
-        penalties = (counter.to(F64) / r.bag_limit).floor().to(I64)
+        # counter // bag_limit without an integer division: exact for small non-negative integers, as
+        # the quotient's fraction (m + 0.5) / bag_limit stays far from a whole number even where the
+        # device divides through the reciprocal (CUDA)
+        penalties = ((counter.to(F64) + 0.5) / r.bag_limit).floor().to(I64)
         points = contract_points + over + nil_points - r.bag_penalty * penalties
         return points, counter - penalties * r.bag_limit
 
@@ -1007,6 +1014,48 @@ def _obs_dtype(value: Any) -> torch.dtype:
     if dtype not in OBS_DTYPES.values():
         raise VectorEnvError(f"obs_dtype={value!r}: expected one of {', '.join(OBS_DTYPES)}")
     return dtype
+
+
+# Deals shuffled at once by draw_deals: bounds its scratch memory (~1 KB a deal) at huge batches,
+# where the pool of deals holds 32 per table.
+DEAL_CHUNK = 1 << 20
+
+# Compiled steps one process may hold (one per batch size, rules and reward setting): torch's default
+# of 8 would silently run the ninth and later ones eagerly, about 10x slower.
+RECOMPILE_LIMIT = 64
+
+
+def _allow_recompiles(limit: int) -> None:
+    """Raise torch.compile's per-function recompile limit to at least ``limit``. Every compiled
+    env shares one compiled function (``_full_step_fused``), and each new batch size or rule set
+    is one more compilation of it."""
+    import torch._dynamo.config as dynamo_config
+
+    name = "recompile_limit" if hasattr(dynamo_config, "recompile_limit") else "cache_size_limit"
+    if getattr(dynamo_config, name) < limit:
+        setattr(dynamo_config, name, limit)
+
+
+def _compile_options() -> dict:
+    """Inductor settings of the compiled step: the eager step's rounding, value for value.
+
+    On a GPU, Triton contracts ``a * b + c`` into one fused multiply-add, rounded once instead of
+    twice; the rewards (points x scale, then differences and shaping) would then differ from the
+    eager step's and the AEC env's in the last bit. ``emulate_precision_casts`` turns that
+    contraction off (torch >= 2.10; the CPU backend never contracts)."""
+    import torch._inductor.config as inductor_config
+
+    return {"emulate_precision_casts": True} if hasattr(inductor_config, "emulate_precision_casts") else {}
+
+
+def _ratio(numerator: torch.Tensor, denominator: int) -> torch.Tensor:
+    """``numerator / denominator`` for integer tensors and an integer constant, as float32 rounded
+    exactly as the AEC env's Python division is, on every device and under ``torch.compile``.
+
+    float32 division by a constant is not enough: CUDA multiplies by the constant's reciprocal,
+    one float32 ulp off now and then (7/13, ...). In float64 any such error is far too small to
+    move the float32 rounding of a ratio of small integers (never halfway between two float32)."""
+    return (numerator.to(F64) / denominator).to(F32)
 
 
 def _suit(card: torch.Tensor) -> torch.Tensor:

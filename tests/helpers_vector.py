@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 
 import numpy as np
@@ -10,6 +11,10 @@ import torch
 from spades_env import spades_v0
 from spades_env.game import parse_deal
 from spades_env.vector import SpadesVectorEnv
+
+# The batched engine's device in the differential tests: cpu unless SPADES_TEST_DEVICE says otherwise
+# (e.g. SPADES_TEST_DEVICE=cuda python -m pytest tests/test_vector.py, to check a GPU run exactly).
+TEST_DEVICE = os.environ.get("SPADES_TEST_DEVICE", "cpu")
 
 
 def play_aec_games(count: int, seed: int, with_state: bool = False, **env_kwargs) -> list[dict]:
@@ -52,7 +57,7 @@ def compare_with_vector(games: list[dict], **env_kwargs) -> dict:
     """Replay the AEC games in one SpadesVectorEnv; assert everything matches. Returns counts."""
     B = len(games)
     rules = env_kwargs.get("rules", "standard")
-    vec = SpadesVectorEnv(B, seed=0, **env_kwargs)
+    vec = SpadesVectorEnv(B, seed=0, device=TEST_DEVICE, **env_kwargs)
     depth = max(len(g["record"]["hands"]) for g in games)
     deals = []
     for g in games:
@@ -63,8 +68,8 @@ def compare_with_vector(games: list[dict], **env_kwargs) -> dict:
     scores = torch.tensor([g["record"]["start"]["scores"] for g in games])
     bags = torch.tensor([g["record"]["start"]["bags"] for g in games])
     deal_tensor = torch.tensor(deals, dtype=torch.int64)
-    obs, mask = vec.reset(deals=deal_tensor, dealer=dealer, scores=scores,
-                          bags=None if vec.rules.bags_from_score_digit else bags)
+    obs, mask = (t.cpu() for t in vec.reset(deals=deal_tensor, dealer=dealer, scores=scores,
+                                             bags=None if vec.rules.bags_from_score_digit else bags))
     longest = max(len(g["steps"]) for g in games)
     compared = 0
     for t in range(longest):
@@ -76,16 +81,18 @@ def compare_with_vector(games: list[dict], **env_kwargs) -> dict:
         np.testing.assert_array_equal(mask[idx].numpy().astype(np.int8), np.stack([s["mask"] for s in steps]),
                                       err_msg=f"{rules}: step {t}: masks")
         if steps[0]["state"] is not None:
-            np.testing.assert_array_equal(vec.state_tensor()[idx].numpy(), np.stack([s["state"] for s in steps]),
+            np.testing.assert_array_equal(vec.state_tensor().cpu()[idx].numpy(), np.stack([s["state"] for s in steps]),
                                           err_msg=f"{rules}: step {t}: states")
             for seat in range(4):
-                np.testing.assert_array_equal(vec.observe_seat(seat)[idx].numpy(),
+                np.testing.assert_array_equal(vec.observe_seat(seat).cpu()[idx].numpy(),
                                               np.stack([s["views"][seat] for s in steps]),
                                               err_msg=f"{rules}: step {t}: observation of seat {seat}")
         actions = mask.to(torch.int64).argmax(1)          # any legal action for finished tables
         actions[idx] = torch.tensor([s["action"] for s in steps])
         compared += len(live)
-        obs, mask, rewards, done, info = vec.step(actions)
+        obs, mask, rewards, done, info = vec.step(actions.to(vec.device))
+        obs, mask, rewards, done = obs.cpu(), mask.cpu(), rewards.cpu(), done.cpu()
+        info = {key: value.cpu() for key, value in info.items()}
         assert rewards[idx].tolist() == [s["rewards"] for s in steps], (rules, t, "rewards")
         last = torch.tensor([t == len(games[b]["steps"]) - 1 for b in live])
         assert torch.equal(done[idx], last), (rules, t, "done")

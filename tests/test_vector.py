@@ -5,7 +5,7 @@ import torch
 
 from spades_env.vector import SpadesVectorEnv, VectorEnvError
 
-from helpers_vector import compare_with_vector, play_aec_games
+from helpers_vector import TEST_DEVICE, compare_with_vector, play_aec_games
 
 # (env kwargs, games): thousands of random games in total across presets, variants and rewards.
 DIFFERENTIAL_CASES = [
@@ -155,13 +155,13 @@ def test_explicit_deals_in_card_strings():
 
 def test_compiled_step_matches_eager():
     """compile=True runs the same step under torch.compile: identical results, step for step."""
-    eager = SpadesVectorEnv(16, seed=3, reward="team_diff", shaping=1.0)
-    compiled = SpadesVectorEnv(16, seed=3, reward="team_diff", shaping=1.0, compile=True)
+    eager = SpadesVectorEnv(16, seed=3, reward="team_diff", shaping=1.0, device=TEST_DEVICE)
+    compiled = SpadesVectorEnv(16, seed=3, reward="team_diff", shaping=1.0, compile=True, device=TEST_DEVICE)
     outs = [env.reset(scores=[0, 150]) for env in (eager, compiled)]
     gen = torch.Generator().manual_seed(0)
     for _ in range(120):
         assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
-        actions = torch.where(outs[0][1], torch.rand(16, 68, generator=gen), -1.0).argmax(1)
+        actions = torch.where(outs[0][1], torch.rand(16, 68, generator=gen).to(TEST_DEVICE), -1.0).argmax(1)
         outs = [env.step(actions) for env in (eager, compiled)]
         assert torch.equal(outs[0][2], outs[1][2]) and torch.equal(outs[0][3], outs[1][3])
         assert torch.equal(outs[0][4]["final_scores"], outs[1][4]["final_scores"])
@@ -207,8 +207,8 @@ def test_compiled_fused_path_matches_eager_over_many_games(kwargs, obs_dtype):
     the eager float32 one converted), mask, reward, done flag, final score, winner and state
     field equals the eager engine's."""
     B = 64
-    eager = SpadesVectorEnv(B, seed=11, **kwargs)
-    compiled = SpadesVectorEnv(B, seed=11, compile=True, obs_dtype=obs_dtype, **kwargs)
+    eager = SpadesVectorEnv(B, seed=11, device=TEST_DEVICE, **kwargs)
+    compiled = SpadesVectorEnv(B, seed=11, compile=True, obs_dtype=obs_dtype, device=TEST_DEVICE, **kwargs)
     outs = [env.reset(scores=[0, 150]) for env in (eager, compiled)]
     gen = torch.Generator().manual_seed(2)
     episodes = 0
@@ -220,6 +220,7 @@ def test_compiled_fused_path_matches_eager_over_many_games(kwargs, obs_dtype):
         noise = torch.rand(B, 68, generator=gen)
         noise[:, 52] += 0.3                    # nil now and then, blind nil often when offered
         noise[:, 66] += 0.6
+        noise = noise.to(TEST_DEVICE)
         actions = torch.where(outs[0][1], noise, -1.0).argmax(1)
         outs = [env.step(actions) for env in (eager, compiled)]
         assert torch.equal(outs[0][2], outs[1][2]) and torch.equal(outs[0][3], outs[1][3]), f"step {t}: rewards/done"
@@ -288,3 +289,54 @@ def test_set_start_applies_to_the_next_episode_of_the_chosen_tables():
         env.set_start(scores=[0, 0], tables=torch.tensor([1, 0, 1, 0]))
     with pytest.raises(VectorEnvError, match="expected 0..9 per partnership"):
         env.set_start(bags=[0, 10])
+
+
+def test_fractions_are_rounded_like_the_aec_env_even_through_a_reciprocal():
+    """The observation's fractions (tricks / 13, bags / limit, scores / target, hands / max) equal
+    Python's division rounded to float32, also where a device divides through the reciprocal
+    (CUDA does for a constant divisor; float32 that way is one ulp off for 7/13): emulated here."""
+    from spades_env.vector import _ratio
+
+    numerators = torch.arange(-2000, 2001)
+    for denominator in (13, 3, 7, 10, 100, 250, 300, 500, 1000):
+        expected = torch.tensor([n / denominator for n in numerators.tolist()], dtype=torch.float32)
+        assert torch.equal(_ratio(numerators, denominator), expected), denominator
+        through_reciprocal = (numerators.to(torch.float64) * (1.0 / denominator)).to(torch.float32)
+        assert torch.equal(through_reciprocal, expected), denominator
+    assert not torch.equal((numerators.float() * (1.0 / 13)), numerators / 13)   # why float64 is needed
+
+
+def test_a_compiled_env_raises_the_recompile_limit():
+    """Each batch size or rule set is one more compilation of the shared step function: past
+    torch's default limit of 8 the rest would silently run eagerly (10x slower)."""
+    import torch._dynamo.config as dynamo_config
+
+    from spades_env.vector import RECOMPILE_LIMIT
+
+    name = "recompile_limit" if hasattr(dynamo_config, "recompile_limit") else "cache_size_limit"
+    before = getattr(dynamo_config, name)
+    try:
+        setattr(dynamo_config, name, 8)
+        SpadesVectorEnv(4)
+        assert getattr(dynamo_config, name) == 8                 # eager envs leave it alone
+        SpadesVectorEnv(4, compile=True)
+        assert getattr(dynamo_config, name) == RECOMPILE_LIMIT
+    finally:
+        setattr(dynamo_config, name, max(before, RECOMPILE_LIMIT))
+
+
+def test_large_draws_come_in_chunks_of_whole_deals(monkeypatch):
+    """Past DEAL_CHUNK deals, draw_deals shuffles chunk by chunk (bounded scratch memory at huge
+    batches): still whole, reproducible deals, and nothing changes below the chunk size."""
+    import spades_env.vector as vector
+
+    small = SpadesVectorEnv(2, seed=9).draw_deals(20)
+    monkeypatch.setattr(vector, "DEAL_CHUNK", 7)
+    chunked = [SpadesVectorEnv(2, seed=9).draw_deals(20) for _ in range(2)]
+    assert torch.equal(chunked[0], chunked[1]) and chunked[0].shape == (20, 5)
+    assert torch.equal(chunked[0][:7, :4], small[:7, :4])            # the first chunk's hands: the same shuffle
+    hands = chunked[0][:, :4]
+    assert torch.all(hands.sum(1) == (1 << 52) - 1)                  # four disjoint hands, the whole deck
+    for seat in range(4):
+        assert all(bin(int(h)).count("1") == 13 for h in hands[:, seat])
+    assert torch.all((chunked[0][:, 4] >= 0) & (chunked[0][:, 4] < 4))
