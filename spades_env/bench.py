@@ -384,6 +384,13 @@ def main(argv: Optional[list[str]] = None) -> int:
         parser.error(f"--processes must be at least 1, got {args.processes}")
     if args.threads is not None and args.threads < 1:
         parser.error(f"--threads must be at least 1, got {args.threads}")
+    if not args.no_vector:
+        from .vector import VectorEnvError, _usable_device
+
+        try:
+            _usable_device(args.device)
+        except VectorEnvError as error:
+            parser.error(f"--device: {error}")
     output: dict = {"machine": machine_description(), "rules": args.rules}
     if not args.no_aec:
         print(f"spades-bench: {args.decisions:,} decisions x {args.repeats} repeats per environment ...", flush=True)

@@ -125,7 +125,7 @@ class SpadesVectorEnv:
             raise RulesError(f"episode={self.episode!r}: expected 'game' or 'hand'")
         self.reward_scheme = RewardScheme(r, reward, reward_scale, win_bonus, shaping)
         self.num_envs = B = num_envs
-        self.device = torch.device(device)
+        self.device = _usable_device(device)
         self.check_actions = check_actions
         self.layout = layout_for(r)
         self.obs_size = self.layout.obs_size
@@ -1034,6 +1034,23 @@ def _allow_recompiles(limit: int) -> None:
     name = "recompile_limit" if hasattr(dynamo_config, "recompile_limit") else "cache_size_limit"
     if getattr(dynamo_config, name) < limit:
         setattr(dynamo_config, name, limit)
+
+
+def _usable_device(device: str | torch.device) -> torch.device:
+    """``device`` as a torch.device, or a VectorEnvError saying why it cannot be used here."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise VectorEnvError(f"device={device!r}: not a torch device ({exc}); expected e.g. 'cpu' or 'cuda'") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise VectorEnvError(f"device='{dev}': no CUDA GPU is usable here (torch {torch.__version__}, "
+                             "torch.cuda.is_available() is False); use device='cpu'")
+    try:
+        torch.empty(1, device=dev)
+    except (RuntimeError, AssertionError) as exc:
+        raise VectorEnvError(f"device='{dev}': cannot allocate there ({str(exc).split('. ')[0]}); "
+                             "expected a device this torch build can use, e.g. 'cpu'") from None
+    return dev
 
 
 def _compile_options() -> dict:

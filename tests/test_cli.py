@@ -29,6 +29,9 @@ def test_bench_rejects_bad_arguments(capsys):
         bench.main(["--processes", "0"])
     with pytest.raises(SystemExit):
         bench.main(["--no-aec", "--threads", "0"])
+    with pytest.raises(SystemExit):
+        bench.main(["--no-aec", "--device", "gpu"])
+    assert "--device: device='gpu': not a torch device" in capsys.readouterr().err
 
 
 def test_bench_measures_the_heuristic(tmp_path, capsys):

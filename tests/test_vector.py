@@ -88,6 +88,14 @@ def test_finished_tables_restart_and_report_final_values():
     assert finished_once.all()
 
 
+def test_a_device_it_cannot_use_is_refused_clearly():
+    with pytest.raises(VectorEnvError, match=r"device='gpu': not a torch device"):
+        SpadesVectorEnv(4, device="gpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(VectorEnvError, match=r"device='cuda': no CUDA GPU is usable here.*use device='cpu'"):
+            SpadesVectorEnv(4, device="cuda")
+
+
 def test_refuses_what_it_cannot_run():
     with pytest.raises(VectorEnvError, match="partnership"):
         SpadesVectorEnv(4, rules="cutthroat")
