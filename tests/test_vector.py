@@ -312,6 +312,11 @@ def test_fractions_are_rounded_like_the_aec_env_even_through_a_reciprocal():
         through_reciprocal = (numerators.to(torch.float64) * (1.0 / denominator)).to(torch.float32)
         assert torch.equal(through_reciprocal, expected), denominator
     assert not torch.equal((numerators.float() * (1.0 / 13)), numerators / 13)   # why float64 is needed
+    # the bag penalties' floor((bags + 0.5) / limit) is bags // limit, through the reciprocal too
+    bags = torch.arange(0, 60, dtype=torch.float64)
+    for limit in (3, 5, 7, 10, 11):
+        through_reciprocal = ((bags + 0.5) * (1.0 / limit)).floor()
+        assert torch.equal(through_reciprocal, bags // limit), limit
 
 
 def test_a_compiled_env_raises_the_recompile_limit():
@@ -335,7 +340,7 @@ def test_a_compiled_env_raises_the_recompile_limit():
 
 def test_large_draws_come_in_chunks_of_whole_deals(monkeypatch):
     """Past DEAL_CHUNK deals, draw_deals shuffles chunk by chunk (bounded scratch memory at huge
-    batches): still whole, reproducible deals, and nothing changes below the chunk size."""
+    batches): still whole, reproducible deals, the first chunk's hands shuffled as before."""
     import spades_env.vector as vector
 
     small = SpadesVectorEnv(2, seed=9).draw_deals(20)
