@@ -12,8 +12,9 @@ from spades_env import spades_v0
 from spades_env.game import parse_deal
 from spades_env.vector import SpadesVectorEnv
 
-# The batched engine's device in the differential tests: cpu unless SPADES_TEST_DEVICE says otherwise
-# (e.g. SPADES_TEST_DEVICE=cuda python -m pytest tests/test_vector.py, to check a GPU run exactly).
+# The device of the batched engine in the differential tests and of the batched heuristic in its
+# agreement test: cpu unless SPADES_TEST_DEVICE says otherwise (e.g. SPADES_TEST_DEVICE=cuda python -m
+# pytest tests/test_vector.py tests/test_batched_heuristic.py, to check a GPU run exactly).
 TEST_DEVICE = os.environ.get("SPADES_TEST_DEVICE", "cpu")
 
 

@@ -16,6 +16,8 @@ from spades_env.observation import decode_observation, layout_for_size
 from spades_env.vector import SpadesVectorEnv
 from train.choice_values import nil_situations
 
+from helpers_vector import TEST_DEVICE
+
 
 def per_row(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return torch.tensor([choose_action(decode_observation(o), m.nonzero()[0].tolist())
@@ -36,7 +38,7 @@ def test_batched_heuristic_matches_the_heuristic_at_every_decision(rules, tables
     plays = passes = blind_nils = 0
     phase_cells = layout_for_size(obs.shape[1]).obs_blocks["phase"].slice
     for _ in range(steps):
-        fast = choose_actions(obs, mask, min_batch=1)
+        fast = choose_actions(obs.to(TEST_DEVICE), mask.to(TEST_DEVICE), min_batch=1).cpu()   # SPADES_TEST_DEVICE
         slow = per_row(obs, mask)
         assert torch.equal(fast, slow), f"{rules}: differs at rows {(fast != slow).nonzero()[:, 0].tolist()}"
         in_play = mask[:, :52].any(1) & (mask[:, :52].sum(1) > 1)
