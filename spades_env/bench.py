@@ -37,6 +37,17 @@ def machine_description() -> str:
     return f"{_cpu_name()}, {cores} cores, Python {platform.python_version()}, numpy {np.__version__}"
 
 
+def accelerator_description(device: str) -> str:
+    """The batched engine's device in words, for the report: ``cpu``, or e.g. ``cuda (NVIDIA H100
+    80GB HBM3, CUDA 13.0)``."""
+    import torch
+
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        return f"{dev} ({torch.cuda.get_device_name(dev)}, CUDA {torch.version.cuda})"
+    return str(dev)
+
+
 def run_aec(make_env: Callable, decisions: int, seed: int = 0) -> dict:
     """Random legal play through the AEC loop of API.md for at least ``decisions`` decisions."""
     env = make_env()
@@ -405,17 +416,19 @@ def main(argv: Optional[list[str]] = None) -> int:
         if args.threads:
             torch.set_num_threads(args.threads)
         rows = []
+        output["torch"] = torch.__version__
+        output["vector_device"] = accelerator_description(args.device)
         settings = dict(seconds=args.vector_seconds, rules=args.rules, device=args.device,
                         gc_freeze=not args.no_gc_freeze, obs_dtype=args.obs_dtype)
         if args.processes > 1:
             threads = args.threads or 1
             output["torch_threads"] = threads
             output["processes"] = args.processes
-            print(f"\nbatched engine on {args.device} ({args.processes} processes of {threads} torch "
+            print(f"\nbatched engine on {output['vector_device']} ({args.processes} processes of {threads} torch "
                   f"thread(s), one engine each): batch sizes {batch_sizes} per process ...", flush=True)
         else:
             output["torch_threads"] = torch.get_num_threads()
-            print(f"\nbatched engine on {args.device} ({torch.get_num_threads()} torch threads): "
+            print(f"\nbatched engine on {output['vector_device']} ({torch.get_num_threads()} torch threads): "
                   f"batch sizes {batch_sizes} ...", flush=True)
         for compiled in ([False, True] if args.compile else [False]):
             for b in batch_sizes:

@@ -17,6 +17,7 @@ def test_bench_runs_and_writes_json(tmp_path, capsys):
     assert data["results"]["spades_v0.raw_env"]["decisions_per_s"] > 0
     assert [row["batch_size"] for row in data["vector"]] == [1, 8]
     assert all(row["decisions_per_s"] > 0 for row in data["vector"])
+    assert data["vector_device"] == "cpu" and data["torch"]                 # what the figures ran on
 
 
 def test_bench_rejects_bad_arguments(capsys):
