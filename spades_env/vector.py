@@ -94,9 +94,11 @@ class SpadesVectorEnv:
             overrides of single rules go in ``rule_overrides``.
         reward, reward_scale, win_bonus, shaping: as in the AEC env (:mod:`spades_env.rewards`).
         episode: ``"game"`` or ``"hand"`` (default: the rules').
-        device: where the tensors live (``"cpu"``, ``"cuda"``...).
+        device: where the tensors live (``"cpu"``, ``"cuda"``...); the same values on every device
+            (a device this torch build cannot use is refused with a ``VectorEnvError``).
         seed: seeds the deals and the first dealers (reproducible on a given device).
-        compile: run the step under ``torch.compile`` (faster for large batches after a warm-up).
+        compile: run the step under ``torch.compile`` (faster for large batches after a warm-up;
+            the same values as eager mode, on a GPU too).
         check_actions: verify every action against the mask (a clear error names the tables).
         obs_dtype: the dtype of every observation returned (``reset``, ``step``, ``observe``,
             ``observe_seat``, ``state_tensor``): ``torch.float32`` (the default: the AEC env's
