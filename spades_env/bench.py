@@ -350,7 +350,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--compile", action="store_true",
                         help="also run the batched engine under torch.compile (slow first step per size)")
     parser.add_argument("--device", default="cpu", help="batched engine device (cpu, cuda)")
-    parser.add_argument("--vector-seconds", type=float, default=2.0, help="measured seconds per batch size (batched engine and --heuristic)")
+    parser.add_argument("--vector-seconds", type=float, default=2.0,
+                        help="measured seconds per batch size (batched engine and --heuristic)")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch CPU threads for the batched engine (default: torch's choice)")
     parser.add_argument("--processes", type=int, default=1,

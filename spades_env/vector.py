@@ -1027,15 +1027,21 @@ DEAL_CHUNK = 1 << 20
 RECOMPILE_LIMIT = 64
 
 
+def _recompile_limit_setting() -> tuple[Any, str]:
+    """torch.compile's per-function recompile limit: its config module and the setting's name
+    (``recompile_limit``; ``cache_size_limit`` in older torch)."""
+    import torch._dynamo.config as dynamo_config
+
+    return dynamo_config, "recompile_limit" if hasattr(dynamo_config, "recompile_limit") else "cache_size_limit"
+
+
 def _allow_recompiles(limit: int) -> None:
     """Raise torch.compile's per-function recompile limit to at least ``limit``. Every compiled
     env shares one compiled function (``_full_step_fused``), and each new batch size or rule set
     is one more compilation of it."""
-    import torch._dynamo.config as dynamo_config
-
-    name = "recompile_limit" if hasattr(dynamo_config, "recompile_limit") else "cache_size_limit"
-    if getattr(dynamo_config, name) < limit:
-        setattr(dynamo_config, name, limit)
+    config, name = _recompile_limit_setting()
+    if getattr(config, name) < limit:
+        setattr(config, name, limit)
 
 
 def _usable_device(device: str | torch.device) -> torch.device:

@@ -119,7 +119,8 @@ class Trainer:
         self._assign(torch.ones(B, dtype=torch.bool, device=dev))
         start_arch = self._init_from(Path(cfg.init_from)) if cfg.init_from and not resume else {}
         if cfg.belief_hidden and not resume and not start_arch.get("belief_hidden"):
-            self.log(f"belief_hidden={cfg.belief_hidden}: {'init_from has no belief' if cfg.init_from else 'no init_from'}"
+            why = "init_from has no belief" if cfg.init_from else "no init_from"
+            self.log(f"belief_hidden={cfg.belief_hidden}: {why}"
                      ", so the belief starts untrained and nothing trains it here (fit it first with python -m "
                      "train.belief, then init_from that model)")
         resume_update = None
