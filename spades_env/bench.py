@@ -106,7 +106,7 @@ VECTOR_BATCH_SIZES = (1, 16, 256, 1024, 4096, 16384)
 
 def run_vector(batch_size: int, seconds: float = 2.0, rules: str = "standard", device: str = "cpu",
                compile: bool = False, seed: int = 0, gc_freeze: bool = True, obs_dtype: str = "float32",
-               barrier=None) -> dict:
+               barrier=None, backend: str = "torch") -> dict:
     """The batched engine: random legal actions for every table, the observation (float32, or
     ``obs_dtype``) and the mask of every next decision produced at every step (the way a
     self-play loop uses it).
@@ -115,7 +115,10 @@ def run_vector(batch_size: int, seconds: float = 2.0, rules: str = "standard", d
     (``gc.freeze()``, undone at the end), so the cyclic collector stops rescanning torch's (and
     torch.compile's) large object graphs every few steps, as a long training loop would do.
     ``barrier``: a ``multiprocessing`` barrier waited on after the warm-up, so that several
-    processes (``run_vector_processes``) measure at the same time."""
+    processes (``run_vector_processes``) measure at the same time.
+    ``backend="native"``: the engine's C step (CPU); the random player then also picks in C
+    (:func:`spades_env.native.random_legal`, the same rule as the torch picker below, on torch's
+    thread count), so that the loop measures the engine rather than a dozen small torch ops."""
     import gc
 
     import torch
@@ -123,11 +126,11 @@ def run_vector(batch_size: int, seconds: float = 2.0, rules: str = "standard", d
     from .vector import SpadesVectorEnv
 
     env = SpadesVectorEnv(batch_size, rules=rules, device=device, seed=seed, compile=compile,
-                          check_actions=False, obs_dtype=obs_dtype)
+                          check_actions=False, obs_dtype=obs_dtype, backend=backend)
     generator = torch.Generator(device=device).manual_seed(seed)
     obs, mask = env.reset()
 
-    def random_legal(mask):
+    def torch_random_legal(mask):
         # Uniform over each table's legal actions: the k-th legal action, k = floor(u * count),
         # with one uniform u per table (a per-cell noise tensor costs 3-4x more at large batches);
         # u * count can round up to count (u = 1 - 2**-24), hence the minimum.
@@ -136,6 +139,15 @@ def run_vector(batch_size: int, seconds: float = 2.0, rules: str = "standard", d
         u = torch.rand(mask.shape[0], 1, generator=generator, device=device)
         k = torch.minimum((u * count).to(torch.int32), count - 1)
         return torch.searchsorted(seen, k, right=True)[:, 0]             # first column past k
+
+    def native_random_legal(mask):   # the same rule, in C
+        return native_pick(mask, torch.rand(mask.shape[0], generator=generator), threads)
+
+    random_legal = torch_random_legal
+    if backend == "native":
+        from .native import random_legal as native_pick
+        threads = torch.get_num_threads()
+        random_legal = native_random_legal
 
     warm_start = time.perf_counter()
     for _ in range(3):  # warm-up (and the compilation, when compiling)
@@ -161,7 +173,8 @@ def run_vector(batch_size: int, seconds: float = 2.0, rules: str = "standard", d
     if gc_freeze:
         gc.unfreeze()
     return {"batch_size": batch_size, "steps": steps, "seconds": elapsed, "warmup_s": warmup,
-            "decisions_per_s": batch_size * steps / elapsed, "compiled": compile, "device": str(env.device),
+            "decisions_per_s": batch_size * steps / elapsed, "compiled": compile, "backend": backend,
+            "device": str(env.device),
             "gc_freeze": gc_freeze, "obs_dtype": str(env.obs_dtype).replace("torch.", "")}
 
 
@@ -315,18 +328,25 @@ def format_table(results: dict, rules: str) -> str:
     return "\n".join(lines)
 
 
+def _mode(row: dict) -> str:
+    """How a batched-engine row was stepped: eager, compiled (torch) or native (C)."""
+    if row.get("backend") == "native":
+        return "native"
+    return "compiled" if row["compiled"] else "eager"
+
+
 def format_vector_table(rows: list[dict]) -> str:
     dtype = rows[0].get("obs_dtype", "float32") if rows else "float32"
     lines = [f"Batched engine (SpadesVectorEnv): random legal play, {dtype} observation + mask every decision",
              f"{'batch':>7} {'mode':>9} {'decisions/s':>13} {'ms/step':>9} {'warm-up s':>10}"]
     for r in rows:
-        mode = "compiled" if r["compiled"] else "eager"
+        mode = _mode(r)
         if r.get("processes", 1) > 1:
             mode += f" x{r['processes']}"
         lines.append(f"{r['batch_size']:>7} {mode:>9} {r['decisions_per_s']:>13,.0f} "
                      f"{1e3 * r['seconds'] / r['steps']:>9.2f} {r['warmup_s']:>10.1f}")
     best = max(rows, key=lambda r: r["decisions_per_s"])
-    where = f"{'compiled' if best['compiled'] else 'eager'}, {best['device']}"
+    where = f"{_mode(best)}, {best['device']}"
     per = ""
     if best.get("processes", 1) > 1:
         where += f", {best['processes']} processes of {best['threads_per_process']} thread(s)"
@@ -349,6 +369,9 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="batched engine sizes (default 1,16,256,1024,4096,16384)")
     parser.add_argument("--compile", action="store_true",
                         help="also run the batched engine under torch.compile (slow first step per size)")
+    parser.add_argument("--native", action="store_true",
+                        help="also run the batched engine's C step (backend='native', CPU only; its random player "
+                             "picks in C too; built with the system C compiler on first use)")
     parser.add_argument("--device", default="cpu", help="batched engine device (cpu, cuda)")
     parser.add_argument("--vector-seconds", type=float, default=2.0,
                         help="measured seconds per batch size (batched engine and --heuristic)")
@@ -396,6 +419,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         parser.error(f"--processes must be at least 1, got {args.processes}")
     if args.threads is not None and args.threads < 1:
         parser.error(f"--threads must be at least 1, got {args.threads}")
+    if args.native and args.device != "cpu":
+        parser.error("--native runs on the CPU: leave --device at cpu")
     if not args.no_vector:
         from .vector import VectorEnvError, _usable_device
 
@@ -431,15 +456,17 @@ def main(argv: Optional[list[str]] = None) -> int:
             output["torch_threads"] = torch.get_num_threads()
             print(f"\nbatched engine on {output['vector_device']} ({torch.get_num_threads()} torch threads): "
                   f"batch sizes {batch_sizes} ...", flush=True)
-        for compiled in ([False, True] if args.compile else [False]):
+        modes = [(False, "torch")] + ([(True, "torch")] if args.compile else []) + (
+            [(False, "native")] if args.native else [])
+        for compiled, backend in modes:
             for b in batch_sizes:
                 if args.processes > 1:
                     row = run_vector_processes(args.processes, b, threads, seed=args.seed, compile=compiled,
-                                               **settings)
+                                               backend=backend, **settings)
                 else:
-                    row = run_vector(b, compile=compiled, seed=args.seed, **settings)
+                    row = run_vector(b, compile=compiled, seed=args.seed, backend=backend, **settings)
                 rows.append(row)
-                print(f"  batch {b:>6} {'compiled' if compiled else 'eager':>9}: "
+                print(f"  batch {b:>6} {_mode(row):>9}: "
                       f"{row['decisions_per_s']:>13,.0f} decisions/s", flush=True)
         print()
         print(format_vector_table(rows))

@@ -54,11 +54,12 @@ def play_aec_games(count: int, seed: int, with_state: bool = False, **env_kwargs
     return games
 
 
-def compare_with_vector(games: list[dict], **env_kwargs) -> dict:
+def compare_with_vector(games: list[dict], backend: str = "torch", **env_kwargs) -> dict:
     """Replay the AEC games in one SpadesVectorEnv; assert everything matches. Returns counts."""
     B = len(games)
     rules = env_kwargs.get("rules", "standard")
-    vec = SpadesVectorEnv(B, seed=0, device=TEST_DEVICE, **env_kwargs)
+    device = TEST_DEVICE if backend == "torch" else "cpu"
+    vec = SpadesVectorEnv(B, seed=0, device=device, backend=backend, **env_kwargs)
     depth = max(len(g["record"]["hands"]) for g in games)
     deals = []
     for g in games:

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from spades_env import bench, demo
 
 
@@ -57,6 +59,20 @@ def test_bench_other_rules():
 def test_bench_vector_only():
     row = bench.run_vector(16, seconds=0.05, rules="tournament")
     assert row["batch_size"] == 16 and row["steps"] > 0 and not row["compiled"]
+
+
+def test_bench_native_backend(tmp_path, capsys):
+    row = bench.run_vector(64, seconds=0.05, backend="native")
+    assert row["backend"] == "native" and row["steps"] > 0
+    out = tmp_path / "native.json"
+    assert bench.main(["--no-aec", "--native", "--batch-sizes", "16", "--vector-seconds", "0.05",
+                       "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "native" in printed
+    rows = json.loads(out.read_text())["vector"]
+    assert [r["backend"] for r in rows] == ["torch", "native"]
+    with pytest.raises(SystemExit):
+        bench.main(["--no-aec", "--native", "--device", "cuda"])
 
 
 def test_demo_plays_a_rendered_game(capsys):

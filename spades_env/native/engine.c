@@ -1,0 +1,696 @@
+/* The batched engine's step in C: one table at a time, every rule of SpadesVectorEnv._full_step.
+ *
+ * This file is a second implementation of spades_env/vector.py's step (the torch code is the
+ * reference; tests/test_native.py checks that both give the same states, observations, masks,
+ * rewards and ends, step by step, in every partnership preset). It works in place on the
+ * engine's own state tensors (int64, contiguous, (B, ...) rows), so everything else of
+ * SpadesVectorEnv (reset, observe_seat, state_tensor, snapshots) reads the same state.
+ *
+ * A step (spades_step_all) runs in two passes so that several threads can share the tables:
+ *   spades_step_play(ctx, lo, hi)   the actions of tables lo..hi-1, their rewards and ends;
+ *                                   returns how many of them need a new deal;
+ *   spades_step_start(ctx, lo, hi, pool_offset)
+ *                                   the new hands (deals taken from the pool in table order,
+ *                                   from pool_offset on), then the observations and masks.
+ * Built by spades_env/native/__init__.py with the system C compiler; loaded with ctypes.
+ */
+#include <stdint.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+typedef int64_t i64;
+
+enum { BLIND_DECISION = 0, BIDDING = 1, PASSING = 2, PLAY = 3, HAND_OVER = 4 };
+
+/* Rule and layout parameters (int64), in the order of spades_env/native/__init__.py PARAMS. */
+enum {
+    P_NIL, P_BLIND_NIL, P_BLIND_NIL_MIN_DEFICIT, P_BLIND_NIL_PASS, P_MIN_TEAM_BID, P_HAS_MAX_TEAM_BID,
+    P_MAX_TEAM_BID, P_BIDS_MAY_TOTAL_13, P_NO_SPADES_FIRST_TRICK, P_TWO_OF_CLUBS_LEADS, P_SPADES_LEAD,
+    P_NIL_TRICKS_COUNT_FOR_PARTNER, P_NIL_BONUS, P_BLIND_NIL_BONUS, P_BAGS, P_BAG_LIMIT, P_BAG_PENALTY,
+    P_BAGS_FROM_SCORE_DIGIT, P_TARGET_SCORE, P_HAS_MERCY, P_MERCY_SCORE, P_MAX_HANDS, P_FIXED_DEALER,
+    P_EPISODE_HAND, P_REWARD_KIND, P_PASS_SLOTS, P_OBS_SIZE,
+    P_O_HAND, P_O_PHASE, P_O_DEALER, P_O_TO_ACT, P_O_BIDS, P_O_PASSED, P_O_RECEIVED, P_O_TRICKS_TAKEN,
+    P_O_TRICK_LEADER, P_O_CURRENT_TRICK, P_O_PLAYED, P_O_VOIDS, P_O_SPADES_BROKEN, P_O_SIDES, P_O_GAME,
+    P_COUNT
+};
+/* Double parameters. */
+enum { D_REWARD_SCALE, D_WIN_BONUS, D_SHAPING, D_COUNT };
+/* The state tensors and buffers, in the order of spades_env/native/__init__.py POINTERS. */
+enum {
+    S_HANDS, S_DEAL, S_PHASE, S_TO_ACT, S_DEALER, S_BIDS, S_BLIND, S_LOOKED, S_PASSED, S_RECEIVED,
+    S_PASS_FROM, S_PASS_TO, S_PASS_LEN, S_PASS_POS, S_TRICK, S_TRICK_LEN, S_LEADER, S_LED_SUIT,
+    S_WIN_CARD, S_WIN_SEAT, S_TRICKS_TAKEN, S_TRICKS_PLAYED, S_PLAYED, S_VOIDS, S_BROKEN, S_SCORES,
+    S_BAGS, S_HAND_NUMBER, S_DEAL_INDEX, S_POTENTIAL,
+    X_ACTIONS, X_POOL, X_QUEUE, X_START_SCORES, X_START_BAGS, X_FIXED_START_DEALER,
+    X_OBS, X_MASK, X_REWARDS, X_DONE, X_FINAL_SCORES, X_WINNER, X_NEED, X_NEW_GAME,
+    PTR_COUNT
+};
+/* Sizes (int64): batch, pool rows, queue depth. */
+enum { N_BATCH, N_POOL, N_QUEUE, N_COUNT };
+
+enum { REWARD_TEAM_SCORE = 0, REWARD_TEAM_DIFF = 1, REWARD_WIN = 2 };
+enum { LEAD_BROKEN = 0, LEAD_ANY = 1, LEAD_FORCED_ONLY = 2 };
+
+typedef struct {
+    const i64 *p;
+    const double *d;
+    void *const *ptr;
+    const i64 *n;
+} Ctx;
+
+#define I(name) ((i64 *)c->ptr[name])
+#define SUIT_MASK(s) (((i64)0x1FFF) << (13 * (s)))
+
+int spades_native_counts(i64 *out) {
+    out[0] = P_COUNT;
+    out[1] = D_COUNT;
+    out[2] = PTR_COUNT;
+    out[3] = N_COUNT;
+    return 0;
+}
+
+static inline i64 suit_of(i64 card) { return (card >= 13) + (card >= 26) + (card >= 39); }
+
+static inline i64 clampi(i64 v, i64 lo, i64 hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+/* 1 where the side may bid blind nil (it trails by at least the deficit). */
+static inline i64 side_may_blind(const Ctx *c, const i64 *scores, int side) {
+    if (!c->p[P_BLIND_NIL]) return 0;
+    return scores[1 - side] - scores[side] >= c->p[P_BLIND_NIL_MIN_DEFICIT];
+}
+
+/* Bit b set where `seat` may bid b (0 = nil). */
+static i64 legal_bid_bits(const Ctx *c, const i64 *bids, i64 seat, i64 dealer) {
+    const i64 *p = c->p;
+    i64 partner_bid = bids[(seat + 2) & 3];
+    int has_partner = partner_bid >= 0;
+    i64 low = 1, high = 13, nil_ok = p[P_NIL];
+    if (p[P_MIN_TEAM_BID]) {
+        if (has_partner) {
+            low = p[P_MIN_TEAM_BID] - partner_bid;
+            if (low < 1) low = 1;
+        }
+        nil_ok = nil_ok * (!has_partner || partner_bid >= p[P_MIN_TEAM_BID]);
+    }
+    if (p[P_HAS_MAX_TEAM_BID]) {
+        if (has_partner) {
+            high = p[P_MAX_TEAM_BID] - partner_bid;
+            if (high > 13) high = 13;
+        } else {
+            high = p[P_MAX_TEAM_BID] - (p[P_NIL] ? 0 : 1);
+            if (high > 13) high = 13;
+        }
+    }
+    low = clampi(low, 1, 14);
+    i64 legal = (high >= low ? ((i64)1 << (clampi(high, 0, 13) + 1)) - ((i64)1 << low) : 0) | nil_ok;
+    if (!p[P_BIDS_MAY_TOTAL_13]) {
+        i64 others = 0;
+        for (int i = 0; i < 4; i++)
+            if (i != seat && bids[i] > 0) others += bids[i];
+        i64 forbidden = 13 - others;
+        i64 hit = (seat == dealer && forbidden >= 0 && forbidden <= 13) ? ((i64)1 << forbidden) : 0;
+        i64 without = legal & ~hit;
+        if (without) legal = without;
+    }
+    return legal;
+}
+
+/* At to_act's bidding turn: offer blind nil, or show its cards. */
+static void begin_bidding_turn(const Ctx *c, i64 b) {
+    i64 seat = I(S_TO_ACT)[b];
+    i64 *looked = I(S_LOOKED) + 4 * b;
+    i64 side_may = side_may_blind(c, I(S_SCORES) + 2 * b, (int)(seat & 1));
+    i64 nil_legal = legal_bid_bits(c, I(S_BIDS) + 4 * b, seat, I(S_DEALER)[b]) & 1;
+    int offer = looked[seat] == 0 && side_may == 1 && nil_legal == 1;
+    int show = looked[seat] == 0 && !offer;
+    if (show) looked[seat] = 1;
+    I(S_PHASE)[b] = offer ? BLIND_DECISION : BIDDING;
+}
+
+/* Bitboard of the cards the player to act may play or pass (0 in other phases). */
+static i64 legal_cards(const Ctx *c, i64 b) {
+    const i64 *p = c->p;
+    i64 phase = I(S_PHASE)[b];
+    i64 hand = I(S_HANDS)[4 * b + I(S_TO_ACT)[b]];
+    if (phase == PASSING) return hand;
+    if (phase != PLAY) return 0;
+    i64 non_spades = hand & ~SUIT_MASK(3);
+    int has_non_spades = non_spades != 0;
+    int first_trick = I(S_TRICKS_PLAYED)[b] == 0;
+    if (I(S_TRICK_LEN)[b] > 0) {
+        i64 follow = hand & SUIT_MASK(clampi(I(S_LED_SUIT)[b], 0, 3));
+        i64 follow_legal = follow ? follow : hand;
+        if (p[P_NO_SPADES_FIRST_TRICK] && follow == 0 && first_trick && has_non_spades) follow_legal = non_spades;
+        return follow_legal;
+    }
+    int restrict_ = 0;
+    if (p[P_SPADES_LEAD] == LEAD_BROKEN) restrict_ = I(S_BROKEN)[b] == 0;
+    else if (p[P_SPADES_LEAD] == LEAD_FORCED_ONLY) restrict_ = 1;
+    if (p[P_NO_SPADES_FIRST_TRICK]) restrict_ = restrict_ || first_trick;
+    i64 lead_legal = (restrict_ && has_non_spades) ? non_spades : hand;
+    if (p[P_TWO_OF_CLUBS_LEADS] && first_trick && (hand & 1)) lead_legal = 1;
+    return lead_legal;
+}
+
+/* Tricks counting toward each side's contract, and the contract. */
+static void counted_and_contract(const Ctx *c, i64 b, i64 counted[2], i64 contract[2]) {
+    const i64 *bids = I(S_BIDS) + 4 * b, *taken = I(S_TRICKS_TAKEN) + 4 * b;
+    for (int side = 0; side < 2; side++) {
+        counted[side] = contract[side] = 0;
+        for (int m = side; m < 4; m += 2) {
+            i64 counts = c->p[P_NIL_TRICKS_COUNT_FOR_PARTNER] ? 1 : bids[m] != 0;
+            counted[side] += taken[m] * counts;
+            contract[side] += bids[m] > 0 ? bids[m] : 0;
+        }
+    }
+}
+
+/* Points and bags after, per side, if the hand were scored now. */
+static void score_hand(const Ctx *c, i64 b, i64 points[2], i64 bags_after[2]) {
+    const i64 *p = c->p;
+    const i64 *bids = I(S_BIDS) + 4 * b, *taken = I(S_TRICKS_TAKEN) + 4 * b, *blind = I(S_BLIND) + 4 * b;
+    const i64 *scores = I(S_SCORES) + 2 * b, *bags = I(S_BAGS) + 2 * b;
+    for (int side = 0; side < 2; side++) {
+        i64 contract = 0, nil_points = 0, counted = 0, nil_bags = 0;
+        for (int m = side; m < 4; m += 2) {
+            int is_nil = bids[m] == 0;
+            contract += bids[m] > 0 ? bids[m] : 0;
+            i64 nil_value = blind[m] == 1 ? p[P_BLIND_NIL_BONUS] : p[P_NIL_BONUS];
+            if (is_nil) nil_points += taken[m] == 0 ? nil_value : -nil_value;
+            if (p[P_NIL_TRICKS_COUNT_FOR_PARTNER]) counted += taken[m];
+            else if (is_nil) nil_bags += taken[m];
+            else counted += taken[m];
+        }
+        int made = counted >= contract;
+        i64 contract_points = made ? 10 * contract : -10 * contract;
+        if (!p[P_BAGS]) {
+            points[side] = contract_points + nil_points;
+            bags_after[side] = 0;
+            continue;
+        }
+        i64 over = made ? counted - contract : 0;
+        i64 bags_taken = over + nil_bags;
+        if (p[P_BAGS_FROM_SCORE_DIGIT]) {
+            i64 counter = scores[side] % 10 + bags_taken;          /* torch.fmod: C's remainder */
+            i64 penalties = counter > 0 ? counter / 10 : 0;
+            points[side] = contract_points + over + nil_points - p[P_BAG_PENALTY] * penalties;
+            bags_after[side] = (scores[side] + points[side]) % 10;
+        } else {
+            i64 counter = bags[side] + bags_taken;                 /* never negative */
+            i64 penalties = counter / p[P_BAG_LIMIT];
+            points[side] = contract_points + over + nil_points - p[P_BAG_PENALTY] * penalties;
+            bags_after[side] = counter - penalties * p[P_BAG_LIMIT];
+        }
+    }
+}
+
+/* Phi per side, in points (spades_env.rewards). */
+static void potential(const Ctx *c, i64 b, double phi[2]) {
+    const i64 *bids = I(S_BIDS) + 4 * b, *taken = I(S_TRICKS_TAKEN) + 4 * b, *blind = I(S_BLIND) + 4 * b;
+    i64 counted[2], contract[2];
+    counted_and_contract(c, b, counted, contract);
+    for (int side = 0; side < 2; side++) {
+        i64 nil_loss = 0;
+        for (int m = side; m < 4; m += 2)
+            if (bids[m] == 0 && taken[m] > 0) nil_loss += blind[m] == 1 ? c->p[P_BLIND_NIL_BONUS] : c->p[P_NIL_BONUS];
+        i64 least = counted[side] < contract[side] ? counted[side] : contract[side];
+        phi[side] = (double)(10 * least - nil_loss);
+    }
+}
+
+/* Per side -> per seat, combined like the reward scheme (added to rewards). */
+static inline void add_per_seat(const Ctx *c, double *rewards, const double side[2]) {
+    double v0 = side[0], v1 = side[1];
+    if (c->p[P_REWARD_KIND] != REWARD_TEAM_SCORE) {
+        v0 = side[0] - side[1];
+        v1 = side[1] - side[0];
+    }
+    rewards[0] = rewards[0] + v0;
+    rewards[1] = rewards[1] + v1;
+    rewards[2] = rewards[2] + v0;
+    rewards[3] = rewards[3] + v1;
+}
+
+/* The blind-nil passing order if the bidding ended now. Returns its length. */
+static i64 pass_queue(const Ctx *c, i64 b, i64 *froms, i64 *tos) {
+    i64 k = c->p[P_BLIND_NIL_PASS], Q = c->p[P_PASS_SLOTS];
+    for (i64 i = 0; i < Q; i++) froms[i] = tos[i] = 0;
+    if (k == 0 || !c->p[P_BLIND_NIL]) return 0;
+    const i64 *blind = I(S_BLIND) + 4 * b;
+    i64 dealer = I(S_DEALER)[b];
+    int active[2];
+    i64 bidder[2], partner[2], order[2];
+    for (int side = 0; side < 2; side++) {
+        active[side] = blind[side] + blind[side + 2] == 1;
+        bidder[side] = (blind[side] == 1 ? 0 : 1) * 2 + side;
+        partner[side] = (bidder[side] + 2) & 3;
+        order[side] = (bidder[side] - dealer - 1) & 3;
+    }
+    int first = (!active[1] || (active[0] && order[0] < order[1])) ? 0 : 1;
+    int second = 1 - first;
+    for (i64 i = 0; i < k; i++) {
+        froms[i] = partner[first];
+        froms[k + i] = bidder[first];
+        tos[i] = bidder[first];
+        tos[k + i] = partner[first];
+        if (active[second]) {
+            froms[2 * k + i] = partner[second];
+            froms[3 * k + i] = bidder[second];
+            tos[2 * k + i] = bidder[second];
+            tos[3 * k + i] = partner[second];
+        }
+    }
+    return 2 * k * (active[0] + active[1]);
+}
+
+/* One action at table b; sets need (a new hand) and new_game; writes rewards, done, final
+ * scores and winner. */
+static void play_one(const Ctx *c, i64 b) {
+    const i64 *p = c->p;
+    const i64 Q = p[P_PASS_SLOTS];
+    i64 a = I(X_ACTIONS)[b];
+    i64 phase = I(S_PHASE)[b], seat = I(S_TO_ACT)[b];
+    i64 *hands = I(S_HANDS) + 4 * b;
+    int is_play = phase == PLAY, is_bid = phase == BIDDING, is_blind = phase == BLIND_DECISION,
+        is_pass = phase == PASSING;
+    i64 card = clampi(a, 0, 51), bit = (i64)1 << card;
+    int trick_done = 0, hand_done = 0;
+    i64 next_in_play = 0;
+
+    /* -- play a card */
+    if (is_play) {
+        i64 *trick = I(S_TRICK) + 4 * b;
+        hands[seat] ^= bit;
+        I(S_PLAYED)[4 * b + seat] |= bit;
+        i64 suit = suit_of(card);
+        int leading = I(S_TRICK_LEN)[b] == 0;
+        i64 led = leading ? suit : I(S_LED_SUIT)[b];
+        if (!leading && suit != led) I(S_VOIDS)[4 * b + seat] |= (i64)1 << led;
+        i64 win_card = I(S_WIN_CARD)[b];
+        int beats = leading || (suit == suit_of(win_card) && card > win_card) || (suit == 3 && win_card < 39);
+        if (beats) {
+            I(S_WIN_CARD)[b] = card;
+            I(S_WIN_SEAT)[b] = seat;
+        }
+        trick[seat] = card;
+        i64 trick_len = I(S_TRICK_LEN)[b] + 1;
+        if (leading) I(S_LEADER)[b] = seat;
+        if (suit == 3) I(S_BROKEN)[b] = 1;
+        I(S_LED_SUIT)[b] = led;
+        i64 win_seat = I(S_WIN_SEAT)[b];
+        trick_done = trick_len == 4;
+        if (trick_done) {
+            I(S_TRICKS_TAKEN)[4 * b + win_seat] += 1;
+            I(S_TRICKS_PLAYED)[b] += 1;
+            hand_done = I(S_TRICKS_PLAYED)[b] == 13;
+            for (int i = 0; i < 4; i++) trick[i] = -1;
+            trick_len = 0;
+            I(S_LEADER)[b] = win_seat;
+        }
+        I(S_TRICK_LEN)[b] = trick_len;
+        next_in_play = trick_done ? win_seat : (seat + 1) & 3;
+    }
+
+    /* -- passing a card */
+    int passing_over = 0;
+    i64 next_passer = 0;
+    if (is_pass) {
+        i64 pos = I(S_PASS_POS)[b];
+        i64 to = I(S_PASS_TO)[Q * b + (pos < Q - 1 ? pos : Q - 1)];
+        hands[seat] ^= bit;
+        hands[to] |= bit;
+        I(S_PASSED)[4 * b + seat] |= bit;
+        I(S_RECEIVED)[4 * b + to] |= bit;
+        pos += 1;
+        I(S_PASS_POS)[b] = pos;
+        passing_over = pos >= I(S_PASS_LEN)[b];
+        next_passer = I(S_PASS_FROM)[Q * b + (pos < Q - 1 ? pos : Q - 1)];
+    }
+
+    /* -- bids and the blind-nil decision */
+    int makes_bid = is_bid || (is_blind && a == 66);
+    int looks = is_blind && a == 67;
+    if (makes_bid) I(S_BIDS)[4 * b + seat] = is_blind ? 0 : a - 52;
+    if (is_blind && a == 66) I(S_BLIND)[4 * b + seat] = 1;
+    if (looks) I(S_LOOKED)[4 * b + seat] = 1;
+    int bidding_over = makes_bid && seat == I(S_DEALER)[b];
+    int starts_passing = 0, play_starts = passing_over;
+    i64 froms[64], tos[64];
+    if (bidding_over) {
+        for (int i = 0; i < 4; i++) I(S_LOOKED)[4 * b + i] = 1;
+        i64 len = pass_queue(c, b, froms, tos);
+        starts_passing = len > 0;
+        if (starts_passing) {
+            memcpy(I(S_PASS_FROM) + Q * b, froms, Q * sizeof(i64));
+            memcpy(I(S_PASS_TO) + Q * b, tos, Q * sizeof(i64));
+            I(S_PASS_LEN)[b] = len;
+            I(S_PASS_POS)[b] = 0;
+        } else {
+            play_starts = 1;
+        }
+    }
+    i64 first_leader = (I(S_DEALER)[b] + 1) & 3;
+    if (p[P_TWO_OF_CLUBS_LEADS]) {
+        first_leader = 0;
+        for (int i = 0; i < 4; i++)
+            if (hands[i] & 1) {
+                first_leader = i;
+                break;
+            }
+    }
+
+    /* -- who acts next, in which phase */
+    i64 to_act = is_play ? next_in_play : seat;
+    if (makes_bid && !bidding_over) to_act = (seat + 1) & 3;
+    if (starts_passing) to_act = froms[0];
+    if (is_pass && !passing_over) to_act = next_passer;
+    if (play_starts) to_act = first_leader;
+    i64 new_phase = looks ? BIDDING : phase;
+    if (starts_passing) new_phase = PASSING;
+    if (play_starts) {
+        new_phase = PLAY;
+        I(S_LEADER)[b] = first_leader;
+        I(S_LED_SUIT)[b] = 0;
+    }
+    I(S_TO_ACT)[b] = to_act;
+    I(S_PHASE)[b] = new_phase;
+    if (makes_bid && !bidding_over) begin_bidding_turn(c, b);
+
+    /* -- rewards: shaping after tricks, scores after the last trick */
+    double *rewards = (double *)c->ptr[X_REWARDS] + 4 * b;
+    rewards[0] = rewards[1] = rewards[2] = rewards[3] = 0.0;
+    i64 *scores = I(S_SCORES) + 2 * b, *bags = I(S_BAGS) + 2 * b;
+    int episode_over = 0;
+    i64 winner = -1;
+    if (hand_done) {
+        i64 points[2], bags_after[2];
+        score_hand(c, b, points, bags_after);
+        scores[0] += points[0];
+        scores[1] += points[1];
+        bags[0] = bags_after[0];
+        bags[1] = bags_after[1];
+        int reached = scores[0] >= p[P_TARGET_SCORE] || scores[1] >= p[P_TARGET_SCORE];
+        if (p[P_HAS_MERCY]) reached = reached || scores[0] <= p[P_MERCY_SCORE] || scores[1] <= p[P_MERCY_SCORE];
+        int unique = scores[0] != scores[1];
+        i64 leader = unique ? (scores[1] > scores[0] ? 1 : 0) : -1;
+        int game_over = reached && unique;
+        int truncated = p[P_MAX_HANDS] && !game_over && I(S_HAND_NUMBER)[b] >= p[P_MAX_HANDS];
+        int ends = game_over || truncated;
+        i64 game_winner = ends ? leader : -1;
+        if (p[P_REWARD_KIND] != REWARD_WIN) {
+            double side[2] = {(double)points[0] * c->d[D_REWARD_SCALE], (double)points[1] * c->d[D_REWARD_SCALE]};
+            add_per_seat(c, rewards, side);
+        }
+        if (ends && (p[P_REWARD_KIND] == REWARD_WIN || c->d[D_WIN_BONUS] != 0.0)) {
+            double w = game_winner >= 0 ? 1.0 : 0.0;
+            double v0 = game_winner < 0 ? 0.0 : (game_winner == 0 ? 1.0 : -1.0);
+            double v1 = game_winner < 0 ? 0.0 : (game_winner == 1 ? 1.0 : -1.0);
+            (void)w;
+            if (p[P_REWARD_KIND] != REWARD_WIN) {
+                v0 = c->d[D_WIN_BONUS] * v0;
+                v1 = c->d[D_WIN_BONUS] * v1;
+            }
+            rewards[0] = rewards[0] + v0;
+            rewards[1] = rewards[1] + v1;
+            rewards[2] = rewards[2] + v0;
+            rewards[3] = rewards[3] + v1;
+        }
+        episode_over = ends || p[P_EPISODE_HAND];
+        if (episode_over) winner = game_winner;
+        else if (p[P_FIXED_DEALER] < 0) I(S_DEALER)[b] = (I(S_DEALER)[b] + 1) & 3;
+    }
+    if (c->d[D_SHAPING] > 0 && trick_done) {
+        double *pot = (double *)c->ptr[S_POTENTIAL] + 2 * b;
+        double fresh[2] = {0.0, 0.0};
+        if (!hand_done) potential(c, b, fresh);
+        double w = c->d[D_SHAPING] * c->d[D_REWARD_SCALE];
+        double delta[2] = {(fresh[0] - pot[0]) * w, (fresh[1] - pot[1]) * w};
+        add_per_seat(c, rewards, delta);
+        pot[0] = fresh[0];
+        pot[1] = fresh[1];
+    }
+    I(X_FINAL_SCORES)[2 * b] = scores[0];
+    I(X_FINAL_SCORES)[2 * b + 1] = scores[1];
+    I(X_WINNER)[b] = winner;
+    ((uint8_t *)c->ptr[X_DONE])[b] = (uint8_t)episode_over;
+    ((uint8_t *)c->ptr[X_NEED])[b] = (uint8_t)hand_done;
+    ((uint8_t *)c->ptr[X_NEW_GAME])[b] = (uint8_t)episode_over;
+}
+
+/* Deal a new hand at table b (deal `pool_row` of the pool unless its queue has one). */
+static void start_one(const Ctx *c, i64 b, i64 pool_row) {
+    const i64 *p = c->p;
+    i64 P = c->n[N_POOL], H = c->n[N_QUEUE];
+    const i64 *pooled = I(X_POOL) + 5 * clampi(pool_row, 0, P - 1);
+    const i64 *deal = pooled;
+    i64 *deal_index = I(S_DEAL_INDEX) + b;
+    if (H > 0 && *deal_index < H) deal = I(X_QUEUE) + 4 * (H * b + *deal_index);
+    i64 first_dealer = pooled[4];
+    if (p[P_FIXED_DEALER] >= 0) first_dealer = p[P_FIXED_DEALER];
+    else if (c->ptr[X_FIXED_START_DEALER]) first_dealer = I(X_FIXED_START_DEALER)[b];
+    i64 *scores = I(S_SCORES) + 2 * b;
+    if (((uint8_t *)c->ptr[X_NEW_GAME])[b]) {
+        scores[0] = I(X_START_SCORES)[2 * b];
+        scores[1] = I(X_START_SCORES)[2 * b + 1];
+        I(S_BAGS)[2 * b] = I(X_START_BAGS)[2 * b];
+        I(S_BAGS)[2 * b + 1] = I(X_START_BAGS)[2 * b + 1];
+        I(S_HAND_NUMBER)[b] = 0;
+        I(S_DEALER)[b] = first_dealer;
+    }
+    i64 may[2] = {side_may_blind(c, scores, 0), side_may_blind(c, scores, 1)};
+    for (int i = 0; i < 4; i++) {
+        i64 j = 4 * b + i;
+        I(S_HANDS)[j] = I(S_DEAL)[j] = deal[i];
+        I(S_BIDS)[j] = -1;
+        I(S_BLIND)[j] = 0;
+        I(S_LOOKED)[j] = 1 - may[i & 1];
+        I(S_PASSED)[j] = I(S_RECEIVED)[j] = 0;
+        I(S_TRICK)[j] = -1;
+        I(S_TRICKS_TAKEN)[j] = 0;
+        I(S_PLAYED)[j] = 0;
+        I(S_VOIDS)[j] = 0;
+    }
+    I(S_PASS_LEN)[b] = I(S_PASS_POS)[b] = 0;
+    I(S_TRICK_LEN)[b] = 0;
+    I(S_TRICKS_PLAYED)[b] = 0;
+    I(S_BROKEN)[b] = 0;
+    I(S_HAND_NUMBER)[b] += 1;
+    *deal_index += 1;
+    i64 leader0 = (I(S_DEALER)[b] + 1) & 3;
+    I(S_TO_ACT)[b] = I(S_LEADER)[b] = leader0;
+    double *pot = (double *)c->ptr[S_POTENTIAL] + 2 * b;
+    pot[0] = pot[1] = 0.0;
+    I(S_PHASE)[b] = BIDDING;
+    begin_bidding_turn(c, b);
+}
+
+/* Byte value -> its 8 bits as 0/1 floats, and as 0/1 bytes (filled on first use). */
+static float BITS_F32[256][8];
+static uint64_t BITS_U8[256];
+
+/* Called once when the library is loaded, before any step. */
+void spades_native_init(void) {
+    for (int v = 0; v < 256; v++) {
+        uint64_t bytes = 0;
+        for (int k = 0; k < 8; k++) {
+            BITS_F32[v][k] = (float)((v >> k) & 1);
+            bytes |= (uint64_t)((v >> k) & 1) << (8 * k);
+        }
+        BITS_U8[v] = bytes;   /* little-endian: byte k is bit k */
+    }
+}
+
+/* Writes all 52 cells of a card plane (0/1 floats) from a bitboard. */
+static inline void set_plane52(float *cells, i64 board) {
+    uint64_t u = (uint64_t)board;
+    for (int i = 0; i < 6; i++) memcpy(cells + 8 * i, BITS_F32[(u >> (8 * i)) & 255], 8 * sizeof(float));
+    memcpy(cells + 48, BITS_F32[(u >> 48) & 15], 4 * sizeof(float));
+}
+
+static inline float ratio(i64 num, i64 den) { return (float)((double)num / (double)den); }
+
+/* Zeroes cells [0, size) of o except the 52-cell planes starting at the 7 given offsets. */
+static inline void zero_outside_planes(float *o, i64 size, const i64 planes[7]) {
+    i64 starts[7];
+    memcpy(starts, planes, sizeof(starts));
+    for (int i = 1; i < 7; i++)              /* insertion sort: the offsets in order */
+        for (int j = i; j > 0 && starts[j - 1] > starts[j]; j--) {
+            i64 t = starts[j];
+            starts[j] = starts[j - 1];
+            starts[j - 1] = t;
+        }
+    i64 at = 0;
+    for (int i = 0; i < 7; i++) {
+        if (starts[i] > at) memset(o + at, 0, (starts[i] - at) * sizeof(float));
+        if (starts[i] + 52 > at) at = starts[i] + 52;
+    }
+    if (size > at) memset(o + at, 0, (size - at) * sizeof(float));
+}
+
+/* The observation and mask of the player to act at table b. */
+static void observe_one(const Ctx *c, i64 b) {
+    const i64 *p = c->p;
+    float *o = (float *)c->ptr[X_OBS] + p[P_OBS_SIZE] * b;
+    /* Zero every cell but those of the seven card planes, which are written whole below. */
+    const i64 planes[7] = {p[P_O_HAND], p[P_O_PASSED], p[P_O_RECEIVED], p[P_O_PLAYED], p[P_O_PLAYED] + 52,
+                           p[P_O_PLAYED] + 104, p[P_O_PLAYED] + 156};
+    zero_outside_planes(o, p[P_OBS_SIZE], planes);
+    i64 f = I(S_TO_ACT)[b], phase = I(S_PHASE)[b];
+    const i64 *bids = I(S_BIDS) + 4 * b, *blind = I(S_BLIND) + 4 * b, *taken = I(S_TRICKS_TAKEN) + 4 * b;
+    const i64 *trick = I(S_TRICK) + 4 * b, *played = I(S_PLAYED) + 4 * b, *voids = I(S_VOIDS) + 4 * b;
+    set_plane52(o + p[P_O_HAND], I(S_HANDS)[4 * b + f] * I(S_LOOKED)[4 * b + f]);
+    if (phase >= 0 && phase < 6) o[p[P_O_PHASE] + phase] = 1.0f;
+    o[p[P_O_DEALER] + ((I(S_DEALER)[b] - f) & 3)] = 1.0f;
+    if (phase < HAND_OVER) o[p[P_O_TO_ACT] + ((I(S_TO_ACT)[b] - f) & 3)] = 1.0f;
+    set_plane52(o + p[P_O_PASSED], I(S_PASSED)[4 * b + f]);
+    set_plane52(o + p[P_O_RECEIVED], I(S_RECEIVED)[4 * b + f]);
+    if (phase == PLAY) {
+        i64 leader = I(S_TRICK_LEN)[b] > 0 ? I(S_LEADER)[b] : I(S_TO_ACT)[b];
+        o[p[P_O_TRICK_LEADER] + ((leader - f) & 3)] = 1.0f;
+    }
+    if (I(S_BROKEN)[b]) o[p[P_O_SPADES_BROKEN]] = 1.0f;
+    for (int r = 0; r < 4; r++) {
+        i64 s = (f + r) & 3;
+        float *bid_row = o + p[P_O_BIDS] + 15 * r;
+        if (bids[s] >= 0 && bids[s] < 14) bid_row[bids[s]] = 1.0f;
+        if (blind[s] == 1) bid_row[14] = 1.0f;
+        if (taken[s] >= 0 && taken[s] < 14) o[p[P_O_TRICKS_TAKEN] + 14 * r + taken[s]] = 1.0f;
+        if (trick[s] >= 0 && trick[s] < 52) o[p[P_O_CURRENT_TRICK] + 52 * r + trick[s]] = 1.0f;
+        set_plane52(o + p[P_O_PLAYED] + 52 * r, played[s]);
+        for (int k = 0; k < 4; k++)
+            if ((voids[s] >> k) & 1) o[p[P_O_VOIDS] + 4 * r + k] = 1.0f;
+    }
+    /* sides: own side first */
+    const i64 *scores = I(S_SCORES) + 2 * b, *bags = I(S_BAGS) + 2 * b;
+    i64 counted[2], contract[2];
+    counted_and_contract(c, b, counted, contract);
+    i64 target = p[P_TARGET_SCORE];
+    for (int j = 0; j < 2; j++) {
+        int side = (int)((f & 1) ^ j);
+        float *cell = o + p[P_O_SIDES] + 7 * j;
+        cell[0] = ratio(scores[side], target);
+        cell[1] = ratio(bags[side], p[P_BAG_LIMIT]);
+        cell[2] = ratio(target - scores[side], target);
+        cell[3] = p[P_HAS_MERCY] ? ratio(scores[side] - p[P_MERCY_SCORE], target) : 0.0f;
+        cell[4] = (float)side_may_blind(c, scores, side);
+        cell[5] = ratio(counted[side], 13);
+        cell[6] = ratio(contract[side], 13);
+    }
+    float *game = o + p[P_O_GAME];
+    game[0] = (float)((double)target / 1000.0);
+    game[1] = p[P_HAS_MERCY] ? (float)((double)p[P_MERCY_SCORE] / 1000.0) : 0.0f;
+    game[2] = p[P_HAS_MERCY] ? 1.0f : 0.0f;
+    game[3] = (float)((double)p[P_BAG_LIMIT] / 100.0);
+    game[4] = p[P_MAX_HANDS] ? ratio(I(S_HAND_NUMBER)[b] - (phase < HAND_OVER), p[P_MAX_HANDS]) : 0.0f;
+
+    uint8_t *m = (uint8_t *)c->ptr[X_MASK] + 68 * b;
+    uint64_t cards = (uint64_t)legal_cards(c, b);
+    for (int i = 0; i < 6; i++) memcpy(m + 8 * i, &BITS_U8[(cards >> (8 * i)) & 255], 8);
+    memcpy(m + 48, &BITS_U8[(cards >> 48) & 15], 4);
+    memset(m + 52, 0, 16);
+    if (phase == BIDDING) {
+        i64 legal = legal_bid_bits(c, bids, f, I(S_DEALER)[b]);
+        for (int k = 0; k < 14; k++) m[52 + k] = (legal >> k) & 1;
+    } else if (phase == BLIND_DECISION) {
+        m[66] = m[67] = 1;
+    }
+}
+
+/* Pass 1: the actions of tables lo..hi-1. Returns how many of them need a new hand. */
+i64 spades_step_play(const i64 *params, const double *dparams, void *const *ptrs, const i64 *sizes, i64 lo,
+                     i64 hi) {
+    Ctx ctx = {params, dparams, ptrs, sizes};
+    const Ctx *c = &ctx;
+    i64 need = 0;
+    for (i64 b = lo; b < hi; b++) {
+        play_one(c, b);
+        need += ((uint8_t *)c->ptr[X_NEED])[b];
+    }
+    return need;
+}
+
+/* Pass 2: the new hands of tables lo..hi-1 (pool rows from pool_offset on, in table order),
+ * then every table's observation and mask. */
+void spades_step_start(const i64 *params, const double *dparams, void *const *ptrs, const i64 *sizes, i64 lo,
+                       i64 hi, i64 pool_offset) {
+    Ctx ctx = {params, dparams, ptrs, sizes};
+    const Ctx *c = &ctx;
+    for (i64 b = lo; b < hi; b++) {
+        if (((uint8_t *)c->ptr[X_NEED])[b]) start_one(c, b, pool_offset++);
+        observe_one(c, b);
+    }
+}
+
+/* One step of every table: both passes, with `threads` OpenMP threads sharing the tables in
+ * slices (table order), or one after the other where the library was built without OpenMP.
+ * Writes the pool pointer after the step to *new_offset. */
+void spades_step_all(const i64 *params, const double *dparams, void *const *ptrs, const i64 *sizes, i64 threads,
+                     i64 pool_offset, i64 *new_offset) {
+    i64 B = sizes[N_BATCH];
+#ifdef _OPENMP
+    i64 counts[64];
+    if (threads > 64) threads = 64;
+    if (threads > B) threads = B;
+    if (threads > 1) {
+#pragma omp parallel num_threads((int)threads)
+        {
+            int t = omp_get_thread_num(), n = omp_get_num_threads();
+            i64 lo = B * t / n, hi = B * (t + 1) / n;
+            counts[t] = spades_step_play(params, dparams, ptrs, sizes, lo, hi);
+#pragma omp barrier
+            i64 offset = pool_offset;
+            for (int i = 0; i < t; i++) offset += counts[i];
+            spades_step_start(params, dparams, ptrs, sizes, lo, hi, offset);
+#pragma omp single
+            {
+                i64 total = pool_offset;
+                for (int i = 0; i < n; i++) total += counts[i];
+                *new_offset = total;
+            }
+        }
+        return;
+    }
+#endif
+    (void)threads;
+    i64 need = spades_step_play(params, dparams, ptrs, sizes, 0, B);
+    spades_step_start(params, dparams, ptrs, sizes, 0, B, pool_offset);
+    *new_offset = pool_offset + need;
+}
+
+/* A uniformly random legal action per row of a (B, 68) 0/1 byte mask: the k-th legal action,
+ * k = floor(u * count) for the row's uniform u in [0, 1) (the random player of spades-bench). */
+void spades_random_legal(const uint8_t *mask, const float *uniform, i64 *out, i64 rows, i64 width, i64 threads) {
+#ifdef _OPENMP
+#pragma omp parallel for num_threads((int)(threads > 0 ? threads : 1)) schedule(static) if (threads > 1 && rows >= 256)
+#endif
+    for (i64 b = 0; b < rows; b++) {
+        const uint8_t *m = mask + width * b;
+        /* each cell is a 0/1 byte, so a word's popcount counts the legal actions in its 8 cells */
+        i64 words = width / 8, count = 0;
+        for (i64 w = 0; w < words; w++) {
+            uint64_t word;
+            memcpy(&word, m + 8 * w, 8);
+            count += __builtin_popcountll(word);
+        }
+        for (i64 j = 8 * words; j < width; j++) count += m[j] != 0;
+        i64 k = (i64)(uniform[b] * (float)count);
+        if (k > count - 1) k = count - 1;
+        i64 pick = -1, j = 0;
+        for (i64 w = 0; w < words; w++, j += 8) {    /* skip whole words before the k-th */
+            uint64_t word;
+            memcpy(&word, m + 8 * w, 8);
+            i64 here = __builtin_popcountll(word);
+            if (here > k) break;
+            k -= here;
+        }
+        for (; j < width; j++)
+            if (m[j] && k-- == 0) {
+                pick = j;
+                break;
+            }
+        out[b] = pick;
+    }
+    (void)threads;
+}

@@ -1,0 +1,143 @@
+"""The batched engine's C step (``backend="native"``) gives exactly what the torch step and the
+AEC env give, in every partnership preset, and refuses what it cannot do."""
+
+import shutil
+
+import pytest
+import torch
+
+from spades_env.vector import SpadesVectorEnv, VectorEnvError
+
+from helpers_vector import compare_with_vector, play_aec_games
+from test_vector import DIFFERENTIAL_CASES
+
+pytestmark = pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
+                                reason="backend='native' needs a C compiler")
+
+
+@pytest.mark.parametrize("kwargs,count", DIFFERENTIAL_CASES, ids=lambda v: str(v) if isinstance(v, dict) else None)
+def test_native_engine_matches_aec_env(kwargs, count):
+    """The AEC env's games replayed through the C step: every observation, mask, reward, end and
+    final score agrees (a third of the torch engine's games per case)."""
+    games = play_aec_games(max(50, count // 3), seed=101, **kwargs)
+    assert compare_with_vector(games, backend="native", **kwargs)["decisions"] > len(games) * 30
+
+
+NATIVE_CASES = [
+    {"rules": "standard"},
+    {"rules": "standard", "episode": "hand", "reward": "team_diff", "shaping": 1.0},
+    {"rules": "standard", "bids_may_total_13": False, "blind_nil_pass": 3, "blind_nil_min_deficit": 0,
+     "max_hands": 2, "win_bonus": 1.0, "max_team_bid": 11},
+    {"rules": "standard", "reward": "win", "two_of_clubs_leads": True, "no_spades_first_trick": True},
+    {"rules": "tournament", "bag_limit": 5, "bag_penalty": 50, "nil_tricks_count_for_partner": True},
+    {"rules": "openspiel", "min_team_bid": 4, "spades_lead": "forced_only"},
+    {"rules": "basic", "bags": False},
+]
+
+
+@pytest.mark.parametrize("kwargs", NATIVE_CASES, ids=lambda v: str(v))
+@pytest.mark.parametrize("threads", [1, 3])
+def test_native_step_equals_torch_step_state_for_state(kwargs, threads):
+    """Hundreds of random games (nil and blind nil often, starting 150 behind so that blind nil is
+    offered): after every step the whole state, the observation, mask, rewards, ends, final
+    scores, winners and the deal stream equal the torch engine's, on one thread or several."""
+    B = 48
+    torch_env = SpadesVectorEnv(B, seed=5, **kwargs)
+    native_env = SpadesVectorEnv(B, seed=5, backend="native", threads=threads, **kwargs)
+    outs = [env.reset(scores=[0, 150]) for env in (torch_env, native_env)]
+    gen = torch.Generator().manual_seed(3)
+    episodes = 0
+    for t in range(360):
+        assert torch.equal(outs[0][0], outs[1][0]), f"step {t}: observation"
+        assert outs[1][1].dtype == torch.bool and torch.equal(outs[0][1], outs[1][1]), f"step {t}: mask"
+        for field in torch_env.state.__dataclass_fields__:
+            assert torch.equal(getattr(torch_env.state, field), getattr(native_env.state, field)), f"step {t}: {field}"
+        assert int(torch_env._pool_ptr) == int(native_env._pool_ptr)
+        noise = torch.rand(B, 68, generator=gen)
+        noise[:, 52] += 0.3
+        noise[:, 66] += 0.6
+        actions = torch.where(outs[0][1], noise, -1.0).argmax(1)
+        outs = [env.step(actions) for env in (torch_env, native_env)]
+        for i, name in ((2, "rewards"), (3, "done")):
+            assert outs[1][i].dtype == outs[0][i].dtype and torch.equal(outs[0][i], outs[1][i]), f"step {t}: {name}"
+        for key in ("final_scores", "winner"):
+            assert torch.equal(outs[0][4][key], outs[1][4][key]), f"step {t}: {key}"
+        episodes += int(outs[0][3].sum())
+    assert torch.equal(torch_env.state_tensor(), native_env.state_tensor())
+    assert torch.equal(torch_env.observe_seat(2), native_env.observe_seat(2))
+    assert episodes >= 20
+
+
+def test_snapshots_move_between_backends_and_set_start_applies():
+    """A native env continues exactly from a torch env's snapshot (and back), and set_start /
+    explicit deals reach the C step."""
+    B = 16
+    torch_env = SpadesVectorEnv(B, seed=9, episode="hand")
+    native_env = SpadesVectorEnv(B, seed=1, episode="hand", backend="native")
+    gen = torch.Generator().manual_seed(0)
+    obs, mask = torch_env.reset()
+    native_env.reset()
+    for _ in range(30):
+        obs, mask, *_ = torch_env.step(torch.multinomial(mask.float(), 1, generator=gen)[:, 0])
+    native_env.load_state_dict(torch_env.state_dict())
+    for env in (torch_env, native_env):
+        env.set_start(scores=[40, 190], bags=[3, 7], tables=torch.arange(B) % 2 == 0)
+    for t in range(200):
+        actions = torch.multinomial(mask.float(), 1, generator=gen)[:, 0]
+        a, b = torch_env.step(actions), native_env.step(actions)
+        for x, y in zip(a[:4], b[:4]):
+            assert torch.equal(x, y), f"step {t}"
+        mask = a[1]
+    assert bool((torch_env.state.scores[::2].sum(1) != 0).any())
+    back = SpadesVectorEnv(B, seed=2, episode="hand")
+    back.reset()
+    back.load_state_dict(native_env.state_dict())
+    actions = torch.multinomial(mask.float(), 1, generator=gen)[:, 0]
+    assert torch.equal(back.step(actions)[0], native_env.step(actions)[0])
+
+
+def test_native_random_legal_matches_the_torch_rule():
+    from spades_env.native import random_legal
+    gen = torch.Generator().manual_seed(0)
+    mask = torch.rand(3000, 68, generator=gen) < torch.rand(3000, 1, generator=gen)
+    mask[:, 7] = True
+    mask[-1] = False                                   # no legal action: -1
+    u = torch.rand(3000, generator=gen)
+    seen = mask.view(torch.uint8).cumsum(1, dtype=torch.int32)
+    count = seen[:, -1:]
+    k = torch.minimum((u[:, None] * count).to(torch.int32), (count - 1).clamp(min=0))
+    expected = torch.searchsorted(seen, k, right=True)[:, 0]
+    expected[-1] = -1
+    for threads in (1, 2):
+        assert torch.equal(random_legal(mask, u, threads), expected)
+
+
+def test_native_backend_errors_are_clear():
+    with pytest.raises(VectorEnvError, match="backend='nativ'"):
+        SpadesVectorEnv(4, backend="nativ")
+    with pytest.raises(VectorEnvError, match="compile=True"):
+        SpadesVectorEnv(4, backend="native", compile=True)
+    with pytest.raises(VectorEnvError, match="threads=0"):
+        SpadesVectorEnv(4, backend="native", threads=0)
+    env = SpadesVectorEnv(4, backend="native", seed=0)
+    with pytest.raises(VectorEnvError, match="before reset"):
+        env.step(torch.zeros(4, dtype=torch.int64))
+    env.reset()
+    with pytest.raises(VectorEnvError, match="illegal actions"):
+        env.step(torch.full((4,), 3, dtype=torch.int64))
+
+
+def test_native_needs_the_cpu(monkeypatch):
+    from spades_env import native
+    env = SpadesVectorEnv(2, seed=0)
+    monkeypatch.setattr(env, "device", torch.device("meta"))
+    with pytest.raises(native.NativeEngineError, match="runs on the CPU"):
+        native.NativeStepper(env)
+
+
+def test_a_missing_compiler_is_reported(monkeypatch, tmp_path):
+    from spades_env import native
+    monkeypatch.setenv("SPADES_NATIVE_CACHE", str(tmp_path))
+    monkeypatch.setenv("CC", "no-such-compiler-xyz")
+    with pytest.raises(native.NativeEngineError, match="no-such-compiler-xyz"):
+        native.build()
