@@ -404,10 +404,8 @@ static void play_one(const Ctx *c, i64 b) {
             add_per_seat(c, rewards, side);
         }
         if (ends && (p[P_REWARD_KIND] == REWARD_WIN || c->d[D_WIN_BONUS] != 0.0)) {
-            double w = game_winner >= 0 ? 1.0 : 0.0;
             double v0 = game_winner < 0 ? 0.0 : (game_winner == 0 ? 1.0 : -1.0);
             double v1 = game_winner < 0 ? 0.0 : (game_winner == 1 ? 1.0 : -1.0);
-            (void)w;
             if (p[P_REWARD_KIND] != REWARD_WIN) {
                 v0 = c->d[D_WIN_BONUS] * v0;
                 v1 = c->d[D_WIN_BONUS] * v1;
