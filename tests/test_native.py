@@ -25,7 +25,7 @@ def test_native_engine_matches_aec_env(kwargs, count):
 
 NATIVE_CASES = [
     {"rules": "standard"},
-    {"rules": "standard", "episode": "hand", "reward": "team_diff", "shaping": 1.0},
+    {"rules": "standard", "episode": "hand", "reward": "team_diff", "shaping": 1.0, "obs_dtype": "bfloat16"},
     {"rules": "standard", "bids_may_total_13": False, "blind_nil_pass": 3, "blind_nil_min_deficit": 0,
      "max_hands": 2, "win_bonus": 1.0, "max_team_bid": 11},
     {"rules": "standard", "reward": "win", "two_of_clubs_leads": True, "no_spades_first_trick": True},
@@ -110,6 +110,7 @@ def test_native_random_legal_matches_the_torch_rule():
     expected[-1] = -1
     for threads in (1, 2):
         assert torch.equal(random_legal(mask, u, threads), expected)
+    assert torch.equal(random_legal(mask.to(torch.int8) * 2, u), expected)     # any nonzero cell is legal
 
 
 def test_native_backend_errors_are_clear():
@@ -140,4 +141,22 @@ def test_a_missing_compiler_is_reported(monkeypatch, tmp_path):
     monkeypatch.setenv("SPADES_NATIVE_CACHE", str(tmp_path))
     monkeypatch.setenv("CC", "no-such-compiler-xyz")
     with pytest.raises(native.NativeEngineError, match="no-such-compiler-xyz"):
+        native.build()
+
+
+@pytest.mark.skipif(shutil.which("false") is None, reason="needs the 'false' command")
+def test_a_failing_compiler_is_reported(monkeypatch, tmp_path):
+    from spades_env import native
+    monkeypatch.setenv("SPADES_NATIVE_CACHE", str(tmp_path))
+    monkeypatch.setenv("CC", "false")          # a "compiler" that always fails
+    with pytest.raises(native.NativeEngineError, match="compiling engine.c with 'false' failed"):
+        native.build()
+
+
+def test_an_unwritable_cache_is_reported(monkeypatch, tmp_path):
+    from spades_env import native
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("SPADES_NATIVE_CACHE", str(blocker / "cache"))
+    with pytest.raises(native.NativeEngineError, match="SPADES_NATIVE_CACHE"):
         native.build()

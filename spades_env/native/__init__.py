@@ -49,7 +49,7 @@ STATE_FIELDS = ("hands", "deal", "phase", "to_act", "dealer", "bids", "blind", "
                 "win_card", "win_seat", "tricks_taken", "tricks_played", "played", "voids", "broken", "scores",
                 "bags", "hand_number", "deal_index", "potential")
 BUFFERS = ("actions", "pool", "queue", "start_scores", "start_bags", "fixed_start_dealer", "obs", "mask",
-           "rewards", "done", "final_scores", "winner", "need", "new_game")
+           "rewards", "done", "final_scores", "winner", "need")
 SIZES = ("batch", "pool", "queue")
 OBS_BLOCKS = ("hand", "phase", "dealer", "to_act", "bids", "passed", "received", "tricks_taken", "trick_leader",
               "current_trick", "played", "voids", "spades_broken", "sides", "game")
@@ -101,8 +101,14 @@ def build(force: bool = False) -> Path:
     errors = []
     for openmp in (True, False):
         out = library_path(openmp)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            workspace = tempfile.TemporaryDirectory(dir=out.parent)
+        except OSError as error:
+            raise NativeEngineError(f"backend='native': cannot write its compiled engine to {str(out.parent)!r} "
+                                    f"({error.strerror or error}); set $SPADES_NATIVE_CACHE to a writable "
+                                    "folder") from None
+        with workspace as tmp:
             target = Path(tmp) / out.name
             flags = FLAGS + ((OPENMP_FLAG,) if openmp else ())
             done = subprocess.run([compiler, *flags, "-o", str(target), str(SOURCE)], capture_output=True, text=True)
@@ -161,22 +167,17 @@ class NativeStepper:
             "pass_slots": env._pass_slots, "obs_size": env.obs_size,
             **{f"o_{name}": block.offset for name, block in layout.obs_blocks.items()},
         }
-        if env.obs_size > 1024:
-            raise NativeEngineError(f"backend='native': observations of {env.obs_size} cells are more than it holds")
-        if env._pass_slots > 64:
-            raise NativeEngineError(f"backend='native': blind_nil_pass={r.blind_nil_pass} is more than it can pass")
         scheme = env.reward_scheme
         self.params = torch.tensor([int(values[name]) for name in PARAMS], dtype=torch.int64)
-        self.dparams = torch.tensor([scheme.reward_scale, scheme.win_bonus, scheme.shaping], dtype=torch.float64)
+        self.dparams = torch.tensor([float(getattr(scheme, name)) for name in DOUBLE_PARAMS], dtype=torch.float64)
         B = env.num_envs
         self.need = torch.zeros(B, dtype=torch.uint8)
-        self.new_game = torch.zeros(B, dtype=torch.uint8)
         self.threads = max(1, min(int(threads or torch.get_num_threads()), B, 64))
         self.sizes = (ctypes.c_int64 * 3)()
         self.new_offset = ctypes.c_int64()
         self.params_ptr, self.dparams_ptr = self.params.data_ptr(), self.dparams.data_ptr()
         self.pointers = (ctypes.c_void_p * (len(STATE_FIELDS) + len(BUFFERS)))()
-        self._state, self._fields, self._buffers = None, [], ()
+        self._state, self._fields = None, []
 
     def step(self, actions: torch.Tensor):
         """One step of every table, in place on ``env.state``; returns what ``_full_step`` returns
@@ -204,7 +205,7 @@ class NativeStepper:
         winner = torch.empty(B, dtype=torch.int64)
         buffers = (actions, pool, queue, env._start_scores.contiguous(), env._start_bags.contiguous(),
                    fixed.contiguous() if fixed is not None else None, obs, mask, rewards, done, final_scores,
-                   winner, self.need, self.new_game)                      # in the order of BUFFERS
+                   winner, self.need)                                     # in the order of BUFFERS
         first = len(STATE_FIELDS)
         for i, t in enumerate(buffers):
             pointers[first + i] = None if t is None else t.data_ptr()
@@ -213,20 +214,20 @@ class NativeStepper:
         self.lib.spades_step_all(self.params_ptr, self.dparams_ptr, ctypes.addressof(pointers),
                                  ctypes.addressof(sizes), self.threads, int(env._pool_ptr),
                                  ctypes.addressof(self.new_offset))
-        self._buffers = buffers                      # alive at least until the next step
         new_ptr = torch.tensor(self.new_offset.value, dtype=torch.int64)
         return new_ptr, obs, mask, rewards, done.view(torch.bool), final_scores, winner
 
 
 def random_legal(mask: torch.Tensor, uniform: torch.Tensor, threads: int = 1) -> torch.Tensor:
-    """A uniformly random legal action per row of a CPU (B, 68) bool or 0/1 uint8 mask, in C: the
+    """A uniformly random legal action per row of a CPU (B, 68) mask (bool, or any dtype: nonzero is
+    legal), in C: the
     k-th legal action with k = floor(u * count) for the row's uniform ``u`` (``uniform``: (B,)
     float32 in [0, 1)), or -1 where a row has none. The same choice as ``spades-bench``'s torch
     picker for the same u. ``threads``: how many threads share the rows."""
     if mask.device.type != "cpu" or mask.dim() != 2:
         raise NativeEngineError("random_legal: expected a (B, actions) mask on the CPU")
     rows, width = mask.shape
-    mask = mask.contiguous().view(torch.uint8) if mask.dtype == torch.bool else mask.to(torch.uint8).contiguous()
+    mask = (mask if mask.dtype == torch.bool else mask != 0).contiguous().view(torch.uint8)   # 0/1 bytes
     uniform = uniform.to(torch.float32).contiguous().view(-1)
     if uniform.shape[0] != rows:
         raise NativeEngineError(f"random_legal: {uniform.shape[0]} uniforms for {rows} rows")

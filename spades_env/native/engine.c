@@ -37,14 +37,15 @@ enum {
 };
 /* Double parameters. */
 enum { D_REWARD_SCALE, D_WIN_BONUS, D_SHAPING, D_COUNT };
-/* The state tensors and buffers, in the order of spades_env/native/__init__.py POINTERS. */
+/* The state tensors, then the buffers, in the order of spades_env/native/__init__.py STATE_FIELDS
+ * and BUFFERS. */
 enum {
     S_HANDS, S_DEAL, S_PHASE, S_TO_ACT, S_DEALER, S_BIDS, S_BLIND, S_LOOKED, S_PASSED, S_RECEIVED,
     S_PASS_FROM, S_PASS_TO, S_PASS_LEN, S_PASS_POS, S_TRICK, S_TRICK_LEN, S_LEADER, S_LED_SUIT,
     S_WIN_CARD, S_WIN_SEAT, S_TRICKS_TAKEN, S_TRICKS_PLAYED, S_PLAYED, S_VOIDS, S_BROKEN, S_SCORES,
     S_BAGS, S_HAND_NUMBER, S_DEAL_INDEX, S_POTENTIAL,
     X_ACTIONS, X_POOL, X_QUEUE, X_START_SCORES, X_START_BAGS, X_FIXED_START_DEALER,
-    X_OBS, X_MASK, X_REWARDS, X_DONE, X_FINAL_SCORES, X_WINNER, X_NEED, X_NEW_GAME,
+    X_OBS, X_MASK, X_REWARDS, X_DONE, X_FINAL_SCORES, X_WINNER, X_NEED,
     PTR_COUNT
 };
 /* Sizes (int64): batch, pool rows, queue depth. */
@@ -265,8 +266,8 @@ static i64 pass_queue(const Ctx *c, i64 b, i64 *froms, i64 *tos) {
     return 2 * k * (active[0] + active[1]);
 }
 
-/* One action at table b; sets need (a new hand) and new_game; writes rewards, done, final
- * scores and winner. */
+/* One action at table b; sets need (a new hand) and done (the episode ended: the new hand
+ * starts a new game); writes rewards, final scores and winner. */
 static void play_one(const Ctx *c, i64 b) {
     const i64 *p = c->p;
     const i64 Q = p[P_PASS_SLOTS];
@@ -337,7 +338,7 @@ static void play_one(const Ctx *c, i64 b) {
     if (looks) I(S_LOOKED)[4 * b + seat] = 1;
     int bidding_over = makes_bid && seat == I(S_DEALER)[b];
     int starts_passing = 0, play_starts = passing_over;
-    i64 froms[64], tos[64];
+    i64 froms[64], tos[64];                 /* the rules cap blind_nil_pass at 3: at most 12 slots */
     if (bidding_over) {
         for (int i = 0; i < 4; i++) I(S_LOOKED)[4 * b + i] = 1;
         i64 len = pass_queue(c, b, froms, tos);
@@ -434,7 +435,6 @@ static void play_one(const Ctx *c, i64 b) {
     I(X_WINNER)[b] = winner;
     ((uint8_t *)c->ptr[X_DONE])[b] = (uint8_t)episode_over;
     ((uint8_t *)c->ptr[X_NEED])[b] = (uint8_t)hand_done;
-    ((uint8_t *)c->ptr[X_NEW_GAME])[b] = (uint8_t)episode_over;
 }
 
 /* Deal a new hand at table b (deal `pool_row` of the pool unless its queue has one). */
@@ -449,7 +449,7 @@ static void start_one(const Ctx *c, i64 b, i64 pool_row) {
     if (p[P_FIXED_DEALER] >= 0) first_dealer = p[P_FIXED_DEALER];
     else if (c->ptr[X_FIXED_START_DEALER]) first_dealer = I(X_FIXED_START_DEALER)[b];
     i64 *scores = I(S_SCORES) + 2 * b;
-    if (((uint8_t *)c->ptr[X_NEW_GAME])[b]) {
+    if (((uint8_t *)c->ptr[X_DONE])[b]) {          /* the episode ended: a new game */
         scores[0] = I(X_START_SCORES)[2 * b];
         scores[1] = I(X_START_SCORES)[2 * b + 1];
         I(S_BAGS)[2 * b] = I(X_START_BAGS)[2 * b];
@@ -484,7 +484,7 @@ static void start_one(const Ctx *c, i64 b, i64 pool_row) {
     begin_bidding_turn(c, b);
 }
 
-/* Byte value -> its 8 bits as 0/1 floats, and as 0/1 bytes (filled on first use). */
+/* Byte value -> its 8 bits as 0/1 floats, and as 0/1 bytes (filled by spades_native_init). */
 static float BITS_F32[256][8];
 static uint64_t BITS_U8[256];
 
@@ -509,10 +509,16 @@ static inline void set_plane52(float *cells, i64 board) {
 
 static inline float ratio(i64 num, i64 den) { return (float)((double)num / (double)den); }
 
-/* Zeroes cells [0, size) of o except the 52-cell planes starting at the 7 given offsets. */
-static inline void zero_outside_planes(float *o, i64 size, const i64 planes[7]) {
-    i64 starts[7];
-    memcpy(starts, planes, sizeof(starts));
+/* The cells of an observation outside its seven card planes (which observe_one writes whole):
+ * at most 8 runs [start, end). */
+typedef struct {
+    i64 start[8], end[8];
+    int count;
+} ZeroRuns;
+
+static void zero_runs(const i64 *p, ZeroRuns *runs) {
+    i64 starts[7] = {p[P_O_HAND], p[P_O_PASSED], p[P_O_RECEIVED], p[P_O_PLAYED], p[P_O_PLAYED] + 52,
+                     p[P_O_PLAYED] + 104, p[P_O_PLAYED] + 156};
     for (int i = 1; i < 7; i++)              /* insertion sort: the offsets in order */
         for (int j = i; j > 0 && starts[j - 1] > starts[j]; j--) {
             i64 t = starts[j];
@@ -520,21 +526,22 @@ static inline void zero_outside_planes(float *o, i64 size, const i64 planes[7]) 
             starts[j - 1] = t;
         }
     i64 at = 0;
-    for (int i = 0; i < 7; i++) {
-        if (starts[i] > at) memset(o + at, 0, (starts[i] - at) * sizeof(float));
-        if (starts[i] + 52 > at) at = starts[i] + 52;
+    runs->count = 0;
+    for (int i = 0; i <= 7; i++) {
+        i64 next = i < 7 ? starts[i] : p[P_OBS_SIZE];
+        if (next > at) {
+            runs->start[runs->count] = at;
+            runs->end[runs->count++] = next;
+        }
+        if (i < 7 && starts[i] + 52 > at) at = starts[i] + 52;
     }
-    if (size > at) memset(o + at, 0, (size - at) * sizeof(float));
 }
 
 /* The observation and mask of the player to act at table b. */
-static void observe_one(const Ctx *c, i64 b) {
+static void observe_one(const Ctx *c, i64 b, const ZeroRuns *runs) {
     const i64 *p = c->p;
     float *o = (float *)c->ptr[X_OBS] + p[P_OBS_SIZE] * b;
-    /* Zero every cell but those of the seven card planes, which are written whole below. */
-    const i64 planes[7] = {p[P_O_HAND], p[P_O_PASSED], p[P_O_RECEIVED], p[P_O_PLAYED], p[P_O_PLAYED] + 52,
-                           p[P_O_PLAYED] + 104, p[P_O_PLAYED] + 156};
-    zero_outside_planes(o, p[P_OBS_SIZE], planes);
+    for (int i = 0; i < runs->count; i++) memset(o + runs->start[i], 0, (runs->end[i] - runs->start[i]) * sizeof(float));
     i64 f = I(S_TO_ACT)[b], phase = I(S_PHASE)[b];
     const i64 *bids = I(S_BIDS) + 4 * b, *blind = I(S_BLIND) + 4 * b, *taken = I(S_TRICKS_TAKEN) + 4 * b;
     const i64 *trick = I(S_TRICK) + 4 * b, *played = I(S_PLAYED) + 4 * b, *voids = I(S_VOIDS) + 4 * b;
@@ -615,9 +622,11 @@ void spades_step_start(const i64 *params, const double *dparams, void *const *pt
                        i64 hi, i64 pool_offset) {
     Ctx ctx = {params, dparams, ptrs, sizes};
     const Ctx *c = &ctx;
+    ZeroRuns runs;
+    zero_runs(params, &runs);
     for (i64 b = lo; b < hi; b++) {
         if (((uint8_t *)c->ptr[X_NEED])[b]) start_one(c, b, pool_offset++);
-        observe_one(c, b);
+        observe_one(c, b, &runs);
     }
 }
 
