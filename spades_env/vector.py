@@ -41,9 +41,11 @@ class VectorEnvError(ValueError):
     """A rule set, option or action the batched engine cannot take."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class VecState:
-    """Every table's state; each field has the batch as its first dimension."""
+    """Every table's state; each field has the batch as its first dimension. Frozen: a change
+    is a new state (:meth:`replace`), so that ``backend="native"``, which steps the tensors in
+    place, can tell a new state from the one it is stepping by identity alone."""
 
     hands: torch.Tensor          # (B, 4) bitboards of the cards each seat holds
     deal: torch.Tensor           # (B, 4) the hand's deal (before passing)
@@ -194,9 +196,11 @@ class SpadesVectorEnv:
         if count > DEAL_CHUNK:
             return torch.cat([self.draw_deals(min(DEAL_CHUNK, count - start)) for start in range(0, count, DEAL_CHUNK)])
         keys = torch.rand(count, 52, generator=self._generator, device=self.device)
-        order = keys.argsort(dim=1)
-        hands = (torch.ones_like(order) << order).view(count, NUM_SEATS, 13).sum(dim=2)
         dealers = torch.randint(0, 4, (count, 1), generator=self._generator, device=self.device)
+        if self._native is not None:            # the same deals, ranked in C
+            return self._native.deal_from_keys(keys, dealers)
+        order = keys.argsort(dim=1, stable=True)         # ties (rare) by card index, as the C ranking
+        hands = (torch.ones_like(order) << order).view(count, NUM_SEATS, 13).sum(dim=2)
         return torch.cat([hands, dealers], 1)
 
     def _refill_pool(self, force: bool = False) -> None:
@@ -715,7 +719,9 @@ class SpadesVectorEnv:
             raise VectorEnvError(f"load_state_dict: snapshot of {snapshot['num_envs']} tables under rules "
                                  f"{snapshot['rules']!r}; this env has {self.num_envs} under {self.rules.name!r}")
         dev = self.device
-        self.state = VecState(**{f.name: snapshot["state"][f.name].to(dev) for f in fields(VecState)})
+        # copies: the native step works in place, and the snapshot must stay loadable again
+        self.state = VecState(**{f.name: snapshot["state"][f.name].to(dev, copy=True)
+                                 for f in fields(VecState)})
         self._generator.set_state(snapshot["generator"])
         self._steps = int(snapshot["steps"])
         fixed = snapshot["fixed_start_dealer"]
@@ -734,7 +740,9 @@ class SpadesVectorEnv:
         """
         if self.state is None:
             raise VectorEnvError("step() before reset(): call reset() first")
-        actions = torch.as_tensor(actions, device=self.device).to(I64).view(-1)
+        if not (isinstance(actions, torch.Tensor) and actions.dtype == I64 and actions.dim() == 1
+                and actions.device == self.device):                  # (the common case, without a copy)
+            actions = torch.as_tensor(actions, device=self.device).to(I64).view(-1)
         if actions.shape[0] != self.num_envs:
             raise VectorEnvError(f"actions: expected one per table ({self.num_envs}), got {actions.shape[0]}")
         if self.check_actions:

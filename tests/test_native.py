@@ -96,6 +96,43 @@ def test_snapshots_move_between_backends_and_set_start_applies():
     assert torch.equal(back.step(actions)[0], native_env.step(actions)[0])
 
 
+def test_a_snapshot_loads_again_after_native_steps():
+    """The C step works in place: a loaded snapshot must not be stepped with it (so it can be
+    loaded twice), and a state field cannot be swapped behind the stepper's back."""
+    env = SpadesVectorEnv(8, seed=4, backend="native")
+    obs, mask = env.reset()
+    snapshot = env.state_dict()
+    kept = {name: t.clone() for name, t in snapshot["state"].items()}
+    actions = torch.multinomial(mask.float(), 1, generator=torch.Generator().manual_seed(0))[:, 0]
+    outs = []
+    for _ in range(2):
+        env.load_state_dict(snapshot)
+        outs.append(env.step(actions)[0])
+    assert torch.equal(outs[0], outs[1])
+    assert all(torch.equal(kept[name], t) for name, t in snapshot["state"].items())
+    with pytest.raises(AttributeError):
+        env.state.hands = env.state.hands.clone()
+
+
+def test_native_deals_equal_the_torch_deals():
+    """Deals ranked in C equal a stable argsort's, ties included, and both backends draw the
+    same deal stream from a seed."""
+    from spades_env.native import deal_from_keys
+    gen = torch.Generator().manual_seed(2)
+    keys = torch.rand(500, 52, generator=gen)
+    keys[0, 5] = keys[0, 40]                           # a tie
+    keys[1] = 0.25                                     # all tied: cards in index order
+    keys[2] = torch.rand(52, generator=gen).mul(8).floor().div(8)   # many ties
+    dealers = torch.randint(0, 4, (500, 1), generator=gen)
+    order = keys.argsort(dim=1, stable=True)
+    expected = torch.cat([(torch.ones_like(order) << order).view(500, 4, 13).sum(2), dealers], 1)
+    for threads in (1, 3):
+        assert torch.equal(deal_from_keys(keys, dealers, threads), expected)
+    assert int(expected[1, 0]) == (1 << 13) - 1
+    torch_env, native_env = SpadesVectorEnv(4, seed=11), SpadesVectorEnv(4, seed=11, backend="native")
+    assert torch.equal(torch_env.draw_deals(3000), native_env.draw_deals(3000))
+
+
 def test_native_random_legal_matches_the_torch_rule():
     from spades_env.native import random_legal
     gen = torch.Generator().manual_seed(0)
@@ -160,3 +197,20 @@ def test_an_unwritable_cache_is_reported(monkeypatch, tmp_path):
     monkeypatch.setenv("SPADES_NATIVE_CACHE", str(blocker / "cache"))
     with pytest.raises(native.NativeEngineError, match="SPADES_NATIVE_CACHE"):
         native.build()
+
+
+def test_the_code_without_avx_gives_the_same_values(tmp_path):
+    """engine.c's paths for CPUs without AVX (built with SPADES_NATIVE_CFLAGS=-mno-avx, in a
+    fresh process so that it loads that library): the same states, observations and picks."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    env = {**os.environ, "SPADES_NATIVE_CFLAGS": "-mno-avx -mno-avx2", "SPADES_NATIVE_CACHE": str(tmp_path)}
+    tests = Path(__file__).parent
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests / "test_native.py"),
+                           "-k", "(state_for_state and 3- and rules and basic) or random_legal_matches or deals_equal"],
+                          env=env, cwd=tests.parent, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "3 passed" in done.stdout
+    assert len(list(tmp_path.glob("spades_native_*.so"))) == 1

@@ -9,7 +9,7 @@ checks it against the torch step in every partnership preset.
 
 The C file is compiled on first use with the system C compiler (``$CC``, else ``cc``) into a
 cache folder (``$SPADES_NATIVE_CACHE``, else ``~/.cache/spades_env``), keyed by the source,
-the flags and the CPU, and loaded with ctypes. Several threads share the tables
+the flags (``$SPADES_NATIVE_CFLAGS`` adds some) and the CPU, and loaded with ctypes. Several threads share the tables
 (``threads``, with OpenMP; where the compiler has no OpenMP the library is built without it
 and runs on one thread). Python's lock is released while it runs.
 """
@@ -53,6 +53,7 @@ BUFFERS = ("actions", "pool", "queue", "start_scores", "start_bags", "fixed_star
 SIZES = ("batch", "pool", "queue")
 OBS_BLOCKS = ("hand", "phase", "dealer", "to_act", "bids", "passed", "received", "tricks_taken", "trick_leader",
               "current_trick", "played", "voids", "spades_broken", "sides", "game")
+OBS_CELLS_MAX = 896        # engine.c's bit vector of a row: 1,024 bits, room for a 7-cell lead and a spare word
 REWARD_KINDS = {"team_score": 0, "team_diff": 1, "win": 2}
 SPADES_LEAD = {"broken": 0, "any": 1, "forced_only": 2}
 
@@ -79,10 +80,18 @@ def _cpu_key() -> str:
         return platform.processor() or platform.machine()
 
 
+def compile_flags(openmp: bool = True) -> tuple[str, ...]:
+    """The compiler's flags: ``FLAGS``, then ``$SPADES_NATIVE_CFLAGS`` (e.g. ``-march=x86-64-v2`` for
+    a library that other machines can share, or ``-mno-avx`` to try the code without AVX), then
+    OpenMP's."""
+    extra = tuple(os.environ.get("SPADES_NATIVE_CFLAGS", "").split())
+    return FLAGS + extra + ((OPENMP_FLAG,) if openmp else ())
+
+
 def library_path(openmp: bool = True) -> Path:
     """Where the compiled engine for this source, compiler, flags and CPU lives."""
     compiler = os.environ.get("CC", "cc")
-    flags = FLAGS + ((OPENMP_FLAG,) if openmp else ())
+    flags = compile_flags(openmp)
     key = hashlib.sha256(SOURCE.read_bytes() + repr((compiler, flags, _cpu_key())).encode()).hexdigest()[:16]
     return _cache_dir() / f"spades_native_{key}{'' if openmp else '_serial'}.so"
 
@@ -110,7 +119,7 @@ def build(force: bool = False) -> Path:
                                     "folder") from None
         with workspace as tmp:
             target = Path(tmp) / out.name
-            flags = FLAGS + ((OPENMP_FLAG,) if openmp else ())
+            flags = compile_flags(openmp)
             done = subprocess.run([compiler, *flags, "-o", str(target), str(SOURCE)], capture_output=True, text=True)
             if done.returncode == 0:
                 os.replace(target, out)
@@ -135,6 +144,8 @@ def load() -> ctypes.CDLL:
         lib.spades_step_all.restype = None
         lib.spades_random_legal.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 3
         lib.spades_random_legal.restype = None
+        lib.spades_deal_from_keys.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 2
+        lib.spades_deal_from_keys.restype = None
         _LIBRARY = lib
     return _LIBRARY
 
@@ -151,6 +162,9 @@ class NativeStepper:
         r, layout = env.rules, env.layout
         if tuple(layout.obs_blocks) != OBS_BLOCKS:
             raise NativeEngineError(f"backend='native': unexpected observation blocks {tuple(layout.obs_blocks)}")
+        if env.obs_size > OBS_CELLS_MAX:
+            raise NativeEngineError(f"backend='native': an observation of {env.obs_size} cells (at most "
+                                    f"{OBS_CELLS_MAX})")
         values = {
             "nil": int(r.nil), "blind_nil": int(r.blind_nil), "blind_nil_min_deficit": r.blind_nil_min_deficit,
             "blind_nil_pass": r.blind_nil_pass, "min_team_bid": r.min_team_bid or 0,
@@ -174,47 +188,51 @@ class NativeStepper:
         self.need = torch.zeros(B, dtype=torch.uint8)
         self.threads = max(1, min(int(threads or torch.get_num_threads()), B, 64))
         self.sizes = (ctypes.c_int64 * 3)()
-        self.new_offset = ctypes.c_int64()
+        self.sizes[0] = B
         self.params_ptr, self.dparams_ptr = self.params.data_ptr(), self.dparams.data_ptr()
         self.pointers = (ctypes.c_void_p * (len(STATE_FIELDS) + len(BUFFERS)))()
-        self._state, self._fields = None, []
+        self.pointers_address, self.sizes_address = ctypes.addressof(self.pointers), ctypes.addressof(self.sizes)
+        self._state = None          # the state whose pointers are set
+        self._inputs = None         # the deal pool, queue and start tensors whose pointers are set
+
+    def deal_from_keys(self, keys: torch.Tensor, dealers: torch.Tensor) -> torch.Tensor:
+        """:func:`deal_from_keys` on this stepper's threads."""
+        return deal_from_keys(keys, dealers, self.threads)
 
     def step(self, actions: torch.Tensor):
         """One step of every table, in place on ``env.state``; returns what ``_full_step`` returns
         after the state: (pool pointer, observation, mask (uint8), rewards, done, final scores, winner)."""
         env = self.env
-        s = env.state
-        B = env.num_envs
         pointers = self.pointers
-        if s is not self._state or any(getattr(s, name) is not t for name, t in zip(STATE_FIELDS, self._fields)):
-            for name in STATE_FIELDS:                  # the C loop needs plain (B, ...) rows
-                t = getattr(s, name)
-                if not t.is_contiguous():
-                    setattr(s, name, t.contiguous())
-            self._state, self._fields = s, [getattr(s, name) for name in STATE_FIELDS]
-            for i, t in enumerate(self._fields):
-                pointers[i] = t.data_ptr()
-        actions = actions.contiguous()
-        pool, queue = env._deal_pool.contiguous(), env._deal_queue.contiguous()
-        fixed = env._fixed_start_dealer
+        if env.state is not self._state:               # a new state (VecState is frozen): its pointers
+            s = env.state
+            s = s.replace(**{name: getattr(s, name).contiguous() for name in STATE_FIELDS})  # plain (B, ...) rows
+            env.state = self._state = s
+            for i, name in enumerate(STATE_FIELDS):
+                pointers[i] = getattr(s, name).data_ptr()
+        inputs = (env._deal_pool, env._deal_queue, env._start_scores, env._start_bags, env._fixed_start_dealer)
+        if self._inputs is None or any(a is not b for a, b in zip(inputs, self._inputs)):
+            self._inputs = inputs = tuple(None if t is None else t.contiguous() for t in inputs)
+            env._deal_pool, env._deal_queue, env._start_scores, env._start_bags, env._fixed_start_dealer = inputs
+            for i, t in enumerate(inputs, start=len(STATE_FIELDS) + 1):     # after the actions, as in BUFFERS
+                pointers[i] = None if t is None else t.data_ptr()
+            self.sizes[1], self.sizes[2] = inputs[0].shape[0], inputs[1].shape[1]
+        if not actions.is_contiguous():
+            actions = actions.contiguous()
+        B = env.num_envs
         obs = torch.empty(B, env.obs_size, dtype=torch.float32)
         mask = torch.empty(B, 68, dtype=torch.uint8)
         rewards = torch.empty(B, 4, dtype=torch.float64)
         done = torch.empty(B, dtype=torch.uint8)
         final_scores = torch.empty(B, 2, dtype=torch.int64)
         winner = torch.empty(B, dtype=torch.int64)
-        buffers = (actions, pool, queue, env._start_scores.contiguous(), env._start_bags.contiguous(),
-                   fixed.contiguous() if fixed is not None else None, obs, mask, rewards, done, final_scores,
-                   winner, self.need)                                     # in the order of BUFFERS
-        first = len(STATE_FIELDS)
-        for i, t in enumerate(buffers):
-            pointers[first + i] = None if t is None else t.data_ptr()
-        sizes = self.sizes
-        sizes[0], sizes[1], sizes[2] = B, pool.shape[0], queue.shape[1]
-        self.lib.spades_step_all(self.params_ptr, self.dparams_ptr, ctypes.addressof(pointers),
-                                 ctypes.addressof(sizes), self.threads, int(env._pool_ptr),
-                                 ctypes.addressof(self.new_offset))
-        new_ptr = torch.tensor(self.new_offset.value, dtype=torch.int64)
+        new_ptr = torch.empty((), dtype=torch.int64)
+        first = len(STATE_FIELDS)                      # the buffers, in the order of BUFFERS
+        pointers[first] = actions.data_ptr()
+        for i, t in enumerate((obs, mask, rewards, done, final_scores, winner, self.need), start=first + 6):
+            pointers[i] = t.data_ptr()
+        self.lib.spades_step_all(self.params_ptr, self.dparams_ptr, self.pointers_address, self.sizes_address,
+                                 self.threads, int(env._pool_ptr), new_ptr.data_ptr())
         return new_ptr, obs, mask, rewards, done.view(torch.bool), final_scores, winner
 
 
@@ -227,10 +245,33 @@ def random_legal(mask: torch.Tensor, uniform: torch.Tensor, threads: int = 1) ->
     if mask.device.type != "cpu" or mask.dim() != 2:
         raise NativeEngineError("random_legal: expected a (B, actions) mask on the CPU")
     rows, width = mask.shape
-    mask = (mask if mask.dtype == torch.bool else mask != 0).contiguous().view(torch.uint8)   # 0/1 bytes
-    uniform = uniform.to(torch.float32).contiguous().view(-1)
-    if uniform.shape[0] != rows:
-        raise NativeEngineError(f"random_legal: {uniform.shape[0]} uniforms for {rows} rows")
+    if mask.dtype != torch.bool:
+        mask = mask != 0                                    # 0/1 bytes
+    if not mask.is_contiguous():
+        mask = mask.contiguous()
+    if uniform.dtype != torch.float32 or not uniform.is_contiguous():
+        uniform = uniform.to(torch.float32).contiguous()
+    if uniform.numel() != rows:
+        raise NativeEngineError(f"random_legal: {uniform.numel()} uniforms for {rows} rows")
     out = torch.empty(rows, dtype=torch.int64)
-    load().spades_random_legal(mask.data_ptr(), uniform.data_ptr(), out.data_ptr(), rows, width, max(1, int(threads)))
+    (_LIBRARY or load()).spades_random_legal(mask.data_ptr(), uniform.data_ptr(), out.data_ptr(), rows, width,
+                                             threads if threads > 1 else 1)
+    return out
+
+
+def deal_from_keys(keys: torch.Tensor, dealers: torch.Tensor, threads: int = 1) -> torch.Tensor:
+    """Deals from random keys in C: (count, 5) int64 rows of four hand bitboards and the dealer,
+    where card ``c`` goes to seat ``rank(keys[row, c]) // 13`` (ties by card index, as
+    ``keys.argsort(dim=1, stable=True)`` orders them). ``keys``: (count, 52) float32 in [0, 1);
+    ``dealers``: (count,) or (count, 1) int64. The same deals as ``SpadesVectorEnv.draw_deals``'s
+    torch path, several times faster."""
+    if keys.device.type != "cpu" or keys.dim() != 2 or keys.shape[1] != 52 or keys.dtype != torch.float32:
+        raise NativeEngineError("deal_from_keys: expected (count, 52) float32 keys on the CPU")
+    count = keys.shape[0]
+    keys = keys.contiguous()
+    dealers = dealers.to(torch.int64).contiguous().view(-1)
+    if dealers.shape[0] != count:
+        raise NativeEngineError(f"deal_from_keys: {dealers.shape[0]} dealers for {count} deals")
+    out = torch.empty(count, 5, dtype=torch.int64)
+    load().spades_deal_from_keys(keys.data_ptr(), dealers.data_ptr(), out.data_ptr(), count, max(1, int(threads)))
     return out

@@ -19,6 +19,9 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#ifdef __AVX__
+#include <immintrin.h>
+#endif
 
 typedef int64_t i64;
 
@@ -485,7 +488,7 @@ static void start_one(const Ctx *c, i64 b, i64 pool_row) {
 }
 
 /* Byte value -> its 8 bits as 0/1 floats, and as 0/1 bytes (filled by spades_native_init). */
-static float BITS_F32[256][8];
+static float BITS_F32[256][8] __attribute__((aligned(32)));
 static uint64_t BITS_U8[256];
 
 /* Called once when the library is loaded, before any step. */
@@ -500,74 +503,86 @@ void spades_native_init(void) {
     }
 }
 
-/* Writes all 52 cells of a card plane (0/1 floats) from a bitboard. */
-static inline void set_plane52(float *cells, i64 board) {
-    uint64_t u = (uint64_t)board;
-    for (int i = 0; i < 6; i++) memcpy(cells + 8 * i, BITS_F32[(u >> (8 * i)) & 255], 8 * sizeof(float));
-    memcpy(cells + 48, BITS_F32[(u >> 48) & 15], 4 * sizeof(float));
+/* The observation is built in two steps: first its 0/1 cells as a bit vector (cell i is bit i),
+ * then the whole row written from it in one sequential pass, 8 cells per byte of the vector;
+ * the few fractional cells (sides, game) are written over it last. */
+#define OBS_WORDS 16                       /* room for 1,024 cells (the observation has 742) */
+
+/* ORs the low bits of v (up to 64 cells) into the bit vector from cell `at` on. */
+static inline void put_bits(uint64_t *words, i64 at, uint64_t v) {
+    int shift = (int)(at & 63);
+    i64 i = at >> 6;
+    words[i] |= v << shift;
+    if (shift) words[i + 1] |= v >> (64 - shift);
 }
+
+static inline void put_bit(uint64_t *words, i64 at) { words[at >> 6] |= (uint64_t)1 << (at & 63); }
 
 static inline float ratio(i64 num, i64 den) { return (float)((double)num / (double)den); }
 
-/* The cells of an observation outside its seven card planes (which observe_one writes whole):
- * at most 8 runs [start, end). */
-typedef struct {
-    i64 start[8], end[8];
-    int count;
-} ZeroRuns;
-
-static void zero_runs(const i64 *p, ZeroRuns *runs) {
-    i64 starts[7] = {p[P_O_HAND], p[P_O_PASSED], p[P_O_RECEIVED], p[P_O_PLAYED], p[P_O_PLAYED] + 52,
-                     p[P_O_PLAYED] + 104, p[P_O_PLAYED] + 156};
-    for (int i = 1; i < 7; i++)              /* insertion sort: the offsets in order */
-        for (int j = i; j > 0 && starts[j - 1] > starts[j]; j--) {
-            i64 t = starts[j];
-            starts[j] = starts[j - 1];
-            starts[j - 1] = t;
-        }
-    i64 at = 0;
-    runs->count = 0;
-    for (int i = 0; i <= 7; i++) {
-        i64 next = i < 7 ? starts[i] : p[P_OBS_SIZE];
-        if (next > at) {
-            runs->start[runs->count] = at;
-            runs->end[runs->count++] = next;
-        }
-        if (i < 7 && starts[i] + 52 > at) at = starts[i] + 52;
+/* Writes the row's n cells as 0/1 floats from the bit vector, whose bit `lead + i` is cell i:
+ * `lead` (0..7) is how many floats the row starts past a 32-byte boundary, so that every store
+ * is an aligned 32-byte one (the first and last masked, to stay inside the row). */
+static inline void expand_bits(float *o, const uint64_t *words, i64 n, int lead) {
+    const uint8_t *bytes = (const uint8_t *)words;     /* little-endian: byte k holds bits 8k..8k+7 */
+    i64 chunks = (lead + n + 7) / 8;
+#ifdef __AVX__
+    float *base = o - lead;                             /* 32-byte aligned */
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i first = _mm256_cmpgt_epi32(_mm256_set1_epi32(lead), lane);            /* lanes before the row */
+    __m256i last = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(lead + n - 8 * (chunks - 1))), lane);
+    if (chunks == 1) {
+        _mm256_maskstore_ps(base, _mm256_andnot_si256(first, last), _mm256_load_ps(BITS_F32[bytes[0]]));
+        return;
     }
+    _mm256_maskstore_ps(base, _mm256_xor_si256(first, _mm256_set1_epi32(-1)), _mm256_load_ps(BITS_F32[bytes[0]]));
+    for (i64 k = 1; k < chunks - 1; k++) _mm256_store_ps(base + 8 * k, _mm256_load_ps(BITS_F32[bytes[k]]));
+    _mm256_maskstore_ps(base + 8 * (chunks - 1), last, _mm256_load_ps(BITS_F32[bytes[chunks - 1]]));
+#else
+    (void)chunks;
+    for (i64 i = 0; i < n; i++) o[i] = (float)((bytes[(i + lead) >> 3] >> ((i + lead) & 7)) & 1);
+#endif
 }
 
 /* The observation and mask of the player to act at table b. */
-static void observe_one(const Ctx *c, i64 b, const ZeroRuns *runs) {
+static void observe_one(const Ctx *c, i64 b) {
     const i64 *p = c->p;
-    float *o = (float *)c->ptr[X_OBS] + p[P_OBS_SIZE] * b;
-    for (int i = 0; i < runs->count; i++) memset(o + runs->start[i], 0, (runs->end[i] - runs->start[i]) * sizeof(float));
+    i64 n = p[P_OBS_SIZE];
+    float *o = (float *)c->ptr[X_OBS] + n * b;
+    uint64_t w[OBS_WORDS] = {0};
+#ifdef __AVX__
+    int lead = (int)(((uintptr_t)o & 31) / sizeof(float));   /* 0..7: see expand_bits */
+#else
+    int lead = 0;
+#endif
+    i64 at[P_COUNT];                                        /* each block's first bit */
+    for (int k = P_O_HAND; k <= P_O_GAME; k++) at[k] = lead + p[k];
     i64 f = I(S_TO_ACT)[b], phase = I(S_PHASE)[b];
     const i64 *bids = I(S_BIDS) + 4 * b, *blind = I(S_BLIND) + 4 * b, *taken = I(S_TRICKS_TAKEN) + 4 * b;
     const i64 *trick = I(S_TRICK) + 4 * b, *played = I(S_PLAYED) + 4 * b, *voids = I(S_VOIDS) + 4 * b;
-    set_plane52(o + p[P_O_HAND], I(S_HANDS)[4 * b + f] * I(S_LOOKED)[4 * b + f]);
-    if (phase >= 0 && phase < 6) o[p[P_O_PHASE] + phase] = 1.0f;
-    o[p[P_O_DEALER] + ((I(S_DEALER)[b] - f) & 3)] = 1.0f;
-    if (phase < HAND_OVER) o[p[P_O_TO_ACT] + ((I(S_TO_ACT)[b] - f) & 3)] = 1.0f;
-    set_plane52(o + p[P_O_PASSED], I(S_PASSED)[4 * b + f]);
-    set_plane52(o + p[P_O_RECEIVED], I(S_RECEIVED)[4 * b + f]);
+    put_bits(w, at[P_O_HAND], (uint64_t)(I(S_HANDS)[4 * b + f] * I(S_LOOKED)[4 * b + f]));
+    if (phase >= 0 && phase < 6) put_bit(w, at[P_O_PHASE] + phase);
+    put_bit(w, at[P_O_DEALER] + ((I(S_DEALER)[b] - f) & 3));
+    if (phase < HAND_OVER) put_bit(w, at[P_O_TO_ACT] + ((I(S_TO_ACT)[b] - f) & 3));
+    put_bits(w, at[P_O_PASSED], (uint64_t)I(S_PASSED)[4 * b + f]);
+    put_bits(w, at[P_O_RECEIVED], (uint64_t)I(S_RECEIVED)[4 * b + f]);
     if (phase == PLAY) {
         i64 leader = I(S_TRICK_LEN)[b] > 0 ? I(S_LEADER)[b] : I(S_TO_ACT)[b];
-        o[p[P_O_TRICK_LEADER] + ((leader - f) & 3)] = 1.0f;
+        put_bit(w, at[P_O_TRICK_LEADER] + ((leader - f) & 3));
     }
-    if (I(S_BROKEN)[b]) o[p[P_O_SPADES_BROKEN]] = 1.0f;
+    if (I(S_BROKEN)[b]) put_bit(w, at[P_O_SPADES_BROKEN]);
     for (int r = 0; r < 4; r++) {
         i64 s = (f + r) & 3;
-        float *bid_row = o + p[P_O_BIDS] + 15 * r;
-        if (bids[s] >= 0 && bids[s] < 14) bid_row[bids[s]] = 1.0f;
-        if (blind[s] == 1) bid_row[14] = 1.0f;
-        if (taken[s] >= 0 && taken[s] < 14) o[p[P_O_TRICKS_TAKEN] + 14 * r + taken[s]] = 1.0f;
-        if (trick[s] >= 0 && trick[s] < 52) o[p[P_O_CURRENT_TRICK] + 52 * r + trick[s]] = 1.0f;
-        set_plane52(o + p[P_O_PLAYED] + 52 * r, played[s]);
-        for (int k = 0; k < 4; k++)
-            if ((voids[s] >> k) & 1) o[p[P_O_VOIDS] + 4 * r + k] = 1.0f;
+        i64 bid_row = at[P_O_BIDS] + 15 * r;
+        if (bids[s] >= 0 && bids[s] < 14) put_bit(w, bid_row + bids[s]);
+        if (blind[s] == 1) put_bit(w, bid_row + 14);
+        if (taken[s] >= 0 && taken[s] < 14) put_bit(w, at[P_O_TRICKS_TAKEN] + 14 * r + taken[s]);
+        if (trick[s] >= 0 && trick[s] < 52) put_bit(w, at[P_O_CURRENT_TRICK] + 52 * r + trick[s]);
+        put_bits(w, at[P_O_PLAYED] + 52 * r, (uint64_t)played[s]);
+        put_bits(w, at[P_O_VOIDS] + 4 * r, (uint64_t)(voids[s] & 15));
     }
-    /* sides: own side first */
+    expand_bits(o, w, n, lead);
+    /* the fractional cells; sides: own side first */
     const i64 *scores = I(S_SCORES) + 2 * b, *bags = I(S_BAGS) + 2 * b;
     i64 counted[2], contract[2];
     counted_and_contract(c, b, counted, contract);
@@ -622,11 +637,9 @@ void spades_step_start(const i64 *params, const double *dparams, void *const *pt
                        i64 hi, i64 pool_offset) {
     Ctx ctx = {params, dparams, ptrs, sizes};
     const Ctx *c = &ctx;
-    ZeroRuns runs;
-    zero_runs(params, &runs);
     for (i64 b = lo; b < hi; b++) {
         if (((uint8_t *)c->ptr[X_NEED])[b]) start_one(c, b, pool_offset++);
-        observe_one(c, b, &runs);
+        observe_one(c, b);
     }
 }
 
@@ -674,6 +687,27 @@ void spades_random_legal(const uint8_t *mask, const float *uniform, i64 *out, i6
 #endif
     for (i64 b = 0; b < rows; b++) {
         const uint8_t *m = mask + width * b;
+#ifdef __AVX2__
+        if (width == 68) {              /* the engine's masks: the legal cells as 64 + 4 bits, then the k-th */
+            const __m256i zero = _mm256_setzero_si256();
+            uint64_t lo = (uint32_t)~_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)m), zero));
+            uint64_t hi = (uint32_t)~_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(m + 32)), zero));
+            uint64_t bits = lo | hi << 32;
+            uint32_t tail = (m[64] != 0) | (m[65] != 0) << 1 | (m[66] != 0) << 2 | (m[67] != 0) << 3;
+            i64 first = __builtin_popcountll(bits), count = first + __builtin_popcount(tail);
+            i64 k = (i64)(uniform[b] * (float)count);
+            if (k > count - 1) k = count - 1;
+            if (count == 0) {
+                out[b] = -1;
+                continue;
+            }
+            int in_tail = k >= first;
+            uint64_t rest = in_tail ? tail : bits;
+            for (k = in_tail ? k - first : k; k > 0; k--) rest &= rest - 1;      /* drop the k lowest */
+            out[b] = __builtin_ctzll(rest) + (in_tail ? 64 : 0);
+            continue;
+        }
+#endif
         /* each cell is a 0/1 byte, so a word's popcount counts the legal actions in its 8 cells */
         i64 words = width / 8, count = 0;
         for (i64 w = 0; w < words; w++) {
@@ -698,6 +732,32 @@ void spades_random_legal(const uint8_t *mask, const float *uniform, i64 *out, i6
                 break;
             }
         out[b] = pick;
+    }
+    (void)threads;
+}
+
+/* Deals from random keys, as SpadesVectorEnv.draw_deals does in torch: card c goes to seat
+ * rank(c) / 13, where rank orders the row's 52 keys (float32 in [0, 1)), ties by card index
+ * (what a stable argsort gives). keys: (count, 52); dealers: (count,); out: (count, 5) rows
+ * of four hand bitboards and the dealer. */
+void spades_deal_from_keys(const float *keys, const i64 *dealers, i64 *out, i64 count, i64 threads) {
+#ifdef _OPENMP
+#pragma omp parallel for num_threads((int)(threads > 0 ? threads : 1)) schedule(static) if (threads > 1 && count >= 256)
+#endif
+    for (i64 row = 0; row < count; row++) {
+        /* a non-negative float's bits, as int32, order like its value; padded to 56 with keys
+         * above every float in [0, 1) (so that the compiler's 8-lane loop needs no tail) */
+        int32_t key[56];
+        memcpy(key, keys + 52 * row, 52 * sizeof(float));
+        for (int j = 52; j < 56; j++) key[j] = INT32_MAX;
+        i64 hands[4] = {0, 0, 0, 0};
+        for (int c = 0; c < 52; c++) {
+            int32_t rank = 0, mine = key[c];
+            for (int j = 0; j < 56; j++) rank += (key[j] < mine) | ((key[j] == mine) & (j < c));
+            hands[rank / 13] |= (i64)1 << c;
+        }
+        memcpy(out + 5 * row, hands, sizeof hands);
+        out[5 * row + 4] = dealers[row];
     }
     (void)threads;
 }
