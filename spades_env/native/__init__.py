@@ -53,7 +53,7 @@ BUFFERS = ("actions", "pool", "queue", "start_scores", "start_bags", "fixed_star
 SIZES = ("batch", "pool", "queue")
 OBS_BLOCKS = ("hand", "phase", "dealer", "to_act", "bids", "passed", "received", "tricks_taken", "trick_leader",
               "current_trick", "played", "voids", "spades_broken", "sides", "game")
-OBS_CELLS_MAX = 896        # engine.c's bit vector of a row: 1,024 bits, room for a 7-cell lead and a spare word
+OBS_CELLS_MAX = 960        # engine.c's bit vector of a row: 1,024 bits, a spare word included
 REWARD_KINDS = {"team_score": 0, "team_diff": 1, "win": 2}
 SPADES_LEAD = {"broken": 0, "any": 1, "forced_only": 2}
 

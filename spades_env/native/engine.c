@@ -7,11 +7,12 @@
  * SpadesVectorEnv (reset, observe_seat, state_tensor, snapshots) reads the same state.
  *
  * A step (spades_step_all) runs in two passes so that several threads can share the tables:
- *   spades_step_play(ctx, lo, hi)   the actions of tables lo..hi-1, their rewards and ends;
- *                                   returns how many of them need a new deal;
+ *   spades_step_play(ctx, lo, hi)   the actions of tables lo..hi-1, their rewards and ends, and
+ *                                   the observations and masks of those whose hand goes on;
+ *                                   returns how many need a new deal;
  *   spades_step_start(ctx, lo, hi, pool_offset)
  *                                   the new hands (deals taken from the pool in table order,
- *                                   from pool_offset on), then the observations and masks.
+ *                                   from pool_offset on), and their observations and masks.
  * Built by spades_env/native/__init__.py with the system C compiler; loaded with ctypes.
  */
 #include <stdint.h>
@@ -62,7 +63,17 @@ typedef struct {
     const double *d;
     void *const *ptr;
     const i64 *n;
+    float game[4];     /* the observation's first four game cells: the same for every table */
 } Ctx;
+
+static inline Ctx make_ctx(const i64 *params, const double *dparams, void *const *ptrs, const i64 *sizes) {
+    Ctx c = {params, dparams, ptrs, sizes, {0}};
+    c.game[0] = (float)((double)params[P_TARGET_SCORE] / 1000.0);
+    c.game[1] = params[P_HAS_MERCY] ? (float)((double)params[P_MERCY_SCORE] / 1000.0) : 0.0f;
+    c.game[2] = params[P_HAS_MERCY] ? 1.0f : 0.0f;
+    c.game[3] = (float)((double)params[P_BAG_LIMIT] / 100.0);
+    return c;
+}
 
 #define I(name) ((i64 *)c->ptr[name])
 #define SUIT_MASK(s) (((i64)0x1FFF) << (13 * (s)))
@@ -488,8 +499,9 @@ static void start_one(const Ctx *c, i64 b, i64 pool_row) {
 }
 
 /* Byte value -> its 8 bits as 0/1 floats, and as 0/1 bytes (filled by spades_native_init). */
-static float BITS_F32[256][8] __attribute__((aligned(32)));
+static float BITS_F32[256][8];
 static uint64_t BITS_U8[256];
+static float THIRTEENTHS[27];                   /* k / 13 as ratio() gives it */
 
 /* Called once when the library is loaded, before any step. */
 void spades_native_init(void) {
@@ -501,11 +513,12 @@ void spades_native_init(void) {
         }
         BITS_U8[v] = bytes;   /* little-endian: byte k is bit k */
     }
+    for (int k = 0; k < 27; k++) THIRTEENTHS[k] = (float)((double)k / 13.0);
 }
 
 /* The observation is built in two steps: first its 0/1 cells as a bit vector (cell i is bit i),
- * then the whole row written from it in one sequential pass, 8 cells per byte of the vector;
- * the few fractional cells (sides, game) are written over it last. */
+ * then the whole row written from it in one sequential pass (with AVX2, 32 cells from each
+ * 32-bit word); the few fractional cells (sides, game) are written over it last. */
 #define OBS_WORDS 16                       /* room for 1,024 cells (the observation has 742) */
 
 /* ORs the low bits of v (up to 64 cells) into the bit vector from cell `at` on. */
@@ -520,28 +533,29 @@ static inline void put_bit(uint64_t *words, i64 at) { words[at >> 6] |= (uint64_
 
 static inline float ratio(i64 num, i64 den) { return (float)((double)num / (double)den); }
 
-/* Writes the row's n cells as 0/1 floats from the bit vector, whose bit `lead + i` is cell i:
- * `lead` (0..7) is how many floats the row starts past a 32-byte boundary, so that every store
- * is an aligned 32-byte one (the first and last masked, to stay inside the row). */
-static inline void expand_bits(float *o, const uint64_t *words, i64 n, int lead) {
-    const uint8_t *bytes = (const uint8_t *)words;     /* little-endian: byte k holds bits 8k..8k+7 */
-    i64 chunks = (lead + n + 7) / 8;
-#ifdef __AVX__
-    float *base = o - lead;                             /* 32-byte aligned */
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    __m256i first = _mm256_cmpgt_epi32(_mm256_set1_epi32(lead), lane);            /* lanes before the row */
-    __m256i last = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(lead + n - 8 * (chunks - 1))), lane);
-    if (chunks == 1) {
-        _mm256_maskstore_ps(base, _mm256_andnot_si256(first, last), _mm256_load_ps(BITS_F32[bytes[0]]));
-        return;
+/* Writes the row's n cells as 0/1 floats from the bit vector (bit i is cell i). */
+static inline void expand_bits(float *o, const uint64_t *words, i64 n) {
+    const uint32_t *quads = (const uint32_t *)words;     /* little-endian: 32-bit word q holds cells 32q.. */
+    i64 i = 0;
+#ifdef __AVX2__
+    const __m256i bit0 = _mm256_setr_epi32(1 << 0, 1 << 1, 1 << 2, 1 << 3, 1 << 4, 1 << 5, 1 << 6, 1 << 7);
+    const __m256i bit1 = _mm256_slli_epi32(bit0, 8), bit2 = _mm256_slli_epi32(bit0, 16);
+    const __m256i bit3 = _mm256_slli_epi32(bit0, 24);
+    const __m256 one = _mm256_set1_ps(1.0f);
+#define CELLS8(at, bit) _mm256_storeu_ps(o + (at), _mm256_and_ps(one, _mm256_castsi256_ps( \
+        _mm256_cmpeq_epi32(_mm256_and_si256(quad, bit), bit))))
+    for (; i + 32 <= n; i += 32) {                       /* 32 cells from one 32-bit word */
+        __m256i quad = _mm256_set1_epi32((int)quads[i >> 5]);
+        CELLS8(i, bit0);
+        CELLS8(i + 8, bit1);
+        CELLS8(i + 16, bit2);
+        CELLS8(i + 24, bit3);
     }
-    _mm256_maskstore_ps(base, _mm256_xor_si256(first, _mm256_set1_epi32(-1)), _mm256_load_ps(BITS_F32[bytes[0]]));
-    for (i64 k = 1; k < chunks - 1; k++) _mm256_store_ps(base + 8 * k, _mm256_load_ps(BITS_F32[bytes[k]]));
-    _mm256_maskstore_ps(base + 8 * (chunks - 1), last, _mm256_load_ps(BITS_F32[bytes[chunks - 1]]));
-#else
-    (void)chunks;
-    for (i64 i = 0; i < n; i++) o[i] = (float)((bytes[(i + lead) >> 3] >> ((i + lead) & 7)) & 1);
+#undef CELLS8
 #endif
+    const uint8_t *bytes = (const uint8_t *)words;
+    for (; i + 8 <= n; i += 8) memcpy(o + i, BITS_F32[bytes[i >> 3]], 8 * sizeof(float));
+    for (; i < n; i++) o[i] = (float)((bytes[i >> 3] >> (i & 7)) & 1);
 }
 
 /* The observation and mask of the player to act at table b. */
@@ -549,39 +563,33 @@ static void observe_one(const Ctx *c, i64 b) {
     const i64 *p = c->p;
     i64 n = p[P_OBS_SIZE];
     float *o = (float *)c->ptr[X_OBS] + n * b;
-    uint64_t w[OBS_WORDS] = {0};
-#ifdef __AVX__
-    int lead = (int)(((uintptr_t)o & 31) / sizeof(float));   /* 0..7: see expand_bits */
-#else
-    int lead = 0;
-#endif
-    i64 at[P_COUNT];                                        /* each block's first bit */
-    for (int k = P_O_HAND; k <= P_O_GAME; k++) at[k] = lead + p[k];
+    uint64_t w[OBS_WORDS];
+    memset(w, 0, sizeof w);
     i64 f = I(S_TO_ACT)[b], phase = I(S_PHASE)[b];
     const i64 *bids = I(S_BIDS) + 4 * b, *blind = I(S_BLIND) + 4 * b, *taken = I(S_TRICKS_TAKEN) + 4 * b;
     const i64 *trick = I(S_TRICK) + 4 * b, *played = I(S_PLAYED) + 4 * b, *voids = I(S_VOIDS) + 4 * b;
-    put_bits(w, at[P_O_HAND], (uint64_t)(I(S_HANDS)[4 * b + f] * I(S_LOOKED)[4 * b + f]));
-    if (phase >= 0 && phase < 6) put_bit(w, at[P_O_PHASE] + phase);
-    put_bit(w, at[P_O_DEALER] + ((I(S_DEALER)[b] - f) & 3));
-    if (phase < HAND_OVER) put_bit(w, at[P_O_TO_ACT] + ((I(S_TO_ACT)[b] - f) & 3));
-    put_bits(w, at[P_O_PASSED], (uint64_t)I(S_PASSED)[4 * b + f]);
-    put_bits(w, at[P_O_RECEIVED], (uint64_t)I(S_RECEIVED)[4 * b + f]);
+    put_bits(w, p[P_O_HAND], (uint64_t)(I(S_HANDS)[4 * b + f] * I(S_LOOKED)[4 * b + f]));
+    if (phase >= 0 && phase < 6) put_bit(w, p[P_O_PHASE] + phase);
+    put_bit(w, p[P_O_DEALER] + ((I(S_DEALER)[b] - f) & 3));
+    if (phase < HAND_OVER) put_bit(w, p[P_O_TO_ACT] + ((I(S_TO_ACT)[b] - f) & 3));
+    put_bits(w, p[P_O_PASSED], (uint64_t)I(S_PASSED)[4 * b + f]);
+    put_bits(w, p[P_O_RECEIVED], (uint64_t)I(S_RECEIVED)[4 * b + f]);
     if (phase == PLAY) {
         i64 leader = I(S_TRICK_LEN)[b] > 0 ? I(S_LEADER)[b] : I(S_TO_ACT)[b];
-        put_bit(w, at[P_O_TRICK_LEADER] + ((leader - f) & 3));
+        put_bit(w, p[P_O_TRICK_LEADER] + ((leader - f) & 3));
     }
-    if (I(S_BROKEN)[b]) put_bit(w, at[P_O_SPADES_BROKEN]);
+    if (I(S_BROKEN)[b]) put_bit(w, p[P_O_SPADES_BROKEN]);
     for (int r = 0; r < 4; r++) {
         i64 s = (f + r) & 3;
-        i64 bid_row = at[P_O_BIDS] + 15 * r;
+        i64 bid_row = p[P_O_BIDS] + 15 * r;
         if (bids[s] >= 0 && bids[s] < 14) put_bit(w, bid_row + bids[s]);
         if (blind[s] == 1) put_bit(w, bid_row + 14);
-        if (taken[s] >= 0 && taken[s] < 14) put_bit(w, at[P_O_TRICKS_TAKEN] + 14 * r + taken[s]);
-        if (trick[s] >= 0 && trick[s] < 52) put_bit(w, at[P_O_CURRENT_TRICK] + 52 * r + trick[s]);
-        put_bits(w, at[P_O_PLAYED] + 52 * r, (uint64_t)played[s]);
-        put_bits(w, at[P_O_VOIDS] + 4 * r, (uint64_t)(voids[s] & 15));
+        if (taken[s] >= 0 && taken[s] < 14) put_bit(w, p[P_O_TRICKS_TAKEN] + 14 * r + taken[s]);
+        if (trick[s] >= 0 && trick[s] < 52) put_bit(w, p[P_O_CURRENT_TRICK] + 52 * r + trick[s]);
+        put_bits(w, p[P_O_PLAYED] + 52 * r, (uint64_t)played[s]);
+        put_bits(w, p[P_O_VOIDS] + 4 * r, (uint64_t)(voids[s] & 15));
     }
-    expand_bits(o, w, n, lead);
+    expand_bits(o, w, n);
     /* the fractional cells; sides: own side first */
     const i64 *scores = I(S_SCORES) + 2 * b, *bags = I(S_BAGS) + 2 * b;
     i64 counted[2], contract[2];
@@ -595,14 +603,11 @@ static void observe_one(const Ctx *c, i64 b) {
         cell[2] = ratio(target - scores[side], target);
         cell[3] = p[P_HAS_MERCY] ? ratio(scores[side] - p[P_MERCY_SCORE], target) : 0.0f;
         cell[4] = (float)side_may_blind(c, scores, side);
-        cell[5] = ratio(counted[side], 13);
-        cell[6] = ratio(contract[side], 13);
+        cell[5] = counted[side] >= 0 && counted[side] <= 26 ? THIRTEENTHS[counted[side]] : ratio(counted[side], 13);
+        cell[6] = contract[side] >= 0 && contract[side] <= 26 ? THIRTEENTHS[contract[side]] : ratio(contract[side], 13);
     }
     float *game = o + p[P_O_GAME];
-    game[0] = (float)((double)target / 1000.0);
-    game[1] = p[P_HAS_MERCY] ? (float)((double)p[P_MERCY_SCORE] / 1000.0) : 0.0f;
-    game[2] = p[P_HAS_MERCY] ? 1.0f : 0.0f;
-    game[3] = (float)((double)p[P_BAG_LIMIT] / 100.0);
+    memcpy(game, c->game, sizeof c->game);
     game[4] = p[P_MAX_HANDS] ? ratio(I(S_HAND_NUMBER)[b] - (phase < HAND_OVER), p[P_MAX_HANDS]) : 0.0f;
 
     uint8_t *m = (uint8_t *)c->ptr[X_MASK] + 68 * b;
@@ -618,29 +623,34 @@ static void observe_one(const Ctx *c, i64 b) {
     }
 }
 
-/* Pass 1: the actions of tables lo..hi-1. Returns how many of them need a new hand. */
+/* Pass 1: the actions of tables lo..hi-1, and the observations of those that need no new hand.
+ * Returns how many need one. */
 i64 spades_step_play(const i64 *params, const double *dparams, void *const *ptrs, const i64 *sizes, i64 lo,
                      i64 hi) {
-    Ctx ctx = {params, dparams, ptrs, sizes};
+    Ctx ctx = make_ctx(params, dparams, ptrs, sizes);
     const Ctx *c = &ctx;
     i64 need = 0;
+    const uint8_t *needs = (const uint8_t *)c->ptr[X_NEED];
     for (i64 b = lo; b < hi; b++) {
         play_one(c, b);
-        need += ((uint8_t *)c->ptr[X_NEED])[b];
+        if (needs[b]) need++;
+        else observe_one(c, b);     /* while its state is in the cache; the others once dealt */
     }
     return need;
 }
 
-/* Pass 2: the new hands of tables lo..hi-1 (pool rows from pool_offset on, in table order),
- * then every table's observation and mask. */
+/* Pass 2: the new hands of tables lo..hi-1 that need one (pool rows from pool_offset on, in
+ * table order), and their observations and masks. */
 void spades_step_start(const i64 *params, const double *dparams, void *const *ptrs, const i64 *sizes, i64 lo,
                        i64 hi, i64 pool_offset) {
-    Ctx ctx = {params, dparams, ptrs, sizes};
+    Ctx ctx = make_ctx(params, dparams, ptrs, sizes);
     const Ctx *c = &ctx;
-    for (i64 b = lo; b < hi; b++) {
-        if (((uint8_t *)c->ptr[X_NEED])[b]) start_one(c, b, pool_offset++);
-        observe_one(c, b);
-    }
+    const uint8_t *needs = (const uint8_t *)c->ptr[X_NEED];
+    for (i64 b = lo; b < hi; b++)
+        if (needs[b]) {
+            start_one(c, b, pool_offset++);
+            observe_one(c, b);
+        }
 }
 
 /* One step of every table: both passes, with `threads` OpenMP threads sharing the tables in
