@@ -9,9 +9,9 @@ checks it against the torch step in every partnership preset.
 
 The C file is compiled on first use with the system C compiler (``$CC``, else ``cc``) into a
 cache folder (``$SPADES_NATIVE_CACHE``, else ``~/.cache/spades_env``), keyed by the source,
-the flags (``$SPADES_NATIVE_CFLAGS`` adds some) and the CPU, and loaded with ctypes. Several threads share the tables
-(``threads``, with OpenMP; where the compiler has no OpenMP the library is built without it
-and runs on one thread). Python's lock is released while it runs.
+the flags (``$SPADES_NATIVE_CFLAGS`` adds some) and the CPU, and loaded with ctypes. Several
+threads share the tables (``threads``, with OpenMP; where the compiler has no OpenMP the
+library is built without it and runs on one thread). Python's lock is released while it runs.
 """
 
 from __future__ import annotations
@@ -255,14 +255,15 @@ def random_legal(mask: torch.Tensor, uniform: torch.Tensor, threads: int = 1) ->
         raise NativeEngineError(f"random_legal: {uniform.numel()} uniforms for {rows} rows")
     out = torch.empty(rows, dtype=torch.int64)
     (_LIBRARY or load()).spades_random_legal(mask.data_ptr(), uniform.data_ptr(), out.data_ptr(), rows, width,
-                                             threads if threads > 1 else 1)
+                                             max(1, int(threads)))
     return out
 
 
 def deal_from_keys(keys: torch.Tensor, dealers: torch.Tensor, threads: int = 1) -> torch.Tensor:
     """Deals from random keys in C: (count, 5) int64 rows of four hand bitboards and the dealer,
     where card ``c`` goes to seat ``rank(keys[row, c]) // 13`` (ties by card index, as
-    ``keys.argsort(dim=1, stable=True)`` orders them). ``keys``: (count, 52) float32 in [0, 1);
+    ``keys.argsort(dim=1, stable=True)`` orders them). ``keys``: (count, 52) float32 in [0, 1)
+    (non-negative: they are compared as their bit patterns);
     ``dealers``: (count,) or (count, 1) int64. The same deals as ``SpadesVectorEnv.draw_deals``'s
     torch path, several times faster."""
     if keys.device.type != "cpu" or keys.dim() != 2 or keys.shape[1] != 52 or keys.dtype != torch.float32:

@@ -531,6 +531,11 @@ static inline void put_bits(uint64_t *words, i64 at, uint64_t v) {
 
 static inline void put_bit(uint64_t *words, i64 at) { words[at >> 6] |= (uint64_t)1 << (at & 63); }
 
+/* A card plane: the 52 cells of a bitboard from cell `at` on. */
+static inline void put_cards(uint64_t *words, i64 at, i64 board) {
+    put_bits(words, at, (uint64_t)board & (((uint64_t)1 << 52) - 1));
+}
+
 static inline float ratio(i64 num, i64 den) { return (float)((double)num / (double)den); }
 
 /* Writes the row's n cells as 0/1 floats from the bit vector (bit i is cell i). */
@@ -568,12 +573,12 @@ static void observe_one(const Ctx *c, i64 b) {
     i64 f = I(S_TO_ACT)[b], phase = I(S_PHASE)[b];
     const i64 *bids = I(S_BIDS) + 4 * b, *blind = I(S_BLIND) + 4 * b, *taken = I(S_TRICKS_TAKEN) + 4 * b;
     const i64 *trick = I(S_TRICK) + 4 * b, *played = I(S_PLAYED) + 4 * b, *voids = I(S_VOIDS) + 4 * b;
-    put_bits(w, p[P_O_HAND], (uint64_t)(I(S_HANDS)[4 * b + f] * I(S_LOOKED)[4 * b + f]));
+    put_cards(w, p[P_O_HAND], I(S_HANDS)[4 * b + f] * I(S_LOOKED)[4 * b + f]);
     if (phase >= 0 && phase < 6) put_bit(w, p[P_O_PHASE] + phase);
     put_bit(w, p[P_O_DEALER] + ((I(S_DEALER)[b] - f) & 3));
     if (phase < HAND_OVER) put_bit(w, p[P_O_TO_ACT] + ((I(S_TO_ACT)[b] - f) & 3));
-    put_bits(w, p[P_O_PASSED], (uint64_t)I(S_PASSED)[4 * b + f]);
-    put_bits(w, p[P_O_RECEIVED], (uint64_t)I(S_RECEIVED)[4 * b + f]);
+    put_cards(w, p[P_O_PASSED], I(S_PASSED)[4 * b + f]);
+    put_cards(w, p[P_O_RECEIVED], I(S_RECEIVED)[4 * b + f]);
     if (phase == PLAY) {
         i64 leader = I(S_TRICK_LEN)[b] > 0 ? I(S_LEADER)[b] : I(S_TO_ACT)[b];
         put_bit(w, p[P_O_TRICK_LEADER] + ((leader - f) & 3));
@@ -586,7 +591,7 @@ static void observe_one(const Ctx *c, i64 b) {
         if (blind[s] == 1) put_bit(w, bid_row + 14);
         if (taken[s] >= 0 && taken[s] < 14) put_bit(w, p[P_O_TRICKS_TAKEN] + 14 * r + taken[s]);
         if (trick[s] >= 0 && trick[s] < 52) put_bit(w, p[P_O_CURRENT_TRICK] + 52 * r + trick[s]);
-        put_bits(w, p[P_O_PLAYED] + 52 * r, (uint64_t)played[s]);
+        put_cards(w, p[P_O_PLAYED] + 52 * r, played[s]);
         put_bits(w, p[P_O_VOIDS] + 4 * r, (uint64_t)(voids[s] & 15));
     }
     expand_bits(o, w, n);
