@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -46,6 +47,12 @@ def test_config_errors_name_the_field_and_what_is_expected(tmp_path):
         load_config(None, ["learning_rat=0.1"])
     with pytest.raises(ConfigError, match=r"num_envs='many': expected int"):
         load_config(None, ["num_envs=many"])
+    with pytest.raises(ConfigError, match=r"env_backend='c': expected 'torch' or 'native'"):
+        load_config(None, ["env_backend=c"])
+    with pytest.raises(ConfigError, match=r"compile_env=true \(torch.compile\) does not apply"):
+        load_config(None, ["env_backend=native", "compile_env=true"])
+    with pytest.raises(ConfigError, match=r"env_backend='native' runs on the CPU"):
+        load_config(None, ["env_backend=native", "device=cuda"])
     with pytest.raises(ConfigError, match=r"critic='global': expected 'local' or 'central'"):
         load_config(None, ["critic=global"])
     with pytest.raises(ConfigError, match=r"learn_precision='float16': expected 'float32' or 'bfloat16'"):
@@ -525,6 +532,22 @@ def test_compiled_engine_trains_exactly_like_the_eager_one(tmp_path):
                       "minibatch_size=64", "eval_every=0")
         trainer = Trainer(config, log=lambda line: None)
         assert trainer.env.compiled == (compiled == "true")
+        trainer.train()
+        weights.append(trainer.policy.state_dict())
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="env_backend=native needs a C compiler")
+def test_native_engine_trains_exactly_like_the_torch_one(tmp_path):
+    """env_backend=native runs the rollouts and the imitation games on the C step: the same
+    experience, the same weights (with heuristic opponents and varied starting scores)."""
+    weights = []
+    for backend in ("torch", "native"):
+        config = tiny(tmp_path, f"backend_{backend}", f"env_backend={backend}", "imitation_decisions=128",
+                      "num_envs=16", "rollout_steps=8", "total_decisions=256", "minibatch_size=64",
+                      "eval_every=0", "varied_start=true")
+        trainer = Trainer(config, log=lambda line: None)
+        assert trainer.env.backend == backend
         trainer.train()
         weights.append(trainer.policy.state_dict())
     assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])

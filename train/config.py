@@ -49,6 +49,9 @@ class TrainConfig:
     compile_env: bool = _f(False, "run the batched engine's step under torch.compile (the same results; it "
                                   "compiles for 20-60 s at the start, then steps several times faster: worth it "
                                   "for self-play with thousands of tables, not when Python opponents dominate)")
+    env_backend: str = _f("torch", "the batched engine's step: 'torch' (eager, or compiled with compile_env) or "
+                                   "'native' (its C step, CPU only: the same experience, several times faster "
+                                   "than either and with no compile time; needs a C compiler)")
     total_decisions: int = _f(2_000_000, "stop after this many decisions of experience (all seats)")
     max_updates: Optional[int] = _f(None, "stop after this many updates although the learning-rate schedule "
                                           "runs to total_decisions (null: run to total_decisions; 0: only the "
@@ -226,6 +229,12 @@ class TrainConfig:
                               "distill_value_temperature (labels of spades-label --teacher playout)")
         if self.target_kl is not None and not self.target_kl > 0:
             raise ConfigError(f"target_kl={self.target_kl!r}: expected a positive number or null")
+        if self.env_backend not in ("torch", "native"):
+            raise ConfigError(f"env_backend={self.env_backend!r}: expected 'torch' or 'native'")
+        if self.env_backend == "native" and self.compile_env:
+            raise ConfigError("env_backend='native' steps in C: compile_env=true (torch.compile) does not apply to it")
+        if self.env_backend == "native" and not str(self.device).startswith("cpu"):
+            raise ConfigError(f"env_backend='native' runs on the CPU; device={self.device!r} needs env_backend='torch'")
         if self.episode not in ("hand", "game"):
             raise ConfigError(f"episode={self.episode!r}: expected 'hand' or 'game'")
         if self.critic not in ("local", "central"):

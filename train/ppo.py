@@ -60,7 +60,8 @@ RECENT_EPISODES = 2000
 # lasts and what is measured along the way).
 RESUMABLE_CHANGES = {"max_updates", "total_decisions", "eval_every", "eval_deals", "eval_opponents", "final_eval_deals",
                      "eval_against_start",
-                     "checkpoint_every", "keep_checkpoints", "tensorboard", "progress", "threads", "compile_env"}
+                     "checkpoint_every", "keep_checkpoints", "tensorboard", "progress", "threads", "compile_env",
+                     "env_backend"}
 
 
 class Trainer:
@@ -84,7 +85,7 @@ class Trainer:
         self.env = SpadesVectorEnv(cfg.num_envs, rules=cfg.rules, reward=cfg.reward, episode=cfg.episode,
                                    device=dev, seed=cfg.seed, reward_scale=cfg.reward_scale,
                                    shaping=cfg.shaping, win_bonus=cfg.win_bonus,
-                                   check_actions=False, compile=cfg.compile_env)
+                                   check_actions=False, compile=cfg.compile_env, backend=cfg.env_backend)
         self.generator = torch.Generator(device=dev)
         self.generator.manual_seed(cfg.seed + 1)
         self.obs, self.mask = self._reset_tables(self.env)
@@ -408,7 +409,7 @@ class Trainer:
         cfg, dev = self.config, self.device
         env = SpadesVectorEnv(cfg.num_envs, rules=cfg.rules, reward=cfg.reward, episode=cfg.episode, device=dev,
                               seed=cfg.seed + 7919, reward_scale=cfg.reward_scale, shaping=cfg.shaping,
-                              win_bonus=cfg.win_bonus, check_actions=False)
+                              win_bonus=cfg.win_bonus, check_actions=False, backend=cfg.env_backend)
         obs, mask = self._reset_tables(env)
         steps = max(1, -(-cfg.imitation_decisions // cfg.num_envs))
         everyone = torch.full((cfg.num_envs,), HEURISTIC, dtype=torch.int64, device=dev)
