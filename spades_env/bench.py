@@ -101,7 +101,7 @@ def run_openspiel(decisions: int, seed: int = 0) -> Optional[dict]:
             "hands_per_s": hands / elapsed, "games": hands}
 
 
-VECTOR_BATCH_SIZES = (1, 16, 256, 1024, 4096, 16384)
+VECTOR_BATCH_SIZES = (1, 16, 256, 1024, 2048, 4096, 8192, 16384)
 
 
 def run_vector(batch_size: int, seconds: float = 2.0, rules: str = "standard", device: str = "cpu",
@@ -366,12 +366,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--no-aec", action="store_true", help="skip the AEC env (batched engine only)")
     parser.add_argument("--no-vector", action="store_true", help="skip the batched engine")
     parser.add_argument("--batch-sizes", default=",".join(map(str, VECTOR_BATCH_SIZES)),
-                        help="batched engine sizes (default 1,16,256,1024,4096,16384)")
+                        help="batched engine sizes (default 1,16,256,1024,2048,4096,8192,16384)")
     parser.add_argument("--compile", action="store_true",
                         help="also run the batched engine under torch.compile (slow first step per size)")
     parser.add_argument("--native", action="store_true",
                         help="also run the batched engine's C step (backend='native', CPU only; its random player "
-                             "picks in C too; built with the system C compiler on first use)")
+                             "picks in C too; built with the system C compiler on first use). The default on the "
+                             "CPU when a C compiler is found; with --native a missing compiler is an error")
+    parser.add_argument("--no-native", action="store_true", help="skip the batched engine's C step")
     parser.add_argument("--device", default="cpu", help="batched engine device (cpu, cuda)")
     parser.add_argument("--vector-seconds", type=float, default=2.0,
                         help="measured seconds per batch size (batched engine and --heuristic)")
@@ -421,6 +423,17 @@ def main(argv: Optional[list[str]] = None) -> int:
         parser.error(f"--threads must be at least 1, got {args.threads}")
     if args.native and args.device != "cpu":
         parser.error("--native runs on the CPU: leave --device at cpu")
+    if args.native and args.no_native:
+        parser.error("--native and --no-native contradict each other")
+    native, native_note = args.native, None
+    if not args.native and not args.no_native and not args.no_vector and args.device == "cpu":
+        from .native import NativeEngineError, build
+
+        try:
+            build()
+            native = True
+        except NativeEngineError as error:
+            native_note = f"(the C step is skipped: {str(error).splitlines()[0]})"
     if not args.no_vector:
         from .vector import VectorEnvError, _usable_device
 
@@ -457,7 +470,9 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"\nbatched engine on {output['vector_device']} ({torch.get_num_threads()} torch threads): "
                   f"batch sizes {batch_sizes} ...", flush=True)
         modes = [(False, "torch")] + ([(True, "torch")] if args.compile else []) + (
-            [(False, "native")] if args.native else [])
+            [(False, "native")] if native else [])
+        if native_note:
+            print(native_note, flush=True)
         for compiled, backend in modes:
             for b in batch_sizes:
                 if args.processes > 1:

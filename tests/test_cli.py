@@ -17,7 +17,9 @@ def test_bench_runs_and_writes_json(tmp_path, capsys):
     data = json.loads(out.read_text())
     assert data["results"]["spades_v0.raw_env"]["decisions"] >= 3000
     assert data["results"]["spades_v0.raw_env"]["decisions_per_s"] > 0
-    assert [row["batch_size"] for row in data["vector"]] == [1, 8]
+    # the torch step, then (by default, where a C compiler is found) the C step
+    assert [(row["batch_size"], row["backend"]) for row in data["vector"]] == [
+        (1, "torch"), (8, "torch"), (1, "native"), (8, "native")]
     assert all(row["decisions_per_s"] > 0 for row in data["vector"])
     assert data["vector_device"] == "cpu" and data["torch"]                 # what the figures ran on
 
@@ -73,6 +75,19 @@ def test_bench_native_backend(tmp_path, capsys):
     assert [r["backend"] for r in rows] == ["torch", "native"]
     with pytest.raises(SystemExit):
         bench.main(["--no-aec", "--native", "--device", "cuda"])
+    with pytest.raises(SystemExit):
+        bench.main(["--no-aec", "--native", "--no-native"])
+
+
+def test_bench_skips_the_c_step_without_a_compiler(tmp_path, capsys, monkeypatch):
+    """By default the bench adds the C step where it can be built; without a compiler it says why
+    and measures the torch step alone (with --native that is an error)."""
+    monkeypatch.setenv("CC", "no-such-compiler-here")
+    monkeypatch.setenv("SPADES_NATIVE_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "bench.json"
+    assert bench.main(["--no-aec", "--batch-sizes", "4", "--vector-seconds", "0.05", "--json", str(out)]) == 0
+    assert "the C step is skipped: backend='native' needs a C compiler" in capsys.readouterr().out
+    assert [row["backend"] for row in json.loads(out.read_text())["vector"]] == ["torch"]
 
 
 def test_demo_plays_a_rendered_game(capsys):
@@ -84,8 +99,8 @@ def test_demo_plays_a_rendered_game(capsys):
 
 def test_bench_vector_processes_sum_their_engines(tmp_path):
     out = tmp_path / "bench.json"
-    assert bench.main(["--no-aec", "--batch-sizes", "8", "--vector-seconds", "0.2", "--processes", "2",
-                       "--json", str(out)]) == 0
+    assert bench.main(["--no-aec", "--no-native", "--batch-sizes", "8", "--vector-seconds", "0.2", "--processes",
+                       "2", "--json", str(out)]) == 0
     row = json.loads(out.read_text())["vector"][0]
     assert row["processes"] == 2 and row["threads_per_process"] == 1
     assert len(row["per_process_decisions_per_s"]) == 2
