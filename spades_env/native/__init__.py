@@ -51,9 +51,9 @@ STATE_FIELDS = ("hands", "deal", "phase", "to_act", "dealer", "bids", "blind", "
 BUFFERS = ("actions", "pool", "queue", "start_scores", "start_bags", "fixed_start_dealer", "obs", "mask",
            "rewards", "done", "final_scores", "winner", "need")
 SIZES = ("batch", "pool", "queue")
+OBS_SIZE = 742             # engine.c's OBS_SIZE: the observation it is compiled for
 OBS_BLOCKS = ("hand", "phase", "dealer", "to_act", "bids", "passed", "received", "tricks_taken", "trick_leader",
               "current_trick", "played", "voids", "spades_broken", "sides", "game")
-OBS_CELLS_MAX = 960        # engine.c's bit vector of a row: 1,024 bits, a spare word included
 REWARD_KINDS = {"team_score": 0, "team_diff": 1, "win": 2}
 SPADES_LEAD = {"broken": 0, "any": 1, "forced_only": 2}
 
@@ -146,6 +146,8 @@ def load() -> ctypes.CDLL:
         lib.spades_random_legal.restype = None
         lib.spades_deal_from_keys.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 2
         lib.spades_deal_from_keys.restype = None
+        lib.spades_native_check_layout.argtypes = [ctypes.c_void_p]
+        lib.spades_native_check_layout.restype = ctypes.c_int
         _LIBRARY = lib
     return _LIBRARY
 
@@ -162,9 +164,6 @@ class NativeStepper:
         r, layout = env.rules, env.layout
         if tuple(layout.obs_blocks) != OBS_BLOCKS:
             raise NativeEngineError(f"backend='native': unexpected observation blocks {tuple(layout.obs_blocks)}")
-        if env.obs_size > OBS_CELLS_MAX:
-            raise NativeEngineError(f"backend='native': an observation of {env.obs_size} cells (at most "
-                                    f"{OBS_CELLS_MAX})")
         values = {
             "nil": int(r.nil), "blind_nil": int(r.blind_nil), "blind_nil_min_deficit": r.blind_nil_min_deficit,
             "blind_nil_pass": r.blind_nil_pass, "min_team_bid": r.min_team_bid or 0,
@@ -183,6 +182,10 @@ class NativeStepper:
         }
         scheme = env.reward_scheme
         self.params = torch.tensor([int(values[name]) for name in PARAMS], dtype=torch.int64)
+        if not self.lib.spades_native_check_layout(ctypes.c_void_p(self.params.data_ptr())):
+            raise NativeEngineError(f"backend='native' is compiled for the four-player observation of "
+                                    f"{OBS_SIZE} cells; this env's has {env.obs_size} (offsets "
+                                    f"{[values['o_' + name] for name in OBS_BLOCKS]})")
         self.dparams = torch.tensor([float(getattr(scheme, name)) for name in DOUBLE_PARAMS], dtype=torch.float64)
         B = env.num_envs
         self.need = torch.zeros(B, dtype=torch.uint8)

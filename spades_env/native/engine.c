@@ -529,13 +529,6 @@ static inline void put_bits(uint64_t *words, i64 at, uint64_t v) {
     if (shift) words[i + 1] |= v >> (64 - shift);
 }
 
-static inline void put_bit(uint64_t *words, i64 at) { words[at >> 6] |= (uint64_t)1 << (at & 63); }
-
-/* A card plane: the 52 cells of a bitboard from cell `at` on. */
-static inline void put_cards(uint64_t *words, i64 at, i64 board) {
-    put_bits(words, at, (uint64_t)board & (((uint64_t)1 << 52) - 1));
-}
-
 static inline float ratio(i64 num, i64 den) { return (float)((double)num / (double)den); }
 
 /* Writes the row's n cells as 0/1 floats from the bit vector (bit i is cell i). */
@@ -564,37 +557,65 @@ static inline void expand_bits(float *o, const uint64_t *words, i64 n) {
 }
 
 /* The observation and mask of the player to act at table b. */
+/* The observation's layout for four players in two sides (spades_env/observation.py): each
+ * block's first cell. Compile-time constants, so that the bit vector below stays in registers;
+ * spades_native_check_layout tells the Python side whether an env's layout is this one. */
+enum {
+    O_HAND = 0, O_PHASE = 52, O_DEALER = 58, O_TO_ACT = 62, O_BIDS = 66, O_PASSED = 126, O_RECEIVED = 178,
+    O_TRICKS_TAKEN = 230, O_TRICK_LEADER = 286, O_CURRENT_TRICK = 290, O_PLAYED = 498, O_VOIDS = 706,
+    O_SPADES_BROKEN = 722, O_SIDES = 723, O_GAME = 737, OBS_SIZE = 742
+};
+
+/* 1 when the layout in params (o_* and obs_size) is the one compiled in. */
+int spades_native_check_layout(const i64 *p) {
+    static const int expected[] = {O_HAND, O_PHASE, O_DEALER, O_TO_ACT, O_BIDS, O_PASSED, O_RECEIVED,
+                                   O_TRICKS_TAKEN, O_TRICK_LEADER, O_CURRENT_TRICK, O_PLAYED, O_VOIDS,
+                                   O_SPADES_BROKEN, O_SIDES, O_GAME};
+    for (int k = 0; k <= P_O_GAME - P_O_HAND; k++)
+        if (p[P_O_HAND + k] != expected[k]) return 0;
+    return p[P_OBS_SIZE] == OBS_SIZE;
+}
+
+#define CARDS ((((uint64_t)1) << 52) - 1)
+#define ONE ((uint64_t)1)
+
+/* The observation and mask of the player to act at table b. */
 static void observe_one(const Ctx *c, i64 b) {
     const i64 *p = c->p;
-    i64 n = p[P_OBS_SIZE];
-    float *o = (float *)c->ptr[X_OBS] + n * b;
-    uint64_t w[OBS_WORDS];
-    memset(w, 0, sizeof w);
+    float *o = (float *)c->ptr[X_OBS] + OBS_SIZE * b;
+    uint64_t w[OBS_WORDS] = {0};         /* every index below is a constant: kept in registers */
     i64 f = I(S_TO_ACT)[b], phase = I(S_PHASE)[b];
     const i64 *bids = I(S_BIDS) + 4 * b, *blind = I(S_BLIND) + 4 * b, *taken = I(S_TRICKS_TAKEN) + 4 * b;
     const i64 *trick = I(S_TRICK) + 4 * b, *played = I(S_PLAYED) + 4 * b, *voids = I(S_VOIDS) + 4 * b;
-    put_cards(w, p[P_O_HAND], I(S_HANDS)[4 * b + f] * I(S_LOOKED)[4 * b + f]);
-    if (phase >= 0 && phase < 6) put_bit(w, p[P_O_PHASE] + phase);
-    put_bit(w, p[P_O_DEALER] + ((I(S_DEALER)[b] - f) & 3));
-    if (phase < HAND_OVER) put_bit(w, p[P_O_TO_ACT] + ((I(S_TO_ACT)[b] - f) & 3));
-    put_cards(w, p[P_O_PASSED], I(S_PASSED)[4 * b + f]);
-    put_cards(w, p[P_O_RECEIVED], I(S_RECEIVED)[4 * b + f]);
+    put_bits(w, O_HAND, (uint64_t)(I(S_HANDS)[4 * b + f] * I(S_LOOKED)[4 * b + f]) & CARDS);
+    uint64_t turn = ONE << (O_DEALER - O_PHASE + ((I(S_DEALER)[b] - f) & 3));   /* phase, dealer, to_act */
+    if (phase >= 0 && phase < 6) turn |= ONE << phase;
+    if (phase < HAND_OVER) turn |= ONE << (O_TO_ACT - O_PHASE + ((I(S_TO_ACT)[b] - f) & 3));
+    put_bits(w, O_PHASE, turn);
+    put_bits(w, O_PASSED, (uint64_t)I(S_PASSED)[4 * b + f] & CARDS);
+    put_bits(w, O_RECEIVED, (uint64_t)I(S_RECEIVED)[4 * b + f] & CARDS);
     if (phase == PLAY) {
         i64 leader = I(S_TRICK_LEN)[b] > 0 ? I(S_LEADER)[b] : I(S_TO_ACT)[b];
-        put_bit(w, p[P_O_TRICK_LEADER] + ((leader - f) & 3));
+        put_bits(w, O_TRICK_LEADER, ONE << ((leader - f) & 3));
     }
-    if (I(S_BROKEN)[b]) put_bit(w, p[P_O_SPADES_BROKEN]);
-    for (int r = 0; r < 4; r++) {
-        i64 s = (f + r) & 3;
-        i64 bid_row = p[P_O_BIDS] + 15 * r;
-        if (bids[s] >= 0 && bids[s] < 14) put_bit(w, bid_row + bids[s]);
-        if (blind[s] == 1) put_bit(w, bid_row + 14);
-        if (taken[s] >= 0 && taken[s] < 14) put_bit(w, p[P_O_TRICKS_TAKEN] + 14 * r + taken[s]);
-        if (trick[s] >= 0 && trick[s] < 52) put_bit(w, p[P_O_CURRENT_TRICK] + 52 * r + trick[s]);
-        put_cards(w, p[P_O_PLAYED] + 52 * r, played[s]);
-        put_bits(w, p[P_O_VOIDS] + 4 * r, (uint64_t)(voids[s] & 15));
+    uint64_t bid_cells = 0, taken_cells = 0, void_cells = I(S_BROKEN)[b] ? ONE << (O_SPADES_BROKEN - O_VOIDS) : 0;
+    /* the four seats from the observer's, r = 0..3, written out so that the offsets stay constant */
+#define SEAT(r)                                                                                       \
+    {                                                                                                 \
+        i64 s = (f + (r)) & 3;                                                                        \
+        if (bids[s] >= 0 && bids[s] < 14) bid_cells |= ONE << (15 * (r) + bids[s]);                  \
+        if (blind[s] == 1) bid_cells |= ONE << (15 * (r) + 14);                                       \
+        if (taken[s] >= 0 && taken[s] < 14) taken_cells |= ONE << (14 * (r) + taken[s]);             \
+        if (trick[s] >= 0 && trick[s] < 52) put_bits(w, O_CURRENT_TRICK + 52 * (r), ONE << trick[s]); \
+        put_bits(w, O_PLAYED + 52 * (r), (uint64_t)played[s] & CARDS);                                \
+        void_cells |= (uint64_t)(voids[s] & 15) << (4 * (r));                                         \
     }
-    expand_bits(o, w, n);
+    SEAT(0) SEAT(1) SEAT(2) SEAT(3)
+#undef SEAT
+    put_bits(w, O_BIDS, bid_cells);
+    put_bits(w, O_TRICKS_TAKEN, taken_cells);
+    put_bits(w, O_VOIDS, void_cells);      /* the spades_broken cell right after the voids */
+    expand_bits(o, w, OBS_SIZE);
     /* the fractional cells; sides: own side first */
     const i64 *scores = I(S_SCORES) + 2 * b, *bags = I(S_BAGS) + 2 * b;
     i64 counted[2], contract[2];
@@ -602,7 +623,7 @@ static void observe_one(const Ctx *c, i64 b) {
     i64 target = p[P_TARGET_SCORE];
     for (int j = 0; j < 2; j++) {
         int side = (int)((f & 1) ^ j);
-        float *cell = o + p[P_O_SIDES] + 7 * j;
+        float *cell = o + O_SIDES + 7 * j;
         cell[0] = ratio(scores[side], target);
         cell[1] = ratio(bags[side], p[P_BAG_LIMIT]);
         cell[2] = ratio(target - scores[side], target);
@@ -611,7 +632,7 @@ static void observe_one(const Ctx *c, i64 b) {
         cell[5] = counted[side] >= 0 && counted[side] <= 26 ? THIRTEENTHS[counted[side]] : ratio(counted[side], 13);
         cell[6] = contract[side] >= 0 && contract[side] <= 26 ? THIRTEENTHS[contract[side]] : ratio(contract[side], 13);
     }
-    float *game = o + p[P_O_GAME];
+    float *game = o + O_GAME;
     memcpy(game, c->game, sizeof c->game);
     game[4] = p[P_MAX_HANDS] ? ratio(I(S_HAND_NUMBER)[b] - (phase < HAND_OVER), p[P_MAX_HANDS]) : 0.0f;
 
