@@ -133,6 +133,18 @@ def test_native_deals_equal_the_torch_deals():
     assert torch.equal(torch_env.draw_deals(3000), native_env.draw_deals(3000))
 
 
+def test_the_compiled_in_layout_is_checked():
+    """engine.c has the observation's layout compiled in; an env with another one is refused."""
+    import ctypes
+    env = SpadesVectorEnv(2, backend="native")
+    stepper = env._native
+    params = stepper.params.clone()
+    assert stepper.lib.spades_native_check_layout(ctypes.c_void_p(params.data_ptr())) == 1
+    from spades_env.native import PARAMS
+    params[PARAMS.index("o_played")] += 1
+    assert stepper.lib.spades_native_check_layout(ctypes.c_void_p(params.data_ptr())) == 0
+
+
 def test_native_random_legal_matches_the_torch_rule():
     from spades_env.native import random_legal
     gen = torch.Generator().manual_seed(0)

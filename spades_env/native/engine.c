@@ -636,17 +636,29 @@ static void observe_one(const Ctx *c, i64 b) {
     memcpy(game, c->game, sizeof c->game);
     game[4] = p[P_MAX_HANDS] ? ratio(I(S_HAND_NUMBER)[b] - (phase < HAND_OVER), p[P_MAX_HANDS]) : 0.0f;
 
-    uint8_t *m = (uint8_t *)c->ptr[X_MASK] + 68 * b;
-    uint64_t cards = (uint64_t)legal_cards(c, b);
-    for (int i = 0; i < 6; i++) memcpy(m + 8 * i, &BITS_U8[(cards >> (8 * i)) & 255], 8);
-    memcpy(m + 48, &BITS_U8[(cards >> 48) & 15], 4);
-    memset(m + 52, 0, 16);
+    /* the mask: 68 actions as bits (52 cards, 14 bids, blind nil, look), then one byte each */
+    uint64_t low = (uint64_t)legal_cards(c, b) & CARDS, high = 0;     /* actions 0..63, 64..67 */
     if (phase == BIDDING) {
-        i64 legal = legal_bid_bits(c, bids, f, I(S_DEALER)[b]);
-        for (int k = 0; k < 14; k++) m[52 + k] = (legal >> k) & 1;
+        uint64_t bid_bits = (uint64_t)legal_bid_bits(c, bids, f, I(S_DEALER)[b]);
+        low |= bid_bits << 52;
+        high = bid_bits >> 12;
     } else if (phase == BLIND_DECISION) {
-        m[66] = m[67] = 1;
+        high = 3 << 2;
     }
+    uint8_t *m = (uint8_t *)c->ptr[X_MASK] + 68 * b;
+#ifdef __AVX2__
+    /* each byte of a 32-bit half spread over 8 bytes, then each of those bytes keeps its own bit */
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                            2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL), one = _mm256_set1_epi8(1);
+    for (int half = 0; half < 2; half++) {
+        __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32((int)(uint32_t)(low >> (32 * half))), spread);
+        _mm256_storeu_si256((__m256i *)(m + 32 * half), _mm256_min_epu8(_mm256_and_si256(bytes, bit), one));
+    }
+#else
+    for (int i = 0; i < 8; i++) memcpy(m + 8 * i, &BITS_U8[(low >> (8 * i)) & 255], 8);
+#endif
+    for (int k = 0; k < 4; k++) m[64 + k] = (high >> k) & 1;
 }
 
 /* Pass 1: the actions of tables lo..hi-1, and the observations of those that need no new hand.
