@@ -226,3 +226,35 @@ def test_the_code_without_avx_gives_the_same_values(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "3 passed" in done.stdout
     assert len(list(tmp_path.glob("spades_native_*.so"))) == 1
+
+
+def _step_in_forked_child(queue):
+    torch.set_num_threads(1)                 # what torch itself needs in a forked child
+    from spades_env.native import random_legal
+    env = SpadesVectorEnv(300, backend="native", threads=2, seed=1)
+    obs, mask = env.reset()
+    for _ in range(20):
+        obs, mask, *_ = env.step(random_legal(mask, torch.rand(300), 2))
+    env._refill_pool(force=True)
+    queue.put(float(obs.sum()))
+
+
+def test_a_forked_child_steps_on_one_thread():
+    """GNU OpenMP's threads do not survive a fork: in a child forked after the parent ran the C
+    step on two threads, the step, the picker and the deals run on one thread instead of hanging."""
+    import multiprocessing
+    env = SpadesVectorEnv(300, backend="native", threads=2)
+    obs, mask = env.reset()
+    for _ in range(20):
+        obs, mask, *_ = env.step(torch.multinomial(mask.float(), 1)[:, 0])
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_step_in_forked_child, args=(queue,))
+    child.start()
+    try:
+        assert queue.get(timeout=60) > 0
+    finally:
+        child.join(timeout=5)
+        if child.is_alive():
+            child.kill()
+    assert child.exitcode == 0

@@ -11,7 +11,8 @@ The C file is compiled on first use with the system C compiler (``$CC``, else ``
 cache folder (``$SPADES_NATIVE_CACHE``, else ``~/.cache/spades_env``), keyed by the source,
 the flags (``$SPADES_NATIVE_CFLAGS`` adds some) and the CPU, and loaded with ctypes. Several
 threads share the tables (``threads``, with OpenMP; where the compiler has no OpenMP the
-library is built without it and runs on one thread). Python's lock is released while it runs.
+library is built without it and runs on one thread; in a process forked from one that ran it,
+it runs on one thread too, since OpenMP's threads do not survive a fork). Python's lock is released while it runs.
 """
 
 from __future__ import annotations
@@ -63,6 +64,22 @@ class NativeEngineError(RuntimeError):
 
 
 _LIBRARY: Optional[ctypes.CDLL] = None
+_FORKED = False      # this process was forked from one that had loaded the library
+
+
+def _note_fork() -> None:
+    global _FORKED
+    _FORKED = _FORKED or _LIBRARY is not None
+
+
+os.register_at_fork(after_in_child=_note_fork)
+
+
+def usable_threads(threads: int) -> int:
+    """``threads``, or 1 in a process forked from one that had run the library: GNU OpenMP's
+    threads do not survive a fork, and a parallel region in the child would hang for ever (as
+    torch's own parallel ops do there), so the child runs the same code on one thread."""
+    return 1 if _FORKED else max(1, int(threads))
 
 
 def _cache_dir() -> Path:
@@ -235,7 +252,7 @@ class NativeStepper:
         for i, t in enumerate((obs, mask, rewards, done, final_scores, winner, self.need), start=first + 6):
             pointers[i] = t.data_ptr()
         self.lib.spades_step_all(self.params_ptr, self.dparams_ptr, self.pointers_address, self.sizes_address,
-                                 self.threads, int(env._pool_ptr), new_ptr.data_ptr())
+                                 1 if _FORKED else self.threads, int(env._pool_ptr), new_ptr.data_ptr())
         return new_ptr, obs, mask, rewards, done.view(torch.bool), final_scores, winner
 
 
@@ -258,7 +275,7 @@ def random_legal(mask: torch.Tensor, uniform: torch.Tensor, threads: int = 1) ->
         raise NativeEngineError(f"random_legal: {uniform.numel()} uniforms for {rows} rows")
     out = torch.empty(rows, dtype=torch.int64)
     (_LIBRARY or load()).spades_random_legal(mask.data_ptr(), uniform.data_ptr(), out.data_ptr(), rows, width,
-                                             max(1, int(threads)))
+                                             usable_threads(threads))
     return out
 
 
@@ -277,5 +294,5 @@ def deal_from_keys(keys: torch.Tensor, dealers: torch.Tensor, threads: int = 1) 
     if dealers.shape[0] != count:
         raise NativeEngineError(f"deal_from_keys: {dealers.shape[0]} dealers for {count} deals")
     out = torch.empty(count, 5, dtype=torch.int64)
-    load().spades_deal_from_keys(keys.data_ptr(), dealers.data_ptr(), out.data_ptr(), count, max(1, int(threads)))
+    load().spades_deal_from_keys(keys.data_ptr(), dealers.data_ptr(), out.data_ptr(), count, usable_threads(threads))
     return out

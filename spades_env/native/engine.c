@@ -729,11 +729,8 @@ void spades_step_all(const i64 *params, const double *dparams, void *const *ptrs
 
 /* A uniformly random legal action per row of a (B, 68) 0/1 byte mask: the k-th legal action,
  * k = floor(u * count) for the row's uniform u in [0, 1) (the random player of spades-bench). */
-void spades_random_legal(const uint8_t *mask, const float *uniform, i64 *out, i64 rows, i64 width, i64 threads) {
-#ifdef _OPENMP
-#pragma omp parallel for num_threads((int)(threads > 0 ? threads : 1)) schedule(static) if (threads > 1 && rows >= 256)
-#endif
-    for (i64 b = 0; b < rows; b++) {
+static void random_legal_rows(const uint8_t *mask, const float *uniform, i64 *out, i64 width, i64 lo, i64 hi) {
+    for (i64 b = lo; b < hi; b++) {
         const uint8_t *m = mask + width * b;
 #ifdef __AVX2__
         if (width == 68) {              /* the engine's masks: the legal cells as 64 + 4 bits, then the k-th */
@@ -781,18 +778,29 @@ void spades_random_legal(const uint8_t *mask, const float *uniform, i64 *out, i6
             }
         out[b] = pick;
     }
+}
+
+void spades_random_legal(const uint8_t *mask, const float *uniform, i64 *out, i64 rows, i64 width, i64 threads) {
+#ifdef _OPENMP
+    if (threads > 1 && rows >= 256) {
+#pragma omp parallel num_threads((int)(threads < 64 ? threads : 64))
+        {
+            i64 t = omp_get_thread_num(), n = omp_get_num_threads();
+            random_legal_rows(mask, uniform, out, width, rows * t / n, rows * (t + 1) / n);
+        }
+        return;
+    }
+#endif
     (void)threads;
+    random_legal_rows(mask, uniform, out, width, 0, rows);   /* no OpenMP call at all on one thread */
 }
 
 /* Deals from random keys, as SpadesVectorEnv.draw_deals does in torch: card c goes to seat
  * rank(c) / 13, where rank orders the row's 52 keys (float32 in [0, 1)), ties by card index
  * (what a stable argsort gives). keys: (count, 52); dealers: (count,); out: (count, 5) rows
  * of four hand bitboards and the dealer. */
-void spades_deal_from_keys(const float *keys, const i64 *dealers, i64 *out, i64 count, i64 threads) {
-#ifdef _OPENMP
-#pragma omp parallel for num_threads((int)(threads > 0 ? threads : 1)) schedule(static) if (threads > 1 && count >= 256)
-#endif
-    for (i64 row = 0; row < count; row++) {
+static void deal_rows(const float *keys, const i64 *dealers, i64 *out, i64 lo, i64 hi) {
+    for (i64 row = lo; row < hi; row++) {
         /* a non-negative float's bits, as int32, order like its value; padded to 56 with keys
          * above every float in [0, 1) (so that the compiler's 8-lane loop needs no tail) */
         int32_t key[56];
@@ -807,5 +815,19 @@ void spades_deal_from_keys(const float *keys, const i64 *dealers, i64 *out, i64 
         memcpy(out + 5 * row, hands, sizeof hands);
         out[5 * row + 4] = dealers[row];
     }
+}
+
+void spades_deal_from_keys(const float *keys, const i64 *dealers, i64 *out, i64 count, i64 threads) {
+#ifdef _OPENMP
+    if (threads > 1 && count >= 256) {
+#pragma omp parallel num_threads((int)(threads < 64 ? threads : 64))
+        {
+            i64 t = omp_get_thread_num(), n = omp_get_num_threads();
+            deal_rows(keys, dealers, out, count * t / n, count * (t + 1) / n);
+        }
+        return;
+    }
+#endif
     (void)threads;
+    deal_rows(keys, dealers, out, 0, count);
 }
