@@ -523,17 +523,23 @@ def test_reward_settings_reach_the_engine(tmp_path):
         ("game", "team_score", 0.5, 0.2, 0.02)
 
 
+def _final_weights(tmp_path, name, *settings):
+    """A tiny run's trainer (16 tables, 8 steps, two updates) after training, and its policy's weights."""
+    config = tiny(tmp_path, name, "num_envs=16", "rollout_steps=8", "total_decisions=256", "minibatch_size=64",
+                  "eval_every=0", *settings)
+    trainer = Trainer(config, log=lambda line: None)
+    trainer.train()
+    return trainer, trainer.policy.state_dict()
+
+
 def test_compiled_engine_trains_exactly_like_the_eager_one(tmp_path):
     """compile_env=true runs the rollouts on the compiled step: the same experience, the same weights."""
     weights = []
     for compiled in ("false", "true"):
-        config = tiny(tmp_path, f"compiled_{compiled}", f"compile_env={compiled}", "opponents={self: 1.0}",
-                      "imitation_decisions=0", "num_envs=16", "rollout_steps=8", "total_decisions=256",
-                      "minibatch_size=64", "eval_every=0")
-        trainer = Trainer(config, log=lambda line: None)
+        trainer, final = _final_weights(tmp_path, f"compiled_{compiled}", f"compile_env={compiled}",
+                                        "opponents={self: 1.0}", "imitation_decisions=0")
         assert trainer.env.compiled == (compiled == "true")
-        trainer.train()
-        weights.append(trainer.policy.state_dict())
+        weights.append(final)
     assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
 
 
@@ -543,13 +549,10 @@ def test_native_engine_trains_exactly_like_the_torch_one(tmp_path):
     experience, the same weights (with heuristic opponents and varied starting scores)."""
     weights = []
     for backend in ("torch", "native"):
-        config = tiny(tmp_path, f"backend_{backend}", f"env_backend={backend}", "imitation_decisions=128",
-                      "num_envs=16", "rollout_steps=8", "total_decisions=256", "minibatch_size=64",
-                      "eval_every=0", "varied_start=true")
-        trainer = Trainer(config, log=lambda line: None)
+        trainer, final = _final_weights(tmp_path, f"backend_{backend}", f"env_backend={backend}",
+                                        "imitation_decisions=128", "varied_start=true")
         assert trainer.env.backend == backend
-        trainer.train()
-        weights.append(trainer.policy.state_dict())
+        weights.append(final)
     assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
 
 

@@ -252,15 +252,14 @@ class NativeStepper:
         for i, t in enumerate((obs, mask, rewards, done, final_scores, winner, self.need), start=first + 6):
             pointers[i] = t.data_ptr()
         self.lib.spades_step_all(self.params_ptr, self.dparams_ptr, self.pointers_address, self.sizes_address,
-                                 1 if _FORKED else self.threads, int(env._pool_ptr), new_ptr.data_ptr())
+                                 usable_threads(self.threads), int(env._pool_ptr), new_ptr.data_ptr())
         return new_ptr, obs, mask, rewards, done.view(torch.bool), final_scores, winner
 
 
 def random_legal(mask: torch.Tensor, uniform: torch.Tensor, threads: int = 1) -> torch.Tensor:
     """A uniformly random legal action per row of a CPU (B, 68) mask (bool, or any dtype: nonzero is
-    legal), in C: the
-    k-th legal action with k = floor(u * count) for the row's uniform ``u`` (``uniform``: (B,)
-    float32 in [0, 1)), or -1 where a row has none. The same choice as ``spades-bench``'s torch
+    legal), in C: the k-th legal action with k = floor(u * count) for the row's uniform ``u``
+    (``uniform``: (B,) float32 in [0, 1)), or -1 where a row has none. The same choice as ``spades-bench``'s torch
     picker for the same u. ``threads``: how many threads share the rows."""
     if mask.device.type != "cpu" or mask.dim() != 2:
         raise NativeEngineError("random_legal: expected a (B, actions) mask on the CPU")

@@ -735,9 +735,11 @@ static void random_legal_rows(const uint8_t *mask, const float *uniform, i64 *ou
 #ifdef __AVX2__
         if (width == 68) {              /* the engine's masks: the legal cells as 64 + 4 bits, then the k-th */
             const __m256i zero = _mm256_setzero_si256();
-            uint64_t lo = (uint32_t)~_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)m), zero));
-            uint64_t hi = (uint32_t)~_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(m + 32)), zero));
-            uint64_t bits = lo | hi << 32;
+            uint64_t cells_0_31 = (uint32_t)~_mm256_movemask_epi8(
+                _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)m), zero));
+            uint64_t cells_32_63 = (uint32_t)~_mm256_movemask_epi8(
+                _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(m + 32)), zero));
+            uint64_t bits = cells_0_31 | cells_32_63 << 32;
             uint32_t tail = (m[64] != 0) | (m[65] != 0) << 1 | (m[66] != 0) << 2 | (m[67] != 0) << 3;
             i64 first = __builtin_popcountll(bits), count = first + __builtin_popcount(tail);
             i64 k = (i64)(uniform[b] * (float)count);
