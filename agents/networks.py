@@ -279,7 +279,10 @@ class ValueNet(nn.Module):
         return self.net(x)[:, 0]
 
 
-def masked_entropy(log_probs: torch.Tensor) -> torch.Tensor:
-    """Entropy per row of a masked categorical (masked actions contribute exactly 0)."""
-    probs = log_probs.exp()
+def masked_entropy(log_probs: torch.Tensor, probs: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """Entropy per row of a masked categorical (masked actions contribute exactly 0). Pass
+    ``probs`` (the softmax of the same logits) when at hand: ``log_probs.exp()`` is slow on the
+    masked entries' huge negative values."""
+    if probs is None:
+        probs = log_probs.exp()
     return -(probs * log_probs).sum(1)

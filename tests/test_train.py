@@ -22,7 +22,8 @@ from agents.neural import ModelError, NeuralAgent, export_model, read_checkpoint
 from spades_env import spades_v0
 from train.config import ConfigError, TrainConfig, describe_fields, load_config
 from train.ppo import Trainer, main
-from train.rollout import finished_rows, seat_advantages
+from train import config as config_module
+from train.rollout import Rollout, finished_rows, sample_actions, seat_advantages
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,7 +48,7 @@ def test_config_errors_name_the_field_and_what_is_expected(tmp_path):
         load_config(None, ["learning_rat=0.1"])
     with pytest.raises(ConfigError, match=r"num_envs='many': expected int"):
         load_config(None, ["num_envs=many"])
-    with pytest.raises(ConfigError, match=r"env_backend='c': expected 'torch' or 'native'"):
+    with pytest.raises(ConfigError, match=r"env_backend='c': expected 'torch', 'native' or 'auto'"):
         load_config(None, ["env_backend=c"])
     with pytest.raises(ConfigError, match=r"compile_env=true \(torch.compile\) does not apply"):
         load_config(None, ["env_backend=native", "compile_env=true"])
@@ -55,7 +56,7 @@ def test_config_errors_name_the_field_and_what_is_expected(tmp_path):
         load_config(None, ["env_backend=native", "device=cuda"])
     with pytest.raises(ConfigError, match=r"critic='global': expected 'local' or 'central'"):
         load_config(None, ["critic=global"])
-    with pytest.raises(ConfigError, match=r"learn_precision='float16': expected 'float32' or 'bfloat16'"):
+    with pytest.raises(ConfigError, match=r"learn_precision='float16': expected 'float32', 'bfloat16' or 'auto'"):
         load_config(None, ["learn_precision=float16"])
     with pytest.raises(ConfigError, match=r"opponents: unknown kind 'random'"):
         load_config(None, ["opponents={random: 1}"])
@@ -156,6 +157,71 @@ def test_monte_carlo_returns_of_a_hand_are_the_hands_rewards():
                               torch.zeros(1, 4, dtype=torch.float64), 1.0, 1.0)
     assert returns[:, 0].tolist() == [3.0, 3.0, 2.0, 0.0, 5.0]
     assert finished_rows(done)[:, 0].tolist() == [True, True, True, False, False]
+
+
+def test_sample_actions_draws_from_the_probabilities_and_never_a_zero_one(monkeypatch):
+    generator = torch.Generator().manual_seed(0)
+    probs = torch.tensor([[0.0, 0.2, 0.0, 0.5, 0.3, 0.0]]).repeat(60_000, 1)
+    drawn = sample_actions(probs, generator)
+    frequencies = torch.bincount(drawn, minlength=6).double() / drawn.numel()
+    assert frequencies[[0, 2, 5]].sum() == 0
+    np.testing.assert_allclose(frequencies[[1, 3, 4]].numpy(), [0.2, 0.5, 0.3], atol=0.01)
+    # A uniform draw rounded up to the row's total stays on the last action that can be drawn.
+    monkeypatch.setattr(torch, "rand", lambda *shape, **kw: torch.ones(*shape, dtype=kw.get("dtype")))
+    assert sample_actions(probs[:2]).tolist() == [4, 4]
+
+
+def test_rollout_flat_takes_every_row_as_views_in_the_same_order():
+    buf = Rollout.empty(3, 4, 5, None, torch.device("cpu"))
+    buf.obs.copy_(torch.arange(60, dtype=torch.float32).reshape(3, 4, 5))
+    buf.action.copy_(torch.arange(12).reshape(3, 4))
+    extra = torch.arange(12.0).reshape(3, 4)
+    every = torch.ones(3, 4, dtype=torch.bool)
+    some = every.clone()
+    some[1, 2] = False
+    views, copies = buf.flat(every, advantage=extra), buf.flat(some, advantage=extra)
+    assert views["obs"].data_ptr() == buf.obs.data_ptr()
+    keep = some.flatten()
+    for key in ("obs", "action", "advantage"):
+        assert torch.equal(views[key][keep], copies[key])
+    buf.logp.fill_(1.0)
+    buf.clear_choices()
+    assert not buf.logp.any() and not buf.value.any()
+
+
+def test_auto_settings_are_decided_for_the_machine(monkeypatch):
+    """env_backend=auto: the C step on the CPU where it builds, else torch; learn_precision=auto:
+    bfloat16 only on a CPU with native bfloat16."""
+    from spades_env import native
+
+    config = load_config(None, ["env_backend=auto", "learn_precision=auto"])
+    monkeypatch.setattr(config_module, "cpu_has_native_bfloat16", lambda: True)
+    monkeypatch.setattr(native, "load", lambda: None)
+    resolved, notes = config.resolve_auto()
+    assert (resolved.env_backend, resolved.learn_precision) == ("native", "bfloat16")
+    assert config.env_backend == "auto" and len(notes) == 2
+    monkeypatch.setattr(config_module, "cpu_has_native_bfloat16", lambda: False)
+    assert config.resolve_auto()[0].learn_precision == "float32"
+    assert load_config(None, ["env_backend=auto", "compile_env=true"]).resolve_auto()[0].env_backend == "torch"
+
+    def no_compiler():
+        raise native.NativeEngineError("no C compiler")
+
+    monkeypatch.setattr(native, "load", no_compiler)
+    resolved, notes = config.resolve_auto()
+    assert resolved.env_backend == "torch" and "no C compiler" in notes[0]
+    assert load_config(None).resolve_auto() == (load_config(None), [])
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="env_backend=auto picks the C step only with a compiler")
+def test_auto_backend_run_records_what_it_picked(tmp_path):
+    lines = []
+    trainer = Trainer(tiny(tmp_path, "auto", "env_backend=auto", "learn_precision=auto", "imitation_decisions=0",
+                           "max_updates=1"), log=lines.append)
+    trainer.train()
+    assert trainer.env.backend == "native" and trainer.config.env_backend == "native"
+    assert any(line.startswith("env_backend auto -> native") for line in lines)
+    assert "env_backend: native" in (tmp_path / "auto" / "config.yaml").read_text()
 
 
 # ---------------------------------------------------------------------- runs

@@ -26,6 +26,42 @@ class ConfigError(ValueError):
     """A training config that cannot be used."""
 
 
+def cpu_has_native_bfloat16() -> bool:
+    """Whether this CPU multiplies bfloat16 matrices natively (AVX-512 BF16 or AMX; read from
+    ``/proc/cpuinfo``, so False where that file is missing)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return any(flag in flags.split() for flag in ("avx512_bf16", "amx_bf16"))
+
+
+def _auto_learn_precision(device: str) -> tuple[str, str]:
+    import torch
+
+    if str(device).startswith("cuda"):
+        if torch.cuda.is_available() and torch.cuda.is_bf16_supported():
+            return "bfloat16", "this GPU has bfloat16"
+        return "float32", "this GPU has no bfloat16"
+    if str(device).startswith("cpu") and cpu_has_native_bfloat16():
+        return "bfloat16", "this CPU has AVX-512 BF16 or AMX"
+    return "float32", "no native bfloat16 on this device: autocast would emulate it, several times slower"
+
+
+def _auto_env_backend(device: str, compile_env: bool) -> tuple[str, str]:
+    if not str(device).startswith("cpu"):
+        return "torch", f"the C step runs on the CPU, this run on {device}"
+    if compile_env:
+        return "torch", "compile_env=true compiles the torch step"
+    from spades_env import native
+
+    try:
+        native.load()
+    except (native.NativeEngineError, OSError) as exc:
+        return "torch", f"the C step is not available: {str(exc).splitlines()[0]}"
+    return "native", "the C step built on this CPU"
+
+
 def _f(default: Any, help: str, **kwargs: Any) -> Any:
     if isinstance(default, (list, dict)):
         return field(default_factory=lambda: type(default)(default), metadata={"help": help}, **kwargs)
@@ -42,16 +78,19 @@ class TrainConfig:
     seed: int = _f(0, "seeds the deals, the networks and the sampling (a run is reproducible on one device)")
     device: str = _f("cpu", "torch device for the engine and the networks ('cpu', 'cuda', ...)")
     threads: int = _f(0, "torch CPU threads (0: torch's default)")
-    learn_precision: str = _f("float32", "'float32' or 'bfloat16': the learner's passes through the policy's trunk "
-                                         "and the critic under bfloat16 autocast (the heads, the losses and the "
-                                         "weights stay float32; the rollouts are float32). About 1.7x faster "
-                                         "learning on CPUs with AVX-512 BF16 or AMX (GPUs: not measured)")
+    learn_precision: str = _f("float32", "'float32', 'bfloat16' or 'auto': the learner's passes through the policy's "
+                                         "trunk and the critic under bfloat16 autocast (the heads, the losses and "
+                                         "the weights stay float32; the rollouts are float32). About 1.7x faster "
+                                         "learning on CPUs with AVX-512 BF16 or AMX, about 4x slower on CPUs "
+                                         "without them; 'auto' picks bfloat16 where the device has it natively "
+                                         "(those CPUs; CUDA GPUs with bfloat16), float32 elsewhere")
     compile_env: bool = _f(False, "run the batched engine's step under torch.compile (the same results; it "
                                   "compiles for 20-60 s at the start, then steps several times faster: worth it "
                                   "for self-play with thousands of tables, not when Python opponents dominate)")
-    env_backend: str = _f("torch", "the batched engine's step: 'torch' (eager, or compiled with compile_env) or "
+    env_backend: str = _f("torch", "the batched engine's step: 'torch' (eager, or compiled with compile_env), "
                                    "'native' (its C step, CPU only: the same experience, several times faster "
-                                   "than either and with no compile time; needs a C compiler)")
+                                   "than either and with no compile time; needs a C compiler) or 'auto' (native "
+                                   "on the CPU when the C step builds and compile_env is off, else torch)")
     total_decisions: int = _f(2_000_000, "stop after this many decisions of experience (all seats)")
     max_updates: Optional[int] = _f(None, "stop after this many updates although the learning-rate schedule "
                                           "runs to total_decisions (null: run to total_decisions; 0: only the "
@@ -192,6 +231,21 @@ class TrainConfig:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
+    def resolve_auto(self) -> tuple["TrainConfig", list[str]]:
+        """This config with its ``auto`` settings decided for this machine (``env_backend``,
+        ``learn_precision``), and a line per decision saying what was picked and why."""
+        changes: dict[str, str] = {}
+        notes = []
+        if self.env_backend == "auto":
+            backend, why = _auto_env_backend(self.device, self.compile_env)
+            changes["env_backend"] = backend
+            notes.append(f"env_backend auto -> {backend} ({why})")
+        if self.learn_precision == "auto":
+            precision, why = _auto_learn_precision(self.device)
+            changes["learn_precision"] = precision
+            notes.append(f"learn_precision auto -> {precision} ({why})")
+        return dataclasses.replace(self, **changes), notes
+
     def validate(self) -> "TrainConfig":
         """Check every value; raises :class:`ConfigError` naming the first bad one."""
         positive = ("total_decisions", "num_envs", "rollout_steps", "pool_size", "pool_every", "hidden",
@@ -229,8 +283,8 @@ class TrainConfig:
                               "distill_value_temperature (labels of spades-label --teacher playout)")
         if self.target_kl is not None and not self.target_kl > 0:
             raise ConfigError(f"target_kl={self.target_kl!r}: expected a positive number or null")
-        if self.env_backend not in ("torch", "native"):
-            raise ConfigError(f"env_backend={self.env_backend!r}: expected 'torch' or 'native'")
+        if self.env_backend not in ("torch", "native", "auto"):
+            raise ConfigError(f"env_backend={self.env_backend!r}: expected 'torch', 'native' or 'auto'")
         if self.env_backend == "native" and self.compile_env:
             raise ConfigError("env_backend='native' steps in C: compile_env=true (torch.compile) does not apply to it")
         if self.env_backend == "native" and not str(self.device).startswith("cpu"):
@@ -252,8 +306,8 @@ class TrainConfig:
             raise ConfigError(f"distill_prior_bonus={self.distill_prior_bonus!r}: expected points >= 0")
         if self.distill_keep not in ("score", "loss", "last"):
             raise ConfigError(f"distill_keep={self.distill_keep!r}: expected 'score', 'loss' or 'last'")
-        if self.learn_precision not in ("float32", "bfloat16"):
-            raise ConfigError(f"learn_precision={self.learn_precision!r}: expected 'float32' or 'bfloat16'")
+        if self.learn_precision not in ("float32", "bfloat16", "auto"):
+            raise ConfigError(f"learn_precision={self.learn_precision!r}: expected 'float32', 'bfloat16' or 'auto'")
         kinds = ("self", "pool", "heuristic")
         unknown = [k for k in self.opponents if k not in kinds]
         if unknown:
