@@ -269,7 +269,8 @@ class Trainer:
         return actions
 
     def collect(self) -> Rollout:
-        """Play ``rollout_steps`` steps of every table."""
+        """Play ``rollout_steps`` steps of every table. The storage is reused: the next call
+        overwrites what this one returns (``learn`` has used it by then)."""
         cfg, env = self.config, self.env
         buf = self._rollout_storage
         if buf is None:
