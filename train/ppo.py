@@ -246,10 +246,10 @@ class Trainer:
                 state: Optional[torch.Tensor], buf: Rollout, t: int) -> torch.Tensor:
         """Everyone's action at every table; fills the learner rows' log-probabilities and values."""
         actions = torch.zeros(obs.shape[0], dtype=torch.int64, device=self.device)
-        rows = torch.nonzero(controller == LEARNER)[:, 0]
-        if rows.numel() == obs.shape[0]:      # pure self-play: every row, no copies
-            rows = slice(None)
-        if isinstance(rows, slice) or rows.numel():
+        learner_rows = torch.nonzero(controller == LEARNER)[:, 0]
+        if learner_rows.numel():
+            # in pure self-play every row is the learner's: read them without copies
+            rows = slice(None) if learner_rows.numel() == obs.shape[0] else learner_rows
             logits = self.policy(obs[rows], mask[rows])
             logp_all = F.log_softmax(logits, 1)
             # softmax, not logp_all.exp(): exp is ten times slower on the masked -1e9 entries
