@@ -427,13 +427,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         parser.error("--native and --no-native contradict each other")
     native, native_note = args.native, None
     if not args.native and not args.no_native and not args.no_vector and args.device == "cpu":
-        from .native import NativeEngineError, build
+        from .native import unavailable_reason
 
-        try:
-            build()
-            native = True
-        except NativeEngineError as error:
-            native_note = f"(the C step is skipped: {str(error).splitlines()[0]})"
+        why_not = unavailable_reason()
+        native = why_not is None
+        if why_not:
+            native_note = f"(the C step is skipped: {why_not})"
     if not args.no_vector:
         from .vector import VectorEnvError, _usable_device
 

@@ -273,3 +273,13 @@ def test_a_forked_child_steps_on_one_thread():
         if child.is_alive():
             child.kill()
     assert child.exitcode == 0
+
+
+def test_unavailable_reason_says_why_the_c_step_cannot_run(tmp_path, monkeypatch):
+    """What spades-bench and env_backend=auto ask: None where it builds, else the first line of why."""
+    from spades_env import native
+
+    assert native.unavailable_reason() is None
+    monkeypatch.setenv("CC", "no-such-compiler-here")
+    monkeypatch.setenv("SPADES_NATIVE_CACHE", str(tmp_path / "cache"))
+    assert native.unavailable_reason().startswith("backend='native' needs a C compiler: 'no-such-compiler-here'")

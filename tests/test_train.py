@@ -191,26 +191,40 @@ def test_rollout_flat_takes_every_row_as_views_in_the_same_order():
 
 def test_auto_settings_are_decided_for_the_machine(monkeypatch):
     """env_backend=auto: the C step on the CPU where it builds, else torch; learn_precision=auto:
-    bfloat16 only on a CPU with native bfloat16."""
+    bfloat16 only on a CPU (or CUDA GPU) with native bfloat16."""
     from spades_env import native
 
     config = load_config(None, ["env_backend=auto", "learn_precision=auto"])
     monkeypatch.setattr(config_module, "cpu_has_native_bfloat16", lambda: True)
-    monkeypatch.setattr(native, "load", lambda: None)
+    monkeypatch.setattr(native, "unavailable_reason", lambda: None)
     resolved, notes = config.resolve_auto()
     assert (resolved.env_backend, resolved.learn_precision) == ("native", "bfloat16")
     assert config.env_backend == "auto" and len(notes) == 2
     monkeypatch.setattr(config_module, "cpu_has_native_bfloat16", lambda: False)
     assert config.resolve_auto()[0].learn_precision == "float32"
     assert load_config(None, ["env_backend=auto", "compile_env=true"]).resolve_auto()[0].env_backend == "torch"
-
-    def no_compiler():
-        raise native.NativeEngineError("no C compiler")
-
-    monkeypatch.setattr(native, "load", no_compiler)
+    monkeypatch.setattr(native, "unavailable_reason", lambda: "no C compiler")
     resolved, notes = config.resolve_auto()
     assert resolved.env_backend == "torch" and "no C compiler" in notes[0]
     assert load_config(None).resolve_auto() == (load_config(None), [])
+    # On a GPU: the torch step, and bfloat16 as the GPU has it (no GPU needed to decide).
+    on_gpu = load_config(None, ["env_backend=auto", "learn_precision=auto", "device=cuda"])
+    for has_bf16 in (True, False):
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+        monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda has=has_bf16: has)
+        resolved = on_gpu.resolve_auto()[0]
+        assert (resolved.env_backend, resolved.learn_precision) == ("torch", "bfloat16" if has_bf16 else "float32")
+
+
+def test_native_bfloat16_is_read_from_the_cpu_flags(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("model name\t: Some CPU\nflags\t\t: fpu sse avx2 avx512f avx512bw\n")
+    assert not config_module.cpu_has_native_bfloat16(cpuinfo)
+    cpuinfo.write_text("flags\t\t: fpu avx512f avx512_bf16\n")
+    assert config_module.cpu_has_native_bfloat16(cpuinfo)
+    cpuinfo.write_text("flags\t\t: fpu amx_tile amx_bf16\n")
+    assert config_module.cpu_has_native_bfloat16(cpuinfo)
+    assert not config_module.cpu_has_native_bfloat16(tmp_path / "missing")
 
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="env_backend=auto picks the C step only with a compiler")

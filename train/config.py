@@ -26,14 +26,14 @@ class ConfigError(ValueError):
     """A training config that cannot be used."""
 
 
-def cpu_has_native_bfloat16() -> bool:
-    """Whether this CPU multiplies bfloat16 matrices natively (AVX-512 BF16 or AMX; read from
-    ``/proc/cpuinfo``, so False where that file is missing)."""
+def cpu_has_native_bfloat16(cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
+    """Whether this CPU multiplies bfloat16 matrices natively (AVX-512 BF16 or AMX; read from the
+    flags of ``cpuinfo``, so False where that file is missing, e.g. off Linux)."""
     try:
-        flags = Path("/proc/cpuinfo").read_text()
+        words = Path(cpuinfo).read_text().split()
     except OSError:
         return False
-    return any(flag in flags.split() for flag in ("avx512_bf16", "amx_bf16"))
+    return "avx512_bf16" in words or "amx_bf16" in words
 
 
 def _auto_learn_precision(device: str) -> tuple[str, str]:
@@ -53,12 +53,11 @@ def _auto_env_backend(device: str, compile_env: bool) -> tuple[str, str]:
         return "torch", f"the C step runs on the CPU, this run on {device}"
     if compile_env:
         return "torch", "compile_env=true compiles the torch step"
-    from spades_env import native
+    from spades_env.native import unavailable_reason
 
-    try:
-        native.load()
-    except (native.NativeEngineError, OSError) as exc:
-        return "torch", f"the C step is not available: {str(exc).splitlines()[0]}"
+    why_not = unavailable_reason()
+    if why_not:
+        return "torch", f"the C step is not available: {why_not}"
     return "native", "the C step built on this CPU"
 
 

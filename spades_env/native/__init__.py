@@ -169,6 +169,17 @@ def load() -> ctypes.CDLL:
     return _LIBRARY
 
 
+def unavailable_reason() -> Optional[str]:
+    """None where the C engine builds (or is already built) for this machine and loads, else the
+    first line of why not (no compiler, a failed build, a cache folder that cannot be written)."""
+    try:
+        build()
+        load()
+    except (NativeEngineError, OSError) as exc:
+        return str(exc).splitlines()[0]
+    return None
+
+
 class NativeStepper:
     """Steps a :class:`SpadesVectorEnv` with the C engine (``threads`` threads)."""
 
