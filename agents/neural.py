@@ -38,8 +38,11 @@ def read_checkpoint(path: str | Path) -> dict:
     try:
         data = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:     # truncated, not a torch file, unpickling refused...
+        # torch's own text can run to a paragraph of advice about weights_only that does not apply
+        # to a broken file: keep its first sentence
+        reason = str(exc).splitlines()[0].split(". ")[0] if str(exc) else ""
         raise ModelError(f"{path}: corrupt or not a spades model/checkpoint ({type(exc).__name__}: "
-                         f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
+                         f"{reason})") from None
     if not isinstance(data, dict) or data.get("format") not in (MODEL_FORMAT, CHECKPOINT_FORMAT):
         raise ModelError(f"{path}: not a spades model (expected a dict with format {MODEL_FORMAT!r} "
                          f"or {CHECKPOINT_FORMAT!r})")

@@ -347,6 +347,10 @@ def test_resume_refuses_changed_settings_and_bad_checkpoints(tmp_path, capsys):
         Trainer(tiny(tmp_path, "run", "total_decisions=512"), resume=broken)
     with pytest.raises(ModelError, match="corrupt or not a spades model"):
         NeuralAgent(checkpoint=broken)
+    (tmp_path / "text.pt").write_text("not a model")
+    with pytest.raises(ModelError, match="corrupt or not a spades model") as refused:
+        NeuralAgent(checkpoint=tmp_path / "text.pt")
+    assert "weights_only" not in str(refused.value)       # torch's advice does not apply to a broken file
     torch.save({"format": "something else"}, tmp_path / "other.pt")
     with pytest.raises(ModelError, match="not a spades model"):
         NeuralAgent(checkpoint=tmp_path / "other.pt")
