@@ -5,10 +5,10 @@ act, and all four seats may receive rewards (the hand's score, with ``reward="te
 side's points minus the other side's). So a learning loop has to remember which seat made each
 decision and credit it with that seat's rewards up to the end of its hand; ``seat_returns`` does
 that for a whole rollout at once. The policy (one network for bids and cards, masked logits)
-plays all four seats; afterwards it is evaluated against ``random`` by the same duplicate
-harness as ``spades-eval``, before and after training.
+plays all four seats; it is evaluated against ``random`` and ``heuristic`` by the same
+duplicate harness as ``spades-eval``, before and after training.
 
-    python examples/vector_selfplay.py                        # about 2 minutes on 2 CPU cores
+    python examples/vector_selfplay.py                        # about 3 minutes on 2 CPU cores
     python examples/vector_selfplay.py --updates 400 --tables 1024
 
 For the real thing (PPO with GAE per seat, a critic, opponents from a pool, checkpoints,
@@ -73,10 +73,15 @@ class PolicyAgent(agents.Agent):
         return int(logits.argmax())
 
 
-def points_against_random(policy: nn.Module, deals: int, seed: int) -> str:
-    result = evaluate(lambda: PolicyAgent(policy), "random", deals=deals, duplicate=True, seed=seed, workers=1)
+def points_per_hand(policy: nn.Module, opponent: str, deals: int, seed: int) -> str:
+    """The greedy policy against ``opponent`` over duplicate deals, with its 95% interval."""
+    result = evaluate(lambda: PolicyAgent(policy), opponent, deals=deals, duplicate=True, seed=seed, workers=1)
     iv = result.score_diff
-    return f"{iv.mean:+.1f} points per hand against random, 95% CI [{iv.low:+.1f}, {iv.high:+.1f}]"
+    return f"{iv.mean:+.1f} points per hand against {opponent}, 95% CI [{iv.low:+.1f}, {iv.high:+.1f}]"
+
+
+def report(policy: nn.Module, deals: int, seed: int) -> str:
+    return "; ".join(points_per_hand(policy, opponent, deals, seed) for opponent in ("random", "heuristic"))
 
 
 def main(argv: Optional[list[str]] = None) -> dict:
@@ -96,8 +101,8 @@ def main(argv: Optional[list[str]] = None) -> dict:
     obs, mask = env.reset()
     policy = make_policy(obs.shape[1], args.hidden)
     optimizer = torch.optim.Adam(policy.parameters(), lr=args.lr)
-    before = points_against_random(policy, args.eval_deals, args.seed + 1)
-    print(f"untrained: {before}")
+    before = report(policy, args.eval_deals, args.seed + 1)
+    print(f"untrained: {before}", flush=True)
 
     start = time.perf_counter()
     for update in range(1, args.updates + 1):
@@ -125,7 +130,7 @@ def main(argv: Optional[list[str]] = None) -> dict:
                   f"{complete.float().mean().item():.0%} of decisions with a finished hand, "
                   f"{rate:,.0f} decisions/s", flush=True)
 
-    after = points_against_random(policy, args.eval_deals, args.seed + 1)
+    after = report(policy, args.eval_deals, args.seed + 1)
     print(f"trained:   {after}")
     return {"before": before, "after": after, "policy": policy}
 
