@@ -108,7 +108,7 @@ def main(argv: Optional[list[str]] = None) -> dict:
     for update in range(1, args.updates + 1):
         log_probs, entropies, seats, rewards, dones = [], [], [], [], []
         for _ in range(args.steps):
-            seats.append(env.state.to_act.clone())          # who decides at each table
+            seats.append(env.to_act)                        # who decides at each table
             dist = torch.distributions.Categorical(logits=masked_logits(policy, obs, mask))
             action = dist.sample()
             log_probs.append(dist.log_prob(action))

@@ -186,6 +186,14 @@ class SpadesVectorEnv:
         """Whether the tables are stepped by the ``torch.compile``-d engine (``compile=True``)."""
         return self._compiled
 
+    @property
+    def to_act(self) -> torch.Tensor:
+        """(B,) int64: the seat (0-3) whose decision each table's current observation is, e.g. to
+        credit it with that seat's rewards. A copy: it stays valid after the next ``step``."""
+        if self.state is None:
+            raise VectorEnvError("to_act before reset(): call reset() first")
+        return self.state.to_act.clone()
+
     # ------------------------------------------------------------------ deals
     def draw_deals(self, count: int) -> torch.Tensor:
         """``count`` uniformly random deals and first dealers: (count, 5) int64, the four hands as

@@ -82,6 +82,7 @@ def compare_with_vector(games: list[dict], backend: str = "torch", **env_kwargs)
                                       err_msg=f"{rules}: step {t}: observations of tables {live[:10]}...")
         np.testing.assert_array_equal(mask[idx].numpy().astype(np.int8), np.stack([s["mask"] for s in steps]),
                                       err_msg=f"{rules}: step {t}: masks")
+        assert vec.to_act.cpu()[idx].tolist() == [s["seat"] for s in steps], (rules, t, "seat to act")
         if steps[0]["state"] is not None:
             np.testing.assert_array_equal(vec.state_tensor().cpu()[idx].numpy(), np.stack([s["state"] for s in steps]),
                                           err_msg=f"{rules}: step {t}: states")

@@ -158,7 +158,12 @@ def test_explicit_deals_in_card_strings():
     env = SpadesVectorEnv(3, seed=0)
     obs, mask = env.reset(deals=[deal] * 3, dealer=3)
     assert torch.all(env.state.hands[:, 0] == ((1 << 13) - 1) << 39)
-    assert torch.all(env.state.to_act == 0)
+    assert torch.all(env.to_act == 0)                # the dealer's left bids first
+    seats = env.to_act
+    env.step(mask.to(torch.int64).argmax(1))
+    assert torch.all(seats == 0) and torch.all(env.to_act == 1)   # a copy, and the turn moved on
+    with pytest.raises(VectorEnvError, match="before reset"):
+        SpadesVectorEnv(1).to_act
 
 
 def test_compiled_step_matches_eager():

@@ -280,7 +280,7 @@ class Trainer:
             buf.clear_choices()
         obs, mask = self.obs, self.mask
         for t in range(cfg.rollout_steps):
-            seat = env.state.to_act.clone()
+            seat = env.to_act
             controller = self.controller.gather(1, seat[:, None])[:, 0]
             state = env.state_tensor() if self.state_size else None
             actions = self._choose(obs, mask, controller, state, buf, t)
@@ -432,7 +432,7 @@ class Trainer:
         bar = _bar(steps * cfg.num_envs, "imitating the heuristic", cfg.progress)
         scratch = Rollout.empty(1, cfg.num_envs, self.obs_size, None, dev)
         for _ in range(steps):
-            seat = env.state.to_act.clone()
+            seat = env.to_act
             state = env.state_tensor().to(torch.float16) if self.state_size else None
             actions = self._choose(obs, mask, everyone, None, scratch, 0)
             kept["obs"].append(obs.to(torch.float16))
