@@ -6,7 +6,7 @@ two or more (an overtrick costs a point, a set ten times the bid: is it worth th
 deals and reports the difference paired by deal, far tighter than two separate matches give,
 and where it comes from, by kind of hand.
 
-    python examples/custom_agent.py                 # 500 duplicate deals, about 10 s on 2 cores
+    python examples/custom_agent.py                 # 500 duplicate deals, a few seconds on 2 cores
     python examples/custom_agent.py --deals 2000
 """
 
