@@ -21,8 +21,10 @@ def load_example(name: str):
     return module
 
 
-def test_custom_agent_bids_one_less_and_compares(capsys):
+def test_custom_agent_bids_one_less_and_compares(capsys, monkeypatch):
+    monkeypatch.setattr(agents.base, "_REGISTRY", dict(agents.base._REGISTRY))   # the example registers a name
     example = load_example("custom_agent")
+    assert "underbidding_heuristic" in agents.available()
     env = spades_v0.env(rules="standard")
     changed = 0
     for seed in range(20):
