@@ -4,9 +4,10 @@
 act, and all four seats may receive rewards (the hand's score, with ``reward="team_diff"``: the
 side's points minus the other side's). So a learning loop has to remember which seat made each
 decision and credit it with that seat's rewards up to the end of its hand; ``seat_returns`` does
-that for a whole rollout at once. The policy (one network for bids and cards, masked logits)
-plays all four seats; it is evaluated against ``random`` and ``heuristic`` by the same
-duplicate harness as ``spades-eval``, before and after training.
+that for a whole rollout at once (with ``train.rollout.seat_advantages``, the trainer's GAE per
+seat). The policy (one network for bids and cards, masked logits) plays all four seats; it is
+evaluated against ``random`` and ``heuristic`` by the same duplicate harness as ``spades-eval``,
+before and after training.
 
     python examples/vector_selfplay.py                        # about 3 minutes on 2 CPU cores
     python examples/vector_selfplay.py --updates 400 --tables 1024
@@ -28,6 +29,7 @@ import agents
 from spades_env.game import NUM_ACTIONS
 from spades_env.vector import SpadesVectorEnv
 from train.evaluate import evaluate
+from train.rollout import finished_rows, seat_advantages
 
 
 def make_policy(obs_size: int, hidden: int) -> nn.Module:
@@ -42,19 +44,14 @@ def masked_logits(policy: nn.Module, obs: torch.Tensor, mask: torch.Tensor) -> t
 def seat_returns(rewards: torch.Tensor, seats: torch.Tensor, done: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Every decision's return: what the seat that made it earns from that step to the end of the
     hand. ``rewards`` (T, B, 4), ``seats`` and ``done`` (T, B). Also returns which decisions'
-    hands ended within the rollout (the others' returns are not known yet)."""
-    steps, tables = seats.shape
-    running = torch.zeros(tables, 4)
-    ended = torch.zeros(tables, dtype=torch.bool)
-    returns = torch.zeros(steps, tables)
-    complete = torch.zeros(steps, tables, dtype=torch.bool)
-    for t in reversed(range(steps)):
-        # a hand that ended at step t: what came after belongs to the next hand
-        running = torch.where(done[t][:, None], torch.zeros_like(running), running) + rewards[t]
-        ended |= done[t]
-        returns[t] = running.gather(1, seats[t][:, None])[:, 0]
-        complete[t] = ended
-    return returns, complete
+    hands ended within the rollout (the others' returns are not known yet).
+
+    The trainer's per-seat GAE with no critic (values 0) and no discounting (gamma = lambda = 1)
+    is exactly this Monte-Carlo return."""
+    no_values = torch.zeros(seats.shape, dtype=rewards.dtype)
+    no_bootstrap = torch.zeros(seats.shape[1], 4, dtype=rewards.dtype)
+    returns = seat_advantages(rewards, done, seats, no_values, no_bootstrap, gamma=1.0, lam=1.0)
+    return returns.float(), finished_rows(done)
 
 
 class PolicyAgent(agents.Agent):
