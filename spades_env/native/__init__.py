@@ -33,6 +33,19 @@ if TYPE_CHECKING:        # pragma: no cover
     from ..vector import SpadesVectorEnv
 
 SOURCE = Path(__file__).with_name("engine.c")
+NATIVE_DIR = SOURCE.parent
+
+
+def sources() -> list[Path]:
+    """Every C file of the native library (the engine first, then the players' files in name
+    order): one shared library holds them all."""
+    return [SOURCE] + sorted(p for p in NATIVE_DIR.glob("*.c") if p != SOURCE)
+
+
+def _source_digest() -> bytes:
+    """The bytes the cache key depends on: every C source and header of the library."""
+    files = sources() + sorted(NATIVE_DIR.glob("*.h"))
+    return b"".join(p.name.encode() + b"\0" + p.read_bytes() for p in files)
 FLAGS = ("-O3", "-march=native", "-shared", "-fPIC", "-std=c99", "-fno-strict-aliasing")
 OPENMP_FLAG = "-fopenmp"
 
@@ -109,12 +122,12 @@ def library_path(openmp: bool = True) -> Path:
     """Where the compiled engine for this source, compiler, flags and CPU lives."""
     compiler = os.environ.get("CC", "cc")
     flags = compile_flags(openmp)
-    key = hashlib.sha256(SOURCE.read_bytes() + repr((compiler, flags, _cpu_key())).encode()).hexdigest()[:16]
+    key = hashlib.sha256(_source_digest() + repr((compiler, flags, _cpu_key())).encode()).hexdigest()[:16]
     return _cache_dir() / f"spades_native_{key}{'' if openmp else '_serial'}.so"
 
 
 def build(force: bool = False) -> Path:
-    """Compile ``engine.c`` into the cache, with OpenMP if the compiler has it (once; atomic, so
+    """Compile the C sources (:func:`sources`) into one library in the cache, with OpenMP if the compiler has it (once; atomic, so
     concurrent processes are safe). Returns the library's path."""
     for openmp in (True, False):
         out = library_path(openmp)
@@ -137,12 +150,13 @@ def build(force: bool = False) -> Path:
         with workspace as tmp:
             target = Path(tmp) / out.name
             flags = compile_flags(openmp)
-            done = subprocess.run([compiler, *flags, "-o", str(target), str(SOURCE)], capture_output=True, text=True)
+            done = subprocess.run([compiler, *flags, "-o", str(target), *map(str, sources())], capture_output=True,
+                                  text=True)
             if done.returncode == 0:
                 os.replace(target, out)
                 return out
             errors.append(done.stderr.strip())
-    raise NativeEngineError(f"compiling {SOURCE.name} with {compiler!r} failed:\n{errors[-1]}")
+    raise NativeEngineError(f"compiling {', '.join(p.name for p in sources())} with {compiler!r} failed:\n{errors[-1]}")
 
 
 def load() -> ctypes.CDLL:
