@@ -202,6 +202,12 @@ def _validate(rules: Rules) -> None:
                       "brings card passing with the partner); set blind_nil=false")
     if not rules.partnerships and (rules.min_team_bid or rules.max_team_bid is not None):
         contradiction("min_team_bid and max_team_bid need partnerships")
+    if rules.partnerships and not rules.nil and rules.max_team_bid is not None and rules.max_team_bid < 2:
+        contradiction(f"max_team_bid={rules.max_team_bid} with nil=false leaves the second partner no legal bid "
+                      "(without nil each partner bids at least 1); use max_team_bid >= 2 or nil=true")
+    if not rules.partnerships and rules.nil_tricks_count_for_partner:
+        contradiction("nil_tricks_count_for_partner needs partnerships (in cutthroat a nil bidder has no "
+                      "partner); set nil_tricks_count_for_partner=false")
     if rules.max_team_bid is not None and rules.min_team_bid > rules.max_team_bid:
         contradiction(f"min_team_bid={rules.min_team_bid} exceeds max_team_bid={rules.max_team_bid}")
     if rules.bags_from_score_digit and (not rules.bags or rules.bag_limit != 10):

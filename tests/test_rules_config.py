@@ -289,6 +289,11 @@ def test_out_of_range_names_the_setting(overrides, setting):
     # cutthroat has no partner to pass to / team minimum
     ("cutthroat", {"blind_nil": True}, "blind_nil"),
     ("cutthroat", {"min_team_bid": 4}, "min_team_bid"),
+    # without nil both partners bid at least 1: a team maximum of 1 leaves the second no bid
+    ("basic", {"max_team_bid": 1}, "max_team_bid"),
+    # a nil bidder's tricks can count for a partner only where there is one
+    ("cutthroat", {"nil_tricks_count_for_partner": True}, "nil_tricks_count_for_partner"),
+    ("cutthroat", {"players": 3, "nil_tricks_count_for_partner": True}, "nil_tricks_count_for_partner"),
 ])
 def test_contradictory_settings_name_the_setting(base, overrides, setting):
     with pytest.raises(RulesError, match=setting):
@@ -345,3 +350,21 @@ def test_wrapped_env_rules_errors():
         spades_v0.env(rules="nope")
     with pytest.raises(RulesError, match="target_score"):
         spades_v0.env(target_score="x")
+
+
+@pytest.mark.parametrize("preset", ["standard", "basic", "tournament", "openspiel"])
+@pytest.mark.parametrize("max_team_bid", [None, 1, 2, 3, 13])
+def test_every_accepted_team_maximum_leaves_every_bidder_a_bid(preset, max_team_bid):
+    """Rule sets that construct never leave a bidder without a legal bid (all bidding orders)."""
+    from spades_env.game import PHASE_BIDDING, PHASE_BLIND_DECISION, SpadesGame
+    try:
+        rules = make_rules(preset, max_team_bid=max_team_bid)
+    except RulesError as exc:
+        assert "max_team_bid" in str(exc)       # refused, naming the setting
+        return
+    for seed in range(40):
+        game = SpadesGame(rules, rng=seed)
+        while game.phase in (PHASE_BIDDING, PHASE_BLIND_DECISION):
+            legal = game.legal_actions()
+            assert legal, f"no legal bid for seat {game.to_act} after bids {game.bids}"
+            game.apply(legal[seed * 7 % len(legal)])
