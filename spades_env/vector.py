@@ -29,6 +29,7 @@ from .game import (NUM_ACTIONS, PHASE_NAMES, PHASE_BIDDING, PHASE_BLIND_DECISION
 from .observation import BID_SLOTS, SIDE_SLOTS, layout_for
 from .rewards import RewardScheme
 from .rules import Rules, RulesError, make_rules
+from .vector_checks import check_deal_tensor, check_snapshot
 
 I64 = torch.int64
 F32 = torch.float32
@@ -322,7 +323,8 @@ class SpadesVectorEnv:
     def _parse_deals(self, deals: Any) -> torch.Tensor:
         """(B, H, 4) bitboards from the AEC env's deal format (or bitboards already)."""
         B, dev = self.num_envs, self.device
-        if isinstance(deals, torch.Tensor) and deals.dtype == I64 and deals.dim() in (2, 3) and deals.shape[-1] == 4:
+        if isinstance(deals, torch.Tensor) and deals.dtype == I64:
+            check_deal_tensor(deals, B)
             t = deals.to(dev)
             return (t[:, None] if t.dim() == 2 else t).clone()
         deals = list(deals)
@@ -721,11 +723,7 @@ class SpadesVectorEnv:
 
     def load_state_dict(self, snapshot: dict) -> None:
         """Continue from :meth:`state_dict` (same ``num_envs`` and rules)."""
-        if not isinstance(snapshot, dict) or snapshot.get("format") != "spades-vector-env":
-            raise VectorEnvError("load_state_dict: expected a SpadesVectorEnv.state_dict() snapshot")
-        if snapshot["num_envs"] != self.num_envs or snapshot["rules"] != self.rules.name:
-            raise VectorEnvError(f"load_state_dict: snapshot of {snapshot['num_envs']} tables under rules "
-                                 f"{snapshot['rules']!r}; this env has {self.num_envs} under {self.rules.name!r}")
+        check_snapshot(self, snapshot)          # everything, before anything changes
         dev = self.device
         # copies: the native step works in place, and the snapshot must stay loadable again
         self.state = VecState(**{f.name: snapshot["state"][f.name].to(dev, copy=True)
