@@ -623,23 +623,57 @@ def _lowest_in_suit(cards: list[int], suit: int) -> int:
 
 # ====================================================================== the agent
 class HeuristicAgent(Agent):
-    """The rule-based player: decodes its observation and calls :func:`choose_action`."""
+    """The rule-based player: :func:`choose_action` on its decoded observation.
+
+    ``backend``: ``"native"`` (the default where the C library builds) decides in C with exactly
+    the same decisions (:mod:`agents.native_heuristic`), ``"python"`` runs this module's
+    functions (the readable reference). Asking for ``"native"`` where it cannot build is an
+    error, never a quiet switch."""
 
     name = "heuristic"
+    BACKENDS = ("native", "python")
+
+    def __init__(self, seed: Optional[int] = None, backend: Optional[str] = None, threads: int = 1) -> None:
+        super().__init__(seed)
+        from spades_env.native import unavailable_reason
+        if backend is None:
+            backend = "native" if unavailable_reason() is None else "python"
+        if backend not in self.BACKENDS:
+            raise ValueError(f"heuristic: backend={backend!r}: expected one of {', '.join(self.BACKENDS)}")
+        if backend == "native":
+            reason = unavailable_reason()
+            if reason is not None:
+                raise ValueError(f"heuristic: backend='native' is not available here ({reason}); use "
+                                 "backend='python'")
+        self.backend = backend
+        self.threads = max(1, int(threads))
+
+    def __repr__(self) -> str:
+        return f"HeuristicAgent(seed={self.seed!r}, backend={self.backend!r})"
 
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
-        legal = np.flatnonzero(obs["action_mask"])
+        mask = obs["action_mask"]
+        legal = np.flatnonzero(mask)
         if len(legal) == 0:
             raise ValueError("HeuristicAgent.act: the action mask is empty (is it this agent's turn?)")
         if len(legal) == 1:
             return int(legal[0])
+        if self.backend == "native":
+            from .native_heuristic import choose_actions as native_actions
+            return int(native_actions(obs["observation"], mask)[0])
         view = decode_observation(obs["observation"])
         return choose_action(view, [int(a) for a in legal], self.rng)
 
     def act_batch(self, observations, masks):
         """The action at every row of batched observations and masks (torch tensors, as
-        ``SpadesVectorEnv`` returns them): exactly :meth:`act` row by row, the decisions of
-        partnership games computed for all rows at once (:mod:`agents.batched_heuristic`)."""
+        ``SpadesVectorEnv`` returns them): exactly :meth:`act` row by row. The native backend
+        decides all rows in C; the Python one batches partnership rows on torch
+        (:mod:`agents.batched_heuristic`), which is also the path for tensors on a GPU."""
+        import torch
+        if self.backend == "native" and not (isinstance(observations, torch.Tensor) and observations.is_cuda):
+            from .native_heuristic import choose_actions as native_actions
+            device = observations.device if isinstance(observations, torch.Tensor) else "cpu"
+            return torch.from_numpy(native_actions(observations, masks, self.threads)).to(device)
         from .batched_heuristic import choose_actions
         return choose_actions(observations, masks)
 

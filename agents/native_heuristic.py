@@ -1,0 +1,99 @@
+"""The heuristic player on the native library: ``spades_env/native/heuristic.c``.
+
+It makes exactly the decisions of :func:`agents.heuristic.choose_action` (the readable
+reference) from the same observation vectors, decoding them in C, so one decision costs
+microseconds and a batch of rows is decided in one call, spread over threads. The tests
+(``tests/test_native_heuristic.py``) compare both at every decision of thousands of games.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Optional
+
+import numpy as np
+import torch
+
+from spades_env.game import NUM_ACTIONS
+from spades_env.native import NativeEngineError, load, unavailable_reason, usable_threads
+from spades_env.observation import Layout, layout_for_size
+
+# heuristic.c's error codes (heuristic.h HEUR_ERR_*) and what they mean.
+_ERRORS = {-1: "the action mask has no legal action (is it this seat's turn?)",
+           -2: "the observation describes an impossible position",
+           -3: "the observation is malformed (no value can be read from it)"}
+# The observation blocks the C decoder reads, in its L_* order.
+_BLOCKS = ("hand", "phase", "bids", "passed", "tricks_taken", "trick_leader", "current_trick", "played", "voids",
+           "sides", "game")
+
+
+class NativeHeuristicError(ValueError):
+    """A position the native heuristic cannot decide (says which row and why)."""
+
+
+_LIB: Optional[ctypes.CDLL] = None
+_LAYOUT_ARRAYS: dict[int, np.ndarray] = {}
+
+
+def available() -> bool:
+    """True where the native library builds and loads on this machine."""
+    return unavailable_reason() is None
+
+
+def _library() -> ctypes.CDLL:
+    global _LIB
+    if _LIB is None:
+        lib = load()
+        if lib.spades_heuristic_layout_count() != len(_BLOCKS) + 4:
+            raise NativeEngineError("the compiled heuristic's observation layout does not match the Python side's")
+        lib.spades_heuristic_from_obs.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+                                                  ctypes.c_void_p, ctypes.c_int64]
+        lib.spades_heuristic_from_obs.restype = ctypes.c_int64
+        _LIB = lib
+    return _LIB
+
+
+def _layout_array(layout: Layout) -> np.ndarray:
+    array = _LAYOUT_ARRAYS.get(layout.obs_size)
+    if array is None:
+        offsets = [layout.obs_blocks[name].offset for name in _BLOCKS]
+        array = np.array(offsets + [layout.n, layout.num_sides, layout.tricks_per_hand, layout.obs_size],
+                         dtype=np.int64)
+        _LAYOUT_ARRAYS[layout.obs_size] = array
+    return array
+
+
+def choose_actions(observations, masks, threads: int = 1) -> np.ndarray:
+    """The heuristic's action at every row: ``observations`` (rows, obs_size) and ``masks``
+    (rows, 68; nonzero = legal), numpy arrays or CPU tensors. Returns int64 actions (rows,).
+    Raises :class:`NativeHeuristicError` naming the first row that cannot be decided."""
+    if isinstance(observations, torch.Tensor):
+        observations = observations.detach().cpu().numpy()
+    if isinstance(masks, torch.Tensor):
+        masks = masks.detach().cpu().numpy()
+    obs = np.ascontiguousarray(observations, dtype=np.float32)
+    if obs.ndim == 1:
+        obs = obs[None]
+    mask = np.asarray(masks)
+    if mask.ndim == 1:
+        mask = mask[None]
+    if obs.ndim != 2 or mask.ndim != 2:
+        raise NativeHeuristicError(f"expected observations (rows, size) and masks (rows, {NUM_ACTIONS}), got shapes "
+                                   f"{tuple(np.shape(observations))} and {tuple(np.shape(masks))}")
+    if mask.shape != (obs.shape[0], NUM_ACTIONS):
+        raise NativeHeuristicError(f"masks must have shape ({obs.shape[0]}, {NUM_ACTIONS}), got {tuple(mask.shape)}")
+    try:
+        layout = layout_for_size(obs.shape[1])
+    except ValueError as exc:
+        raise NativeHeuristicError(str(exc)) from None
+    mask = np.ascontiguousarray(mask != 0, dtype=np.uint8)
+    out = np.empty(obs.shape[0], dtype=np.int64)
+    code = _library().spades_heuristic_from_obs(obs.ctypes.data, mask.ctypes.data, obs.shape[0],
+                                                _layout_array(layout).ctypes.data, out.ctypes.data,
+                                                usable_threads(threads))
+    if code:
+        raise NativeHeuristicError(_ERRORS.get(int(code), f"error {code}"))
+    if out.size and out.min() < 0:
+        row = int(np.flatnonzero(out < 0)[0])
+        raise NativeHeuristicError(f"row {row}: {_ERRORS.get(int(out[row]), f'error {out[row]}')}")
+    return out

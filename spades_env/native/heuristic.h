@@ -1,0 +1,41 @@
+/* The rule-based heuristic player in C: agents/heuristic.py's decisions, exactly.
+ *
+ * agents/heuristic.py is the readable reference; this is a second implementation that makes
+ * the same decision at every position (tests/test_native_heuristic.py checks it over thousands
+ * of whole games in every preset). It decides from a SeatView: what one seat knows, in seats
+ * relative to it (0 = itself, 1 = its left-hand opponent, 2 = its partner, 3 = its right-hand
+ * opponent), the same information as spades_env.observation.ObservationView, reduced to what the
+ * heuristic reads. The view can be filled from an observation vector (spades_heuristic_from_obs)
+ * or, by a search, straight from a game state.
+ */
+#ifndef SPADES_HEURISTIC_H
+#define SPADES_HEURISTIC_H
+
+#include <stdint.h>
+
+typedef struct {
+    int32_t players;            /* 3 or 4 */
+    int32_t partnerships;       /* 1: relative seats 0 and 2 are partners */
+    int32_t phase;              /* spades_env.game PHASE_*: 0 blind decision, 1 bidding, 2 passing, 3 play;
+                                   -1: none shown (the heuristic then takes the lowest legal action) */
+    uint64_t hand;              /* own cards, bit c for card c = suit * 13 + rank (0 before looking) */
+    uint64_t passed;            /* cards this seat passed to its partner (blind-nil passing) */
+    int32_t bids[4];            /* per relative seat: -1 not bid yet, 0 nil, 1..13 */
+    int32_t blind[4];           /* per relative seat: 1 if its nil was blind */
+    int32_t tricks_taken[4];    /* per relative seat, this hand */
+    int32_t trick_len;          /* cards in the current trick */
+    int32_t trick_seat[4];      /* the current trick in play order: relative seat and card */
+    int32_t trick_card[4];
+    uint64_t played[4];         /* per relative seat: every card it played this hand (the trick's too) */
+    int32_t voids[4];           /* per relative seat: bit s set when it has shown a void in suit s */
+    int64_t scores[2];          /* own side's score, then the next side's (relative sides 0 and 1) */
+    int64_t target_score;
+} SeatView;
+
+/* Legal actions: bit a of legal[0] for actions 0..63, bit a - 64 of legal[1] for 64..67. */
+enum { HEUR_ERR_NO_LEGAL = -1, HEUR_ERR_BAD_VIEW = -2, HEUR_ERR_BAD_OBS = -3 };
+
+/* The heuristic's action (0..67), or a negative HEUR_ERR_* code. */
+int spades_heuristic_act(const SeatView *v, const uint64_t legal[2]);
+
+#endif
