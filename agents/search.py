@@ -584,8 +584,19 @@ class SearchAgent(Agent):
                  infer_bids: bool = True, bid_sharpness: float = 1.0, nil_mismatch: float = 0.05,
                  oversample: int = 3, prune: bool = True, min_gain: float = 0.5, min_z: float = 0.0,
                  search_bids: bool = False, bid_min_gain: float = 5.0, bid_min_z: float = 2.0,
-                 bid_down: int = 0, bid_up: int = 1, bid_nil: bool = True) -> None:
+                 bid_down: int = 0, bid_up: int = 1, bid_nil: bool = True, backend: Optional[str] = None,
+                 threads: int = 1) -> None:
         super().__init__(seed)
+        from spades_env.native import unavailable_reason
+        if backend is None:
+            backend = "native" if unavailable_reason() is None else "python"
+        if backend not in ("native", "python"):
+            raise ValueError(f"search: backend={backend!r}: expected 'native' or 'python'")
+        if backend == "native" and unavailable_reason() is not None:
+            raise ValueError(f"search: backend='native' is not available here ({unavailable_reason()}); use "
+                             "backend='python'")
+        self.backend = backend
+        self.threads = max(1, int(threads))
         if int(worlds) < 1 or int(bid_worlds) < 1:
             raise ValueError("worlds and bid_worlds must be at least 1")
         self.worlds = int(worlds)
@@ -612,7 +623,8 @@ class SearchAgent(Agent):
         self._decision_rng = random.Random(seed)
 
     def __repr__(self) -> str:
-        return (f"SearchAgent(seed={self.seed!r}, worlds={self.worlds}, max_steps={self.max_steps}, "
+        return (f"SearchAgent(seed={self.seed!r}, backend={self.backend!r}, worlds={self.worlds}, "
+                f"max_steps={self.max_steps}, "
                 f"bid_worlds={self.bid_worlds}, search_bids={self.search_bids}, max_time={self.max_time!r}, "
                 f"rules={self.rules_option!r})")
 
@@ -626,7 +638,11 @@ class SearchAgent(Agent):
             return legal[0]
         view = decode_observation(obs["observation"])
         self._decision_rng = self._rng_for(obs)
-        fallback = heuristic.choose_action(view, legal)
+        if self.backend == "native":
+            from .native_heuristic import choose_actions
+            fallback = int(choose_actions(obs["observation"], obs["action_mask"])[0])
+        else:
+            fallback = heuristic.choose_action(view, legal)
         try:
             rules = self._rules(view)
         except Exception as exc:   # rules that do not fit the observation: play the heuristic
@@ -634,8 +650,11 @@ class SearchAgent(Agent):
             return fallback
         phase = view.phase
         if phase == PHASE_PLAY:
-            return self._search(view, rules, legal, fallback, self._play_candidates(view, legal, fallback),
-                                self.worlds, self.min_gain, self.min_z)
+            groups = self._play_candidates(view, legal, fallback)
+            if self.backend == "native":
+                from .native_search import search_card
+                return search_card(self, view, rules, fallback, groups)
+            return self._search(view, rules, legal, fallback, groups, self.worlds, self.min_gain, self.min_z)
         if phase == PHASE_BIDDING and self.search_bids:
             return self._search(view, rules, legal, fallback, self._bid_candidates(legal, fallback),
                                 self.bid_worlds, self.bid_min_gain, self.bid_min_z)
