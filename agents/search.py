@@ -558,9 +558,14 @@ def _drop_losers(active: list[int], values: list[list[Optional[float]]], weights
 class SearchAgent(Agent):
     """Perfect-information Monte Carlo over sampled deals with heuristic play-outs (module doc).
 
-    Budget: ``worlds`` (deals sampled per card-play decision, default 200), ``max_steps``
-    (cards simulated per decision, default 20,000: fewer worlds when many candidates meet long
-    play-outs early in the hand; None: no cap), ``bid_worlds`` (per bidding or blind-nil
+    Backend: ``backend`` ``"native"`` (the default where the C library builds: worlds drawn
+    and played out in C, :mod:`agents.native_search`) or ``"python"`` (this module, the
+    reference); ``threads`` for the native play-outs.
+    Budget: ``budget`` (``"default"`` or ``"strong"``, see ``BUDGETS``) sets ``worlds`` (deals
+    sampled per card-play decision: 1,000 native / 200 python by default) and ``max_steps``
+    (cards simulated per decision: none native / 20,000 python: fewer worlds when many
+    candidates meet long play-outs early in the hand; None: no cap); given explicitly they
+    win. ``bid_worlds`` (per bidding or blind-nil
     decision, default 64), ``min_worlds`` (at least this many whatever the caps, default 8),
     ``max_time`` (seconds per decision; None, the default: no clock, decisions do not depend on
     the machine). ``stage`` (default 0.25): after this share of the worlds, candidates
@@ -578,14 +583,20 @@ class SearchAgent(Agent):
 
     name = "search"
 
-    def __init__(self, seed: Optional[int] = None, worlds: int = 200, bid_worlds: int = 64,
-                 max_steps: Optional[int] = 20_000, min_worlds: int = 8, max_time: Optional[float] = None,
+    # The card-play budget by backend and ``budget`` name: (worlds, max_steps). The native
+    # backend is ~100x faster per world, so its default searches 5x the worlds with no step cap
+    # in ~6 ms per decision; "strong" spends about the Python default's time (~100 ms).
+    BUDGETS = {("python", "default"): (200, 20_000), ("python", "strong"): (1_000, None),
+               ("native", "default"): (1_000, None), ("native", "strong"): (20_000, None)}
+
+    def __init__(self, seed: Optional[int] = None, worlds: Optional[int] = None, bid_worlds: int = 64,
+                 max_steps: Optional[int] | str = "auto", min_worlds: int = 8, max_time: Optional[float] = None,
                  stage: float = 0.25, drop_z: float = 2.5, rules=None,
                  infer_bids: bool = True, bid_sharpness: float = 1.0, nil_mismatch: float = 0.05,
                  oversample: int = 3, prune: bool = True, min_gain: float = 0.5, min_z: float = 0.0,
                  search_bids: bool = False, bid_min_gain: float = 5.0, bid_min_z: float = 2.0,
                  bid_down: int = 0, bid_up: int = 1, bid_nil: bool = True, backend: Optional[str] = None,
-                 threads: int = 1) -> None:
+                 threads: int = 1, budget: str = "default") -> None:
         super().__init__(seed)
         from spades_env.native import unavailable_reason
         if backend is None:
@@ -597,6 +608,12 @@ class SearchAgent(Agent):
                              "backend='python'")
         self.backend = backend
         self.threads = max(1, int(threads))
+        if (backend, budget) not in self.BUDGETS:
+            raise ValueError(f"search: budget={budget!r}: expected 'default' or 'strong'")
+        self.budget = budget
+        budget_worlds, budget_steps = self.BUDGETS[(backend, budget)]
+        worlds = budget_worlds if worlds is None else worlds
+        max_steps = budget_steps if max_steps == "auto" else max_steps
         if int(worlds) < 1 or int(bid_worlds) < 1:
             raise ValueError("worlds and bid_worlds must be at least 1")
         self.worlds = int(worlds)
