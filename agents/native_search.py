@@ -32,7 +32,7 @@ if TYPE_CHECKING:        # pragma: no cover
 RULE_FIELDS = ("players", "partnerships", "no_spades_first_trick", "spades_lead", "nil_tricks_count_for_partner",
                "nil_bonus", "blind_nil_bonus", "bags", "bag_limit", "bag_penalty", "bags_from_score_digit")
 SPADES_LEAD = {"broken": 0, "any": 1, "forced_only": 2}
-POSITION_SIZE = 37          # search.c's P_COUNT
+POSITION_SIZE = 39          # search.c's P_COUNT
 INFER_SIZE = 14             # search.c's I_COUNT
 _ERRORS = {-10: "bad arguments", -11: "no deal fits what the seat knows", -12: "a candidate is not legal in the "
            "simulated position", -13: "the heuristic gave no legal card", -14: "out of memory"}
@@ -74,8 +74,10 @@ def rules_array(rules: Rules) -> np.ndarray:
     return np.array([int(values[name]) for name in RULE_FIELDS], dtype=np.int64)
 
 
-def position_array(view: ObservationView, rules: Rules) -> np.ndarray:
-    """The play-phase position of ``view`` in search.c's layout (the observer is seat 0)."""
+def position_array(view: ObservationView, rules: Rules, opponents_passed: tuple[int, int] = (0, 0)) -> np.ndarray:
+    """The play-phase position of ``view`` in search.c's layout (the observer is seat 0);
+    ``opponents_passed``: the cards relative seats 1 and 3 passed, where they are known (a true
+    table; a searching seat never knows them)."""
     n = view.players
     pos = np.zeros(POSITION_SIZE, dtype=np.int64)
     for s in range(n):
@@ -95,7 +97,30 @@ def position_array(view: ObservationView, rules: Rules) -> np.ndarray:
         pos[29 + j] = score
     for j, bags in enumerate(view.bags[:4]):
         pos[33 + j] = bags if rules.bags_from_score_digit else min(max(bags, 0), rules.bag_limit - 1)
+    pos[37], pos[38] = opponents_passed
     return pos
+
+
+def table_values(game, seat: int, cards: list[int], threads: int = 1) -> list[float]:
+    """The value of each of ``cards`` for ``seat`` (to play) on the true table ``game``: the card
+    played and the hand played out by the heuristic on every seat, scored as the hand's score
+    difference for the seat's side. Exactly :func:`agents.search.play_out` and
+    :func:`~agents.search.hand_value` on copies of the table, in C."""
+    from spades_env.observation import view_from_game
+
+    n = game.n
+    view = view_from_game(game, seat)
+    rel = [(seat + k) % n for k in range(n)]
+    passed = (game.passed[rel[1]], game.passed[rel[3]]) if game.rules.partnerships else (0, 0)
+    rules_np, position = rules_array(game.rules), position_array(view, game.rules, passed)
+    hands = np.array([[game.hands[s] for s in rel] + [0] * (4 - n)], dtype=np.int64)
+    chosen = np.array(cards, dtype=np.int64)
+    out = np.zeros((1, len(cards)), dtype=np.float64)
+    status = _library().spades_search_playouts(_ptr(rules_np), _ptr(position), _ptr(hands), 1, _ptr(chosen),
+                                               len(cards), _ptr(out), usable_threads(threads))
+    if status:
+        raise NativeSearchError(f"table_values: {_ERRORS.get(int(status), f'error {status}')}")
+    return out[0].tolist()
 
 
 def _inference_array(agent: "SearchAgent", view: ObservationView, rules: Rules, seats: list[int]) -> np.ndarray:

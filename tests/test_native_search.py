@@ -190,3 +190,32 @@ def test_native_search_plays_whole_games_legally_with_its_info():
             if bot.last_info.get("candidates"):
                 assert bot.last_info["backend"] == "native" and bot.last_info["choice"] == action
             env.step(action)
+
+
+@pytest.mark.parametrize("preset,overrides", SETUPS, ids=[f"{p}{o.get('players', '')}" for p, o in SETUPS])
+def test_true_table_values_are_the_python_play_outs(preset, overrides):
+    """spades-label's play-out teacher values cards on the true table in C: the same numbers as
+    the Python play-outs, blind-nil passes of either side included."""
+    from spades_env.game import SpadesGame
+    from agents.heuristic import choose_action
+    from spades_env.observation import view_from_game
+    rules = make_rules(preset, **overrides)
+    checked = 0
+    for g in range(6):
+        scores = ([-300, 0] if g % 2 else [0, -300]) if rules.partnerships else None
+        game = SpadesGame(rules, g, scores=scores)
+        rng = random.Random(g)
+        while game.phase < 4:
+            legal = game.legal_actions()
+            if game.phase == PHASE_PLAY and len(legal) > 1 and rng.random() < 0.3:
+                seat = game.to_act
+                expected = []
+                for card in legal:
+                    table = copy_game(game)
+                    table.apply(card)
+                    play_out(table)
+                    expected.append(hand_value(table, seat))
+                assert ns.table_values(game, seat, legal) == expected
+                checked += 1
+            game.apply(choose_action(view_from_game(game, game.to_act), legal) if len(legal) > 1 else legal[0])
+    assert checked > 10

@@ -65,6 +65,8 @@ import torch
 import agents as agent_registry
 from agents.neural import DEFAULT_MODEL, NeuralAgent
 from agents import heuristic
+from agents.native_heuristic import available as native_available
+from agents.native_search import table_values
 from agents.search import _play_views, _refresh, copy_game, hand_value, play_out, touching_groups
 from spades_env import spades_v0
 from spades_env.cards import cards_to_mask, mask_to_cards
@@ -123,6 +125,9 @@ def playout_values(game: SpadesGame, seat: int, policy: Optional[torch.nn.Module
     encoder in step with ``game``), the seat's side is played out by the policy instead, the
     other side still by the heuristic (:func:`policy_play_out`): the values of the policy's play."""
     groups = card_classes(game, seat)
+    if policy is None and native_available():
+        values = table_values(game, seat, [group[0] for group in groups])    # the same values, in C
+        return list(zip(groups, values))
     if policy is None:
         classes = []
         for group in groups:

@@ -45,7 +45,9 @@ enum { LEAD_BROKEN = 0, LEAD_ANY = 1, LEAD_FORCED_ONLY = 2 };
  * are relative seats 0..3, per-side entries relative sides 0..3. */
 enum {
     P_PLAYED = 0, P_VOIDS = 4, P_BIDS = 8, P_BLIND = 12, P_TRICKS_TAKEN = 16, P_TRICK_LEN = 20, P_TRICK = 21,
-    P_LEADER = 25, P_BROKEN = 26, P_PASSED = 27, P_RECEIVED = 28, P_SCORES = 29, P_BAGS = 33, P_COUNT = 37
+    P_LEADER = 25, P_BROKEN = 26, P_PASSED = 27, P_RECEIVED = 28, P_SCORES = 29, P_BAGS = 33,
+    P_PASSED_BY_1 = 37, P_PASSED_BY_3 = 38,   /* the opponents' passes: known on a true table, 0 in a search */
+    P_COUNT = 39
 };
 enum { SEARCH_OK = 0, SEARCH_ERR_ARGS = -10, SEARCH_ERR_NO_DEAL = -11, SEARCH_ERR_ILLEGAL = -12,
        SEARCH_ERR_HEURISTIC = -13, SEARCH_ERR_MEMORY = -14 };
@@ -427,6 +429,8 @@ static int game_from_position(Game *g, const i64 *rules, const i64 *position, co
     if (g->sides == 2) {                  /* the partner passed us what we received */
         g->passed[0] = (uint64_t)position[P_PASSED];
         g->passed[2] = (uint64_t)position[P_RECEIVED];
+        g->passed[1] = (uint64_t)position[P_PASSED_BY_1];
+        g->passed[3] = (uint64_t)position[P_PASSED_BY_3];
     } else {
         g->passed[0] = (uint64_t)position[P_PASSED];
     }
