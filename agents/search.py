@@ -1,82 +1,23 @@
 """A determinized search player (perfect-information Monte Carlo): ``agents.make("search", seed=0)``.
 
-At every decision with a real choice the agent
+At every card decision with a real choice it reads its observation back into what its seat
+knows (:class:`Knowledge`), samples deals of the unseen cards exactly uniformly among those
+consistent with it (:class:`DealSampler`), weights them by how well each sampled hand explains
+the bid its seat made, and plays the rest of the hand out in every world with the heuristic on
+every seat, once per candidate card (touching cards merged). It plays the candidate with the
+best mean hand score difference; the heuristic's own choice stands unless another beats it
+clearly. Losing candidates are dropped after a first stage. Bidding uses the heuristic's bid
+unless ``search_bids=True`` (searching bids made it weaker: the play-outs undervalue its play).
 
-1. reads its observation back (:func:`spades_env.decode_observation`) into what its seat knows:
-   its hand, every card each seat has played, the trick in progress, the suits each seat has
-   shown void in, the bids, the tricks taken, the cards it passed and received, the scores;
-2. samples deals of the cards it cannot see to the other seats, *exactly uniformly* among the
-   deals consistent with that knowledge (:class:`DealSampler`): every seat gets as many cards as
-   it still holds, no card of a suit it has shown void in, and the cards this seat passed to its
-   partner (blind-nil passing) that the partner has not played yet. The sampler counts the
-   completions of every per-suit split with a small dynamic program over the suits and draws
-   splits with exact integer weights: no rejection loop, never stuck;
-3. weights those worlds (``infer_bids``, on by default) by how well the sampled hand of each
-   other seat explains the bid it made: the heuristic's bid for that hand
-   (:func:`agents.heuristic.choose_bid`, in the bidding context the seat had) against the real
-   bid, ``exp(-bid_sharpness * |difference|)``, a nil/non-nil mismatch weighing ``nil_mismatch``.
-   ``oversample`` times as many deals are drawn and the worlds kept by systematic resampling (a
-   deal kept k times is evaluated once, with weight k);
-4. scores every candidate action by playing the rest of the hand out in every world with the
-   rule-based player (:func:`agents.heuristic.choose_action`) on every seat, its own included,
-   and averages the hand's score difference (own side's score change minus the other side's,
-   bag penalties included; in cutthroat, own change minus the mean of the others'). The same
-   worlds serve every candidate (common random numbers), so candidates are compared world by
-   world; the heuristic is deterministic, so one play-out per (world, candidate) is all a world
-   can say. After the first quarter of the worlds (``stage``) candidates significantly worse
-   than the best so far are dropped (``drop_z``) and the rest get the remaining worlds;
-5. plays the best candidate; the heuristic's own choice is kept unless another one beats it
-   by more than ``min_gain`` points per hand (and ``min_z`` standard errors of the paired
-   difference).
+Why this way: exact sampling never gets stuck, the same worlds for every candidate make the
+comparison paired, and a per-decision random stream seeded by the agent's seed and the
+observation makes every decision reproducible and independent of what happened before.
 
-Card play first merges equivalent cards: two legal cards of one suit with nothing between them
-that is still in play ("touching" cards, e.g. K-Q, or K-J once the queen fell in an earlier
-trick; a card of the trick in progress still counts) win exactly the same tricks, so one card
-per group is evaluated. Passing cards after a blind nil uses the heuristic.
-
-Bidding (``search_bids``, off by default): the heuristic's bid, ``bid_down``/``bid_up`` bids
-around it and nil are scored the same way, the remaining seats bidding with the heuristic and
-the whole hand played out; the blind-nil decision compares blind nil with looking at the cards
-(the seat's own hand is sampled too: it has not seen it). Measured against the heuristic this
-made the player *weaker* (about 2 points per hand with the defaults below, more with looser
-thresholds): the play-outs play the heuristic for this side, which takes fewer tricks and
-sets the opponents far less often than this player really does (the heuristic's contracts are
-set about 18% of the time against it), so they undervalue keeping one's bid and favour nil and
-safe bids. With ``search_bids=True`` a bid other than the heuristic's is taken only when it
-wins by ``bid_min_gain`` points and ``bid_min_z`` standard errors. By default the heuristic's
-bids (fitted to full-effort play) are used, and the card play is searched.
-
-Budget and determinism: ``worlds`` deals per card decision, capped by ``max_steps`` cards
-simulated per decision (fewer worlds early in the hand, when many candidates meet long
-play-outs), ``bid_worlds`` per bidding decision. These fix the work, so decisions depend on the
-seed and the observation only, never on the machine; ``max_time`` (seconds per decision, off
-by default) adds a clock that stops early (after ``min_worlds`` worlds), and then results depend
-on the machine's speed. Every decision draws from its own random stream, seeded by the agent's
-seed and a stable hash of the observation: the same observation gives the same decision
-whatever happened before (``reset(seed)`` changes the seed), and two variants of the agent meet
-the same worlds wherever they see the same observation, which makes comparisons paired.
-
-Rules: the play-outs need the rule set. ``rules=None`` (the default) reads it from the
-observation where it can: cutthroat when the observation has no partnerships (three players
-when it has three seats), ``openspiel`` when the mercy score is -350, ``standard`` otherwise;
-pass ``rules="tournament"`` and the like for the rest (``basic`` plays and scores exactly like
-``standard`` once the bids are made). Whatever the rules, the candidates are always the actions
-the observation's mask offers; if the simulated rules disagree with the mask about the current
-position the agent falls back to the heuristic's choice (never an illegal action). Cutthroat
-(four or three players) is searched like the partnership game, each player for itself.
-
-Engine use: a world is a :class:`~spades_env.game.SpadesGame` built by constructing one
-normally and then overwriting its per-hand state (hands, bids, tricks taken, the trick in
-progress, voids, ...), see :func:`build_game`; cards played to earlier tricks, whose grouping
-into tricks the observation does not give, are stored as one-card pseudo tricks in
-``game.tricks`` so that ``game.played`` (and :func:`spades_env.view_from_game`) see them. The
-simulation frame puts this seat at seat 0 (relative seats are absolute seats there), which every
-rule treats alike except a fixed dealer, and the built game's dealer is simply set. Cards the
-opponents passed each other after a blind nil are unknown and left out of their views.
-Play-outs copy a world with :func:`copy_game` (a shallow copy of its lists, about 100 times
-cheaper than ``SpadesGame.clone``) and feed the heuristic :class:`RolloutView` objects kept up
-to date incrementally instead of rebuilding a view per card with ``view_from_game``; the tests
-check both against the engine.
+Worlds are engine games (:meth:`SpadesGame.from_view`, copied per play-out with
+:meth:`SpadesGame.copy`); play-outs keep one :class:`RolloutView` per seat up to date
+(:func:`rollout_views`, :func:`refresh_view`) instead of rebuilding views per card. The
+``native`` backend does the same in C (``agents.native_search``); ``python`` is the reference.
+Options, strength and timings: ``docs/agents.md``.
 """
 
 from __future__ import annotations
@@ -100,7 +41,7 @@ from . import heuristic
 from .base import Agent, register
 
 __all__ = ["SearchAgent", "Knowledge", "DealSampler", "build_game", "copy_game", "RolloutView",
-           "rules_from_view", "touching_groups"]
+           "rollout_views", "refresh_view", "play_out", "hand_value", "rules_from_view", "touching_groups"]
 
 FULL_DECK = (1 << NUM_CARDS) - 1
 _ABOVE = tuple(SUIT_MASKS[c // 13] & ~((2 << c) - 1) for c in range(52))
@@ -290,98 +231,14 @@ class DealSampler:
 
 
 # ====================================================================== building worlds
-def _winner_of(trick: Sequence[tuple[int, int]]) -> tuple[int, int]:
-    """(seat, card) winning a (partial) trick given as (seat, card) in play order."""
-    win_seat, win_card = trick[0]
-    for seat, c in trick[1:]:
-        if (c // 13 == win_card // 13 and c > win_card) or (c >= 39 and win_card < 39):
-            win_seat, win_card = seat, c
-    return win_seat, win_card
-
-
 def build_game(view: ObservationView, rules: Rules, hands: Sequence[int]) -> SpadesGame:
-    """A :class:`SpadesGame` in the public state of ``view`` (seat 0 = the observer) with the
-    given hands (bitmasks, one per seat), ready for the observer (seat 0) to act.
-
-    The engine has no constructor for a mid-hand state, so one is built normally and its
-    per-hand fields are overwritten (the attributes ``SpadesGame._start_hand`` sets). Earlier
-    tricks are not grouped (the observation does not say which cards fell together): every
-    card played to them becomes a one-card pseudo trick ``(seat, [card], -1)`` in
-    ``game.tricks``, which keeps ``game.played`` right; ``tricks_played`` is the real count.
-    Supported phases: blind-nil decision, bidding and play."""
-    n = view.players
-    if rules.players != n or rules.partnerships != view.partnerships:
-        raise ValueError(f"rules {rules.name!r} ({rules.players} players, partnerships "
-                         f"{rules.partnerships}) do not fit the observation")
-    scores = list(view.scores)
-    bags = None if rules.bags_from_score_digit else [min(max(b, 0), rules.bag_limit - 1) for b in view.bags]
-    g = SpadesGame(rules, 0, dealer=None if rules.fixed_dealer is not None else view.dealer,
-                   scores=scores, bags=bags)
-    g.dealer = view.dealer
-    g.hands = list(hands)
-    g.deal = list(hands)
-    g.bids = [-1 if b is None else b for b in view.bids]
-    g.blind = list(view.blind)
-    g.voids = [sum(1 << x for x in v) for v in view.voids]
-    g.tricks_taken = list(view.tricks_taken)
-    g.tricks_played = sum(view.tricks_taken)
-    g.passed = [0] * n
-    g.received = [0] * n
-    g.passed[0] = cards_to_mask(view.passed)
-    g.received[0] = cards_to_mask(view.received)
-    if view.partnerships and (view.passed or view.received):
-        g.passed[2] = g.received[0]          # the partner passed us what we received
-        g.received[2] = g.passed[0]
-    g.pass_queue = []
-    g.passes = []
-    g.actions = []
-    g.spades_broken = view.spades_broken
-    g._legal = -1
-    g.to_act = 0
-    phase = view.phase
-    if phase == PHASE_PLAY:
-        in_trick = {c for _, c in view.current_trick}
-        g.tricks = [(s, [c], -1) for s in range(n) for c in view.played[s] if c not in in_trick]
-        g.trick_cards = [c for _, c in view.current_trick]
-        if view.current_trick:
-            g.trick_leader = view.current_trick[0][0]
-            g.led_suit = g.trick_cards[0] // 13
-            g.win_seat, g.win_card = _winner_of(view.current_trick)
-        else:
-            g.trick_leader = 0
-            g.led_suit = g.win_card = g.win_seat = -1
-        g.looked = [True] * n
-        g.phase = PHASE_PLAY
-    elif phase in (PHASE_BIDDING, PHASE_BLIND_DECISION):
-        g.tricks = []
-        g.trick_cards = []
-        g.trick_leader = -1
-        g.led_suit = g.win_card = g.win_seat = -1
-        # Seats yet to bid keep the engine's rule (a seat whose side may bid blind nil sees its
-        # cards at its turn); those that bid have looked, unless they bid blind.
-        for s in range(n):
-            if g.bids[s] >= 0:
-                g.looked[s] = True
-        g.looked[0] = phase == PHASE_BIDDING
-        g.phase = phase
-    else:
-        raise ValueError(f"build_game: phase {phase} is not supported")
-    return g
+    """A world to play out: :meth:`SpadesGame.from_view` (kept under this name for callers)."""
+    return SpadesGame.from_view(view, rules, hands)
 
 
 def copy_game(g: SpadesGame) -> SpadesGame:
-    """An independent copy for a play-out: the mutable per-hand lists are copied, the rules and
-    the random stream shared (a play-out never deals)."""
-    new = object.__new__(SpadesGame)
-    d = new.__dict__
-    d.update(g.__dict__)
-    for name in ("hands", "bids", "blind", "passed", "received", "pass_queue", "voids", "tricks_taken",
-                 "trick_cards", "looked", "scores", "bags", "tricks", "passes"):
-        d[name] = list(d[name])
-    d["actions"] = []
-    d["_hand_logs"] = []
-    d["last_results"] = []
-    return new
+    """A play-out's copy of a world: :meth:`SpadesGame.copy` (kept under this name for callers)."""
+    return g.copy()
 
 
 # ====================================================================== play-outs
@@ -403,7 +260,7 @@ class RolloutView:
         return self.bids[2] if self.partnerships else None
 
 
-def _play_views(g: SpadesGame, played: list[list[int]], voids: list[set]) -> list[RolloutView]:
+def rollout_views(g: SpadesGame, played: list[list[int]], voids: list[set]) -> list[RolloutView]:
     """One RolloutView per seat for the play phase; ``played``/``voids`` are shared, updated in place."""
     r = g.rules
     n = g.n
@@ -421,12 +278,13 @@ def _play_views(g: SpadesGame, played: list[list[int]], voids: list[set]) -> lis
             tricks_taken=None, trick_leader=None, current_trick=None,
             played=[played[s] for s in rel], voids=[voids[s] for s in rel], spades_broken=False,
             scores=[g.scores[s] for s in sides], bags=[g.bags[s] for s in sides],
-            may_bid_blind_nil=[g._side_may_bid_blind(s) for s in sides],
+            may_bid_blind_nil=[g.side_may_bid_blind(s) for s in sides],
             target_score=r.target_score, mercy_score=r.mercy_score))
     return views
 
 
-def _refresh(v: RolloutView, g: SpadesGame, seat: int) -> None:
+def refresh_view(v: RolloutView, g: SpadesGame, seat: int) -> None:
+    """Bring ``seat``'s play-out view up to date with ``g`` before it chooses a card."""
     n = g.n
     v.hand = mask_to_cards(g.hands[seat])
     taken = g.tricks_taken
@@ -454,7 +312,7 @@ def play_out(g: SpadesGame, played: Optional[list[list[int]]] = None, voids: Opt
         played = [mask_to_cards(m) for m in g.played]
     if voids is None:
         voids = [{x for x in range(4) if g.voids[s] >> x & 1} for s in range(n)]
-    views = _play_views(g, played, voids)
+    views = rollout_views(g, played, voids)
     while g.phase == PHASE_PLAY:
         seat = g.to_act
         legal = g.legal_mask()
@@ -462,7 +320,7 @@ def play_out(g: SpadesGame, played: Optional[list[list[int]]] = None, voids: Opt
             card = legal.bit_length() - 1
         else:
             v = views[seat]
-            _refresh(v, g, seat)
+            refresh_view(v, g, seat)
             card = choose(v, legal)
         if g.trick_cards and card // 13 != g.led_suit:
             voids[seat].add(g.led_suit)
@@ -752,7 +610,7 @@ class SearchAgent(Agent):
             affordable = math.ceil(self.max_steps / (per_playout * k_est))
             n_worlds = min(n_worlds, max(self.min_worlds, affordable))
         worlds = self._draw_worlds(view, rules, knowledge, sampler, n_worlds)
-        template = build_game(view, rules, worlds[0][0])
+        template = SpadesGame.from_view(view, rules, worlds[0][0])
         mask = template.legal_mask()
         if any(not mask >> a & 1 for a in candidates):
             self.last_info = {"fallback": "the simulated rules disagree with the action mask"}
@@ -770,12 +628,12 @@ class SearchAgent(Agent):
         steps = 0
         dropped: list[int] = []
         for hands, weight in worlds:
-            world = copy_game(template)
+            world = template.copy()
             world.hands = list(hands)
             row: list[Optional[float]] = [None] * k
             for i in active:
                 action = candidates[i]
-                g = copy_game(world)
+                g = world.copy()
                 if in_play:
                     played = [list(p) for p in base_played]
                     voids = [set(v) for v in base_voids]

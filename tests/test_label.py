@@ -315,13 +315,12 @@ def test_student_playout_values_equal_the_students_play_through_the_env():
 
 
 def test_an_encoder_copy_follows_a_copied_game_and_leaves_the_original_alone():
-    from agents.search import copy_game
     from spades_env.observation import ObservationEncoder
     env = spades_v0.raw_env(rules="standard")
     env.reset(seed=3)
     _play_heuristic_steps(env, [agents.make("heuristic", seed=k) for k in range(4)], 4 + 6)
     original, before = env.unwrapped._encoder, env.unwrapped._encoder.buffer.copy()
-    game, twin = copy_game(env.unwrapped.game), original.copy()
+    game, twin = env.unwrapped.game.copy(), original.copy()
     for _ in range(9):                                     # across the end of two tricks
         seat, card = game.to_act, game.legal_actions()[-1]
         game.apply(card)

@@ -13,8 +13,8 @@ import pytest
 
 import agents
 from agents.heuristic import choose_action
-from agents.search import (DealSampler, Knowledge, SearchAgent, _play_views, _refresh, build_game,
-                           copy_game, hand_value, play_out, rules_from_view, touching_groups)
+from agents.search import (DealSampler, Knowledge, SearchAgent, hand_value, play_out, refresh_view, rollout_views,
+                           rules_from_view, touching_groups)
 from spades_env import decode_observation, make_rules, spades_v0, view_from_game
 from spades_env.game import PHASE_BIDDING, PHASE_BLIND_DECISION, PHASE_HAND_OVER, PHASE_PLAY, SpadesGame
 
@@ -293,7 +293,7 @@ def test_built_game_matches_the_real_one(rules):
     for game, seat in random_states(25, rules=rules, seed=3, phases=(PHASE_BIDDING, PHASE_PLAY)):
         n = game.n
         view = view_from_game(game, seat)
-        built = build_game(view, r, relative_hands(game, seat))
+        built = SpadesGame.from_view(view, r, relative_hands(game, seat))
         assert built.legal_mask() == game.legal_mask()
         # Cards the opponents passed each other (blind nil) are theirs alone: a world cannot know them.
         secret = {(f - seat) % n for f, t, _ in game.passes if (f - seat) % n in (1, 3)}
@@ -314,12 +314,12 @@ def test_built_game_matches_the_real_one(rules):
         assert built.last_results[0] == real_copy.last_results[mine_side]
 
 
-def test_copy_game_is_independent():
+def test_game_copy_is_independent():
     game = SpadesGame("standard", 5)
     while game.phase != PHASE_PLAY or game.tricks_played < 3 or not game.trick_cards:
         game.apply(choose_action(view_from_game(game, game.to_act), game.legal_mask()))
     before = game.clone()
-    copy = copy_game(game)
+    copy = game.copy()
     play_out(copy)
     assert copy.phase >= PHASE_HAND_OVER
     for name in ("hands", "bids", "tricks_taken", "trick_cards", "voids", "scores", "bags", "tricks", "phase", "to_act"):
@@ -335,11 +335,11 @@ def test_rollout_views_equal_engine_views():
             game.apply(choose_action(view_from_game(game, game.to_act), game.legal_mask()))
         played = [[] for _ in range(game.n)]
         voids = [set() for _ in range(game.n)]
-        views = _play_views(game, played, voids)
+        views = rollout_views(game, played, voids)
         while game.phase == PHASE_PLAY:
             seat = game.to_act
             v = views[seat]
-            _refresh(v, game, seat)
+            refresh_view(v, game, seat)
             ref = view_from_game(game, seat)
             for f in fields:
                 got, want = getattr(v, f), getattr(ref, f)

@@ -67,18 +67,17 @@ from agents.neural import DEFAULT_MODEL, NeuralAgent
 from agents import heuristic
 from agents.native_heuristic import available as native_available
 from agents.native_search import table_values
-from agents.search import _play_views, _refresh, copy_game, hand_value, play_out, touching_groups
+from agents.search import hand_value, play_out, refresh_view, rollout_views, touching_groups
 from spades_env import spades_v0
 from spades_env.cards import cards_to_mask, mask_to_cards
 from spades_env.env import mask_array
-from spades_env.game import PHASE_PLAY, SpadesGame
+from spades_env.game import NUM_ACTIONS, PHASE_PLAY, SpadesGame
 from spades_env.observation import ObservationEncoder, decode_observation
 from train.config import VARIED_START_TENS
 from train.evaluate import EvaluationError, _mp_context, derive_seed, make_deal, parse_agent_spec, resolve_rules
 
 FORMAT = "spades-distill-labels"
 FIELDS = ("obs", "mask", "target", "teacher", "student", "phase", "deal", "seat", "values")  # per labelled decision
-NUM_ACTIONS = 68
 PLAYOUT = "playout"          # the teacher that labels the play-out value of every card
 CONTINUATIONS = ("heuristic", "student")   # who plays the student's side in those play-outs
 
@@ -131,14 +130,14 @@ def playout_values(game: SpadesGame, seat: int, policy: Optional[torch.nn.Module
     if policy is None:
         classes = []
         for group in groups:
-            table = copy_game(game)
+            table = game.copy()
             table.apply(group[0])
             play_out(table)
             classes.append((group, hand_value(table, seat)))
         return classes
     if encoder is None:
         raise ValueError("playout_values: a policy play-out needs the observation encoder of the table")
-    tables = [copy_game(game) for _ in groups]
+    tables = [game.copy() for _ in groups]
     policy_play_out(tables, [encoder] * len(tables), [game.side_of[seat]] * len(tables), policy,
                     first=[group[0] for group in groups])
     return [(group, hand_value(table, seat)) for group, table in zip(groups, tables)]
@@ -154,7 +153,7 @@ def policy_play_out(tables: list[SpadesGame], encoders: list[ObservationEncoder]
     codes = [enc.copy() for enc in encoders]
     played = [[mask_to_cards(m) for m in g.played] for g in tables]
     voids = [[{x for x in range(4) if g.voids[s] >> x & 1} for s in range(g.n)] for g in tables]
-    views = [_play_views(g, p, v) for g, p, v in zip(tables, played, voids)]
+    views = [rollout_views(g, p, v) for g, p, v in zip(tables, played, voids)]
     choose = heuristic.choose_action
 
     def apply(k: int, card: int) -> None:
@@ -181,7 +180,7 @@ def policy_play_out(tables: list[SpadesGame], encoders: list[ObservationEncoder]
                     apply(k, legal.bit_length() - 1)
                 elif g.side_of[seat] != sides[k]:
                     view = views[k][seat]
-                    _refresh(view, g, seat)
+                    refresh_view(view, g, seat)
                     apply(k, choose(view, legal))
                 else:
                     waiting.append(k)
@@ -287,7 +286,7 @@ class Labeller:
         tables, encoders, sides, first = [], [], [], []
         for r in requests:
             for group in r.groups:
-                tables.append(copy_game(r.game))
+                tables.append(r.game.copy())
                 encoders.append(r.encoder)
                 sides.append(r.game.side_of[r.seat])
                 first.append(group[0])
