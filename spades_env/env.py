@@ -170,6 +170,12 @@ class SpadesEnv(AECEnv):
     def state(self) -> np.ndarray:
         return self._encoder.state(self.game)
 
+    @property
+    def encoder(self) -> ObservationEncoder:
+        """The observation encoder that follows this env's game (labelling copies it to follow a
+        copied game without re-encoding)."""
+        return self._encoder
+
     # ------------------------------------------------------------------ step
     def step(self, action: Any) -> None:
         agent = self.agent_selection

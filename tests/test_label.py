@@ -301,9 +301,9 @@ def test_student_playout_values_equal_the_students_play_through_the_env():
         bots = [agents.make("heuristic", seed=k) for k in range(4)]
         _play_heuristic_steps(env, bots, 4 + 5 + 3 * seed)       # the bids, then a few cards into the hand
         seat = env.agent_name_mapping[env.agent_selection]
-        before = env.unwrapped._encoder.buffer.copy()
-        classes = playout_values(env.unwrapped.game, seat, student.policy, env.unwrapped._encoder)
-        assert np.array_equal(env.unwrapped._encoder.buffer, before)     # the table's encoder is untouched
+        before = env.unwrapped.encoder.buffer.copy()
+        classes = playout_values(env.unwrapped.game, seat, student.policy, env.unwrapped.encoder)
+        assert np.array_equal(env.unwrapped.encoder.buffer, before)     # the table's encoder is untouched
         assert len(classes) > 1
         players = [student if k % 2 == seat % 2 else bots[k] for k in range(4)]
         for group, value in classes:                              # any card of the class: the same value
@@ -319,7 +319,7 @@ def test_an_encoder_copy_follows_a_copied_game_and_leaves_the_original_alone():
     env = spades_v0.raw_env(rules="standard")
     env.reset(seed=3)
     _play_heuristic_steps(env, [agents.make("heuristic", seed=k) for k in range(4)], 4 + 6)
-    original, before = env.unwrapped._encoder, env.unwrapped._encoder.buffer.copy()
+    original, before = env.unwrapped.encoder, env.unwrapped.encoder.buffer.copy()
     game, twin = env.unwrapped.game.copy(), original.copy()
     for _ in range(9):                                     # across the end of two tricks
         seat, card = game.to_act, game.legal_actions()[-1]

@@ -367,7 +367,7 @@ class Labeller:
         groups = card_classes(game, seat)
         if len(groups) == 1:
             return None
-        classes = list(zip(groups, (yield _PlayOut(game, seat, env.unwrapped._encoder, groups))))
+        classes = list(zip(groups, (yield _PlayOut(game, seat, env.unwrapped.encoder, groups))))
         best = max(value for _, value in classes)
         for group, value in classes:
             values[group] = value
