@@ -213,7 +213,7 @@ def test_a_failing_compiler_is_reported(monkeypatch, tmp_path):
     from spades_env import native
     monkeypatch.setenv("SPADES_NATIVE_CACHE", str(tmp_path))
     monkeypatch.setenv("CC", "false")          # a "compiler" that always fails
-    with pytest.raises(native.NativeEngineError, match="compiling engine.c with 'false' failed"):
+    with pytest.raises(native.NativeEngineError, match="compiling engine.c, heuristic.c, search.c with 'false' failed"):
         native.build()
 
 
