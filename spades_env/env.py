@@ -149,10 +149,7 @@ class SpadesEnv(AECEnv):
         if game is None:
             raise RuntimeError("observe() before reset(): call env.reset() first")
         if seat == game.to_act and not self._done:
-            legal = game._legal
-            if legal < 0:
-                legal = game._compute_legal()
-            mask = mask_array(legal)
+            mask = mask_array(game.legal_mask())
         else:
             mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
         return {"observation": self._buffer.take(self._gather[seat]), "action_mask": mask}
