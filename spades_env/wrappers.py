@@ -3,7 +3,10 @@
 The stock wrappers reach the env's attributes through ``__getattr__`` at every level (about 2 us
 a read, some 30 us a decision through three wrappers). These subclasses keep every check and
 side effect of the originals (and ``isinstance`` still sees the originals) but read the hot
-attributes straight from the unwrapped env and call the inner env directly.
+attributes straight from the unwrapped env and call the inner env directly. Each keeps its own
+state under its own names and overrides every method of the original that reads state, so
+nothing here depends on PettingZoo's private attributes (the unwrapped env's AEC bookkeeping,
+``_cumulative_rewards`` and friends, is the protocol every AEC env implements).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from pettingzoo.utils.env_logger import EnvLogger
-from pettingzoo.utils.wrappers import (AssertOutOfBoundsWrapper, OrderEnforcingWrapper,
+from pettingzoo.utils.wrappers import (AssertOutOfBoundsWrapper, BaseWrapper, OrderEnforcingWrapper,
                                        TerminateIllegalWrapper)
 
 
@@ -19,7 +22,7 @@ def _forward(name: str, guard_before_reset: bool = False) -> property:
     """A property reading ``name`` straight from the unwrapped env (optionally refusing, like
     OrderEnforcingWrapper, to be read before ``reset``)."""
     def get(self):
-        if guard_before_reset and not self._has_reset:
+        if guard_before_reset and not self._was_reset:
             raise AttributeError(f"{name} cannot be accessed before reset")
         return getattr(self._raw, name)
     get.__name__ = name
@@ -42,32 +45,45 @@ class _FastAttributes:
 
 
 class FastTerminateIllegalWrapper(_FastAttributes, TerminateIllegalWrapper):
+    """An illegal action ends the game, the mover scoring ``illegal_reward``: the mask checked is
+    the one of the acting agent's last observation (observed now if it was not)."""
+
     def __init__(self, env, illegal_reward: float) -> None:
         TerminateIllegalWrapper.__init__(self, env, illegal_reward)
         self._raw = env.unwrapped
+        self._illegal_reward = float(illegal_reward)
+        self._last_obs: Any = None          # the acting agent's last observation, until it steps
+        self._last_info: Any = None
+        self._ended_by_illegal_move = False
+
+    def reset(self, seed=None, options=None) -> None:
+        self._ended_by_illegal_move = False
+        self._last_obs = None
+        self._last_info = None
+        self.env.reset(seed=seed, options=options)
 
     def observe(self, agent):
         raw = self._raw
         obs = self.env.observe(agent)
         if agent == raw.agent_selection:
-            self._prev_obs = obs
-            self._prev_info = raw.infos.get(agent, {})
+            self._last_obs = obs
+            self._last_info = raw.infos.get(agent, {})
         return obs
 
     def step(self, action) -> None:
         raw = self._raw
         agent = raw.agent_selection
-        if self._prev_obs is None:
+        if self._last_obs is None:
             self.observe(agent)
-        prev = self._prev_obs
+        prev = self._last_obs
         if isinstance(prev, dict):
             mask = prev["action_mask"]
         else:
-            mask = self._prev_info["action_mask"]
-        self._prev_obs = None
-        self._prev_info = None
+            mask = self._last_info["action_mask"]
+        self._last_obs = None
+        self._last_info = None
         dead = raw.terminations[agent] or raw.truncations[agent]
-        if self._terminated and dead:
+        if self._ended_by_illegal_move and dead:
             raw._was_dead_step(action)
         elif not dead and not mask[action]:
             EnvLogger.warn_on_illegal_move()
@@ -75,10 +91,10 @@ class FastTerminateIllegalWrapper(_FastAttributes, TerminateIllegalWrapper):
             raw.terminations = dict.fromkeys(raw.agents, True)
             raw.truncations = dict.fromkeys(raw.agents, True)
             raw.rewards = dict.fromkeys(raw.truncations, 0)
-            raw.rewards[agent] = float(self._illegal_value)
+            raw.rewards[agent] = self._illegal_reward
             raw._accumulate_rewards()
             raw._deads_step_first()
-            self._terminated = True
+            self._ended_by_illegal_move = True
             if hasattr(raw, "_done"):  # SpadesEnv: the episode is over, every mask is now zero
                 raw._done = True
         else:
@@ -108,34 +124,61 @@ def _order_enforcing_iter(wrapper, max_iter: int):
     while raw.agents and max_iter > 0:
         max_iter -= 1
         agent = raw.agent_selection
-        assert wrapper._has_updated, "need to call step() or reset() in a loop over `agent_iter`"
-        wrapper._has_updated = False
+        assert wrapper._stepped, "need to call step() or reset() in a loop over `agent_iter`"
+        wrapper._stepped = False
         yield agent
 
 
 class FastOrderEnforcingWrapper(_FastAttributes, OrderEnforcingWrapper):
+    """Refuses use before ``reset`` (reads, observe, step, state, render, agent_iter) and a
+    second turn of ``agent_iter`` without a ``step``; warns on a step after the game ended."""
+
+    _GUARDED_NAMES = frozenset(_GUARDED_BEFORE_RESET + ("num_agents",))
+
     def __init__(self, env) -> None:
+        self._was_reset = False     # set before the base class: __getattr__ reads it
+        self._stepped = False       # a step (or reset) since agent_iter last yielded
         OrderEnforcingWrapper.__init__(self, env)
         self._raw = env.unwrapped
 
+    def __getattr__(self, name: str) -> Any:
+        if name in FastOrderEnforcingWrapper._GUARDED_NAMES and not self._was_reset:
+            raise AttributeError(f"{name} cannot be accessed before reset")
+        return BaseWrapper.__getattr__(self, name)
+
+    def reset(self, seed=None, options=None) -> None:
+        self._was_reset = True
+        self._stepped = True
+        self.env.reset(seed=seed, options=options)
+
+    def render(self):
+        if not self._was_reset:
+            EnvLogger.error_render_before_reset()
+        return self.env.render()
+
+    def state(self):
+        if not self._was_reset:
+            EnvLogger.error_state_before_reset()
+        return self.env.state()
+
     def observe(self, agent):
-        if not self._has_reset:
+        if not self._was_reset:
             EnvLogger.error_observe_before_reset()
         return self.env.observe(agent)
 
     def step(self, action) -> None:
-        if not self._has_reset:
+        if not self._was_reset:
             EnvLogger.error_step_before_reset()
         elif not self._raw.agents:
-            self._has_updated = True
+            self._stepped = True
             EnvLogger.warn_step_after_terminated_truncated()
         else:
-            self._has_updated = True
+            self._stepped = True
             self.env.step(action)
 
     def agent_iter(self, max_iter: int = 2**63):
         """PettingZoo's AECOrderEnforcingIterator as a generator: same checks, less overhead."""
-        if not self._has_reset:
+        if not self._was_reset:
             EnvLogger.error_agent_iter_before_reset()
         return _order_enforcing_iter(self, max_iter)
 
