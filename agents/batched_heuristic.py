@@ -6,10 +6,9 @@ heuristic's play (:func:`choose_cards`), bidding (:func:`choose_bids`), blind-ni
 passing are evaluated for every row (and every card), and the branch of each row is picked with
 ``torch.where`` (tested against the per-row heuristic on whole games in every partnership preset).
 Games without partnerships (cutthroat, three players) go to the per-row Python heuristic.
-``HeuristicAgent.act_batch`` uses it, and so do the trainer's heuristic opponents and its
-imitation of the heuristic. On the 2-core development machine (one thread, the decisions of whole
-games) it makes about 43,000 decisions/s at 512 rows and 66,000 at 4,096, against about 29,000 row
-by row (``spades-bench --heuristic``); under 256 rows it goes row by row.
+It is ``HeuristicAgent.act_batch``'s path for the Python backend and for tensors on a GPU (the
+native backend decides in C); CPU batches under ``MIN_BATCH`` rows go row by row (throughput:
+``docs/agents.md``).
 
 Cards are sets as (B, 52) bool tensors; the card choices of the heuristic, which compare tuples
 (``min(cards, key=...)``), become one integer key per card whose order is the tuple's order.
@@ -26,6 +25,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
+from spades_env.cards import NUM_CARDS, NUM_RANKS, NUM_SUITS
 from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, PHASE_BIDDING, PHASE_BLIND_DECISION,
                              PHASE_PASSING, PHASE_PLAY)
 from spades_env.observation import decode_observation, layout_for_size
@@ -33,7 +33,11 @@ from spades_env.observation import decode_observation, layout_for_size
 from .heuristic import (ACE, BID_MARGIN, BLIND_NIL_CLOSE_TO_TARGET, BLIND_NIL_FAR_BEHIND, JACK, KING, NIL_EDGE,
                         NIL_MAX_ESTIMATE, QUEEN, RUFF_RISK_LIMIT, SPADES, TEN, UNCLAIMED_TRICKS, choose_action)
 
-NUM_CARDS = 52
+SEATS = 4                                        # batched: four-player partnership games only
+TRICKS_PER_HAND = NUM_CARDS // SEATS
+FIRST_SPADE = SPADES * NUM_RANKS                 # card ids of spades are FIRST_SPADE..51
+BID_LEVELS = BLIND_NIL_ACTION - BID_ACTION_BASE  # bids 0..13
+BLIND_FLAG = BID_LEVELS                          # in the observation's bids block, per seat: a one-hot bid, then this flag
 BIG = 1 << 40
 # Below this many rows a CPU batch goes row by row: the tensor ops cost about 5 ms whatever the
 # batch, the per-row heuristic about 35 us a row (`spades-bench --heuristic`: break-even near 250).
@@ -44,11 +48,11 @@ MIN_BATCH = 256
 def _card_tables(device: torch.device) -> dict[str, torch.Tensor]:
     """Per card: suit, rank, spade flag; ``above[c, d]``: d is of c's suit and ranks above it."""
     card = torch.arange(NUM_CARDS, device=device)
-    suit, rank = card // 13, card % 13
+    suit, rank = card // NUM_RANKS, card % NUM_RANKS
     same = suit[:, None] == suit[None, :]
     return {"card": card, "suit": suit, "rank": rank, "spade": suit == SPADES,
             "above": same & (rank[None, :] > rank[:, None]), "below": same & (rank[None, :] < rank[:, None]),
-            "suit_of": torch.stack([suit == s for s in range(4)])}          # (4, 52)
+            "suit_of": torch.stack([suit == s for s in range(NUM_SUITS)])}          # (4, 52)
 
 
 @lru_cache(maxsize=None)
@@ -57,13 +61,13 @@ def _no_void_factor(device: torch.device) -> torch.Tensor:
     ``unseen`` cards is *not* void in a suit with ``in_suit`` unseen cards, as
     ``_Table.ruff_chance`` computes it (Python floats, so the values are bit-identical)."""
     factors = []
-    for size in range(14):
+    for size in range(NUM_RANKS + 1):
         for total in range(NUM_CARDS + 1):
             share = size / total if total else 1.0
-            for in_suit in range(14):
+            for in_suit in range(NUM_RANKS + 1):
                 p_void = (1.0 - share) ** in_suit if share < 1.0 else (0.0 if in_suit else 1.0)
                 factors.append(1.0 - p_void)
-    table = torch.tensor(factors, dtype=torch.float64).reshape(14, NUM_CARDS + 1, 14)
+    table = torch.tensor(factors, dtype=torch.float64).reshape(NUM_RANKS + 1, NUM_CARDS + 1, NUM_RANKS + 1)
     return table.to(device)
 
 
@@ -98,7 +102,7 @@ def _pick(cards: torch.Tensor, chosen: torch.Tensor) -> torch.Tensor:
 
 def _suit_lengths(cards: torch.Tensor) -> torch.Tensor:
     """(B, 4): how many cards of each suit each row's set holds."""
-    return cards.reshape(cards.shape[0], 4, 13).sum(2)
+    return cards.reshape(cards.shape[0], NUM_SUITS, NUM_RANKS).sum(2)
 
 
 def _below_in_hand(hand: torch.Tensor) -> torch.Tensor:
@@ -135,12 +139,12 @@ class _Positions:
         played = block("played", 4)
         passed = block("passed", 1)
         trick = block("current_trick", 4)
-        bids_block = block("bids", 4)[:, :, :14]
+        bids_block = block("bids", SEATS)[:, :, :BID_LEVELS]
         self.bids = bids = bids_block.to(torch.int64).argmax(2)                       # (B, 4)
         self.tricks = tricks = block("tricks_taken", 4).to(torch.int64).argmax(2)     # (B, 4)
         self.voids = block("voids", 4)                                                # (B, 4, 4)
         self.unseen = unseen = ~(hand | (played.sum(1) > 0) | passed)
-        self.remaining = 13 - tricks.sum(1)
+        self.remaining = TRICKS_PER_HAND - tricks.sum(1)
         in_trick = trick.any(2)                                                       # (B, 4)
         self.k = k = in_trick.sum(1)                                                  # cards in the trick
         self.hand_sizes = self.remaining[:, None] - in_trick.to(torch.int64)
@@ -153,9 +157,9 @@ class _Positions:
         leader = (4 - k) % 4
         trick_cards = torch.where(trick, tab["card"], -1).max(2).values               # (B, 4), -1: none
         led_card = trick_cards.gather(1, leader[:, None])[:, 0]
-        self.led = torch.where(k > 0, led_card.div(13, rounding_mode="floor"), -1)
-        is_spade = trick_cards >= 39
-        led_suit_card = (trick_cards >= 0) & (trick_cards.div(13, rounding_mode="floor") == self.led[:, None])
+        self.led = torch.where(k > 0, led_card.div(NUM_RANKS, rounding_mode="floor"), -1)
+        is_spade = trick_cards >= FIRST_SPADE
+        led_suit_card = (trick_cards >= 0) & (trick_cards.div(NUM_RANKS, rounding_mode="floor") == self.led[:, None])
         any_spade = is_spade.any(1)
         strength = torch.where(any_spade[:, None], torch.where(is_spade, trick_cards, -1),
                                torch.where(led_suit_card, trick_cards, -1))
@@ -183,7 +187,7 @@ class _Positions:
         in_suit = self.unseen_in_suit.gather(1, suit[:, None])[:, 0]
         none_void = torch.ones(suit.shape[0], dtype=torch.float64, device=suit.device)
         for s in range(4):
-            factor = factor_table[self.hand_sizes[:, s].clamp(0, 13), self.unseen_count, in_suit.clamp(max=13)]
+            factor = factor_table[self.hand_sizes[:, s].clamp(0, NUM_RANKS), self.unseen_count, in_suit.clamp(max=NUM_RANKS)]
             none_void = torch.where(counted[:, s], none_void * factor, none_void)
         chance = 1.0 - none_void
         chance = torch.where((counted & void_suit).any(1), torch.ones_like(chance), chance)
@@ -306,10 +310,10 @@ class _Positions:
             else:
                 top_master = _pick(self.master, top)
                 score = torch.where((length <= 2) & have_spades & ~top_master, score + 2.0, score)
-                score = torch.where(~top_master & (top % 13 >= QUEEN) & (length >= 2), score - 2.0, score)
+                score = torch.where(~top_master & (top % NUM_RANKS >= QUEEN) & (length >= 2), score - 2.0, score)
                 ruffed = (voids[:, [1, 3], suit] & ~voids[:, [1, 3], SPADES]).any(1)
                 score = torch.where(ruffed, score - 3.0, score)
-            low_rank = low % 13
+            low_rank = low % NUM_RANKS
             better = present & ((best < 0) | (score > best_score) | ((score == best_score) & (low_rank < best_low_rank)))
             best = torch.where(better, low, best)
             best_score = torch.where(better, score, best_score)
@@ -354,7 +358,7 @@ def choose_cards(obs: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
 
     # Following.
     win_card = t.win_card.clamp(min=0)
-    win_is_spade = t.win_card >= 39
+    win_is_spade = t.win_card >= FIRST_SPADE
     beats = tab["above"][win_card] | (tab["spade"][None, :] & ~win_is_spade[:, None])
     winners = legal & beats
     losers = legal & ~beats
@@ -447,7 +451,7 @@ def _nil_log_odds(ranks: torch.Tensor, partner_bid: torch.Tensor) -> torch.Tenso
     held = [spades[:, r].to(f64) for r in (JACK, TEN, 7)]
     z = z - (0.46 * held[0] + 0.33 * held[1] + 0.21 * held[2])
     z = z - 0.63 * (count - 2).clamp(min=0).to(f64)
-    lowest_spade = torch.where(spades, torch.arange(13, device=dev), 13).min(1).values
+    lowest_spade = torch.where(spades, torch.arange(NUM_RANKS, device=dev), NUM_RANKS).min(1).values
     z = torch.where((count > 0) & (lowest_spade >= 6), z - 0.31, z)
     for suit in range(3):
         suit_ranks = ranks[:, suit]
@@ -458,7 +462,7 @@ def _nil_log_odds(ranks: torch.Tensor, partner_bid: torch.Tensor) -> torch.Tenso
             z = torch.where(suit_ranks[:, rank], z - term, z)
         ace_term = 0.29 * (1 + (3 - small).clamp(min=0)).to(f64)
         z = torch.where(suit_ranks[:, ACE], z - ace_term, z)
-        lowest = torch.where(suit_ranks, torch.arange(13, device=dev), 13).min(1).values
+        lowest = torch.where(suit_ranks, torch.arange(NUM_RANKS, device=dev), NUM_RANKS).min(1).values
         present = length > 0
         z = torch.where(present, z - 0.12 * (lowest - 2).clamp(min=0).to(f64), z)
         z = torch.where(present, z + 0.18 * (length - 4).clamp(min=0).to(f64), z)
@@ -473,14 +477,14 @@ def choose_bids(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     layout = layout_for_size(obs.shape[1])
     B, dev = obs.shape[0], obs.device
     f64 = torch.float64
-    ranks = (obs[:, layout.obs_blocks["hand"].slice] > 0.5).reshape(B, 4, 13)
-    bids_block = (obs[:, layout.obs_blocks["bids"].slice] > 0.5).reshape(B, 4, 15)
-    has_bid = bids_block[:, :, :14].any(2)
-    bids = torch.where(has_bid, bids_block[:, :, :14].to(torch.int64).argmax(2), -1)   # -1: not yet
+    ranks = (obs[:, layout.obs_blocks["hand"].slice] > 0.5).reshape(B, NUM_SUITS, NUM_RANKS)
+    bids_block = (obs[:, layout.obs_blocks["bids"].slice] > 0.5).reshape(B, SEATS, BID_LEVELS + 1)
+    has_bid = bids_block[:, :, :BID_LEVELS].any(2)
+    bids = torch.where(has_bid, bids_block[:, :, :BID_LEVELS].to(torch.int64).argmax(2), -1)   # -1: not yet
     partner_bid = bids[:, 2]
     estimate = _estimate_tricks(ranks)
     partner_nil = partner_bid == 0
-    adjust = torch.where(bids_block[:, 2, 14], torch.tensor(1.0, dtype=f64, device=dev),
+    adjust = torch.where(bids_block[:, 2, BLIND_FLAG], torch.tensor(1.0, dtype=f64, device=dev),
                          torch.tensor(-0.3, dtype=f64, device=dev))
     estimate = torch.where(partner_nil, estimate + adjust, estimate)
     # Nil: its chance (a logistic of z, computed with Python's exp as the heuristic does).
@@ -493,10 +497,10 @@ def choose_bids(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     # table leaves tricks unclaimed), the lower one on a tie.
     desired = torch.clamp(torch.floor(estimate + 0.5 - BID_MARGIN), min=1).to(torch.int64)
     others_done = has_bid[:, 1:].all(1)
-    unclaimed = others_done & (bids[:, 1:].clamp(min=0).sum(1) + desired <= 13 - UNCLAIMED_TRICKS)
+    unclaimed = others_done & (bids[:, 1:].clamp(min=0).sum(1) + desired <= TRICKS_PER_HAND - UNCLAIMED_TRICKS)
     desired = desired + unclaimed.to(torch.int64)
-    levels = torch.arange(1, 14, device=dev)
-    legal_levels = mask[:, BID_ACTION_BASE + 1:BID_ACTION_BASE + 14]
+    levels = torch.arange(1, BID_LEVELS, device=dev)
+    legal_levels = mask[:, BID_ACTION_BASE + 1:BID_ACTION_BASE + BID_LEVELS]
     key = (levels[None, :] - desired[:, None]).abs() * 2 + (levels[None, :] > desired[:, None]).to(torch.int64)
     nearest = BID_ACTION_BASE + 1 + _argmin(key, legal_levels)
     bid = torch.where(_has(legal_levels), nearest, torch.full_like(nearest, BID_ACTION_BASE))
@@ -511,7 +515,7 @@ def choose_blind_nils(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     target = torch.round(game[:, 0] * 1000.0)
     sides = obs[:, layout.obs_blocks["sides"].slice].double().reshape(B, 2, -1)
     scores = torch.round(sides[:, :, 0] * target[:, None])           # as decode_observation reads them
-    partner_nil = (obs[:, layout.obs_blocks["bids"].slice] > 0.5).reshape(B, 4, 15)[:, 2, 0]
+    partner_nil = (obs[:, layout.obs_blocks["bids"].slice] > 0.5).reshape(B, SEATS, BID_LEVELS + 1)[:, 2, 0]
     deficit = scores[:, 1] - scores[:, 0]
     far_behind = deficit >= BLIND_NIL_FAR_BEHIND
     about_to_lose = (deficit >= 100) & (scores[:, 1] >= target - BLIND_NIL_CLOSE_TO_TARGET)
@@ -526,7 +530,7 @@ def choose_passes(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     tab = _card_tables(obs.device)
     legal = mask[:, :NUM_CARDS]
     hand = obs[:, layout.obs_blocks["hand"].slice] > 0.5
-    we_bid_blind = (obs[:, layout.obs_blocks["bids"].slice] > 0.5).reshape(B, 4, 15)[:, 0, 14]
+    we_bid_blind = (obs[:, layout.obs_blocks["bids"].slice] > 0.5).reshape(B, SEATS, BID_LEVELS + 1)[:, 0, BLIND_FLAG]
     dangerous = _most_dangerous(legal, _below_in_hand(hand))
     length = _suit_lengths(hand).gather(1, tab["suit"].expand(B, -1))
     key = ((tab["rank"] + 4 * tab["spade"].to(torch.int64)) * 16 + length) * 64 + tab["card"]
