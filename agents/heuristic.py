@@ -2,65 +2,18 @@
 
 The agent reads its observation back with :func:`spades_env.decode_observation` and hands the
 resulting :class:`~spades_env.ObservationView` (exactly what its seat may know) and the legal
-actions to pure functions. :func:`choose_action` is public so that a search agent can call it
-inside simulations on views built with :func:`spades_env.view_from_game`; it works on card
-bitmasks and plain lists and takes about 10-20 microseconds per decision (``act`` adds the
-decoding of the observation).
+actions to pure functions. :func:`choose_action` is public so that the search player can call it
+inside its play-outs on views it keeps itself; it works on card bitmasks and plain lists, which
+keeps a decision to microseconds.
 
-Strategy
-========
+It bids its estimated tricks (:func:`estimate_tricks`, weights fitted to its own play) a little
+low, nil when :func:`nil_success_chance` makes it pay and blind nil only when far behind; in
+play it tracks the unseen cards and voids and, in order, keeps its own nil, covers a partner's,
+attacks an opponent's, then makes its contract cheaply or, once safe, ducks bags.
 
-Bidding (:func:`choose_bid`, :func:`estimate_tricks`, :func:`nil_success_chance`)
-    Count sure and likely tricks with weights fitted to this agent's own play: side-suit aces
-    (a little less in a long suit, which gets ruffed early), kings with the ace or guarded by
-    a small card, queens with two guards; spades that are (or will be, once the higher ones
-    are drawn) the top spade, guarded second and third honours, every spade's length, and
-    small spades as ruffs against voids, singletons and doubletons or as long trumps beyond the
-    third. The bid is that estimate rounded down a little (being set costs ten times what an
-    extra bag costs), at least 1; the last bidder adds one when the table's bids leave three
-    or more tricks unclaimed. A partner's blind nil (its highest cards come back to us) adds
-    a trick, covering a partner's plain nil costs a little. The nearest legal bid is taken,
-    so variant rules (``min_team_bid``, "bids may not total 13", ``max_team_bid``) are
-    respected through the mask alone.
-    **Nil** is bid with a hand that can duck everything: no spade above the jack, few spades,
-    side-suit honours guarded by enough small cards, low suits; :func:`nil_success_chance` (a
-    logistic model fitted to nils forced in self-play) must make the nil worth more than
-    bidding the hand's tricks. Never beside a partner's nil; rarely in cutthroat (nobody
-    covers) and with three players (17 cards are too many to duck).
-    **Blind nil** (66 versus 67, offered only while the side trails by the rules' deficit) is
-    declared only when far behind: 200 points or more, or 100 or more while the opponents are
-    within 100 of the target; never beside a partner's nil.
-
-Passing after a blind nil (:func:`choose_pass`)
-    The partner gives the blind-nil bidder its lowest cards, side suits first (useless to
-    itself, ducking cards for the nil; it keeps its spades to ruff). The blind-nil bidder passes
-    back its most dangerous cards: high spades first, then high cards with few small cards
-    below them.
-
-Play (:func:`choose_card`)
-    The agent tracks every card played (what is still unseen) and who has shown a void, and
-    estimates the chance that an opponent still to play can ruff a side suit. Priorities, in
-    order: keep its own nil (duck: play the highest card that still loses, discard the most
-    dangerous card, lead the card most likely to be beaten); protect a partner's nil (lead
-    high, overtake the partner's winning card, play high or trump before the partner); attack
-    an opponent's nil (lead low in suits it still holds, never overtake the nil bidder's
-    winning card); then the side's contract:
-
-    * while the side still needs tricks, or a set of the opponents is within reach: cash
-      side-suit masters while the suit is unlikely to be ruffed, then top spades, lead into the
-      partner's void, otherwise lead low from a suit that creates a ruffing void or from the
-      longest suit, not away from a guarded honour; second hand low unless holding a sure
-      winner, third hand high (the cheapest card that cannot be beaten), and win as cheaply as
-      possible (the lowest winning card, the lowest sufficient trump); never overtake a
-      partner's safe winner; discard low from short suits, keeping masters and trumps;
-    * once the contract is safe (and no set is in reach): avoid bags like a nil bidder would,
-      shedding high cards under other players' winners.
-
-Everything is deterministic: ties are broken by card id, so the seed changes nothing (the
-``rng`` argument is accepted for the Agent protocol and for search callers, and not used).
-Variant rules (no spades on the first trick, spades led only when broken or forced, the
-two of clubs leading, three players, cutthroat) are respected by choosing among the legal
-actions only; without partnerships there is simply no partner to cover or duck under.
+Why rules: a strong, fast, deterministic baseline and teacher (ties broken by card id, so the
+seed changes nothing). Variant rules are respected by choosing among the legal actions only.
+The strategy in full, and how it scores: ``docs/agents.md``.
 """
 
 from __future__ import annotations
