@@ -101,6 +101,23 @@ class NeuralAgent(Agent):
         with torch.inference_mode():
             return self.policy(torch.from_numpy(observation)[None], torch.from_numpy(mask)[None])[0]
 
+    def act_batch(self, observations: list[dict]) -> list[int]:
+        """The greedy actions at several positions (``obs`` dicts as ``env.last()`` gives them),
+        in one forward pass: what :meth:`act` would choose at each, up to float rounding of
+        the batched matrix products."""
+        if not self.greedy:
+            return [self.act(obs) for obs in observations]
+        batch = np.stack([np.asarray(obs["observation"], dtype=np.float32) for obs in observations])
+        masks = np.stack([np.asarray(obs["action_mask"]).astype(bool) for obs in observations])
+        if batch.shape[1:] != (self.obs_size,) or masks.shape[1:] != (NUM_ACTIONS,):
+            raise ValueError(f"NeuralAgent: observations of shape {batch.shape[1:]} and masks {masks.shape[1:]}; "
+                             f"this model expects ({self.obs_size},) and ({NUM_ACTIONS},)")
+        if not masks.any(1).all():
+            raise ValueError("NeuralAgent.act_batch: an action mask is empty (is it this agent's turn?)")
+        with torch.inference_mode():
+            logits = self.policy(torch.from_numpy(batch), torch.from_numpy(masks))
+        return torch.argmax(logits, 1).tolist()
+
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
         logits = self._logits(obs)
         if self.greedy:

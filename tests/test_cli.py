@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from spades_env import bench, demo
+from train import bench, demo
 
 
 def test_bench_runs_and_writes_json(tmp_path, capsys):

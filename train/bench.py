@@ -123,7 +123,7 @@ def run_vector(batch_size: int, seconds: float = 2.0, rules: str = "standard", d
 
     import torch
 
-    from .vector import SpadesVectorEnv
+    from spades_env.vector import SpadesVectorEnv
 
     env = SpadesVectorEnv(batch_size, rules=rules, device=device, seed=seed, compile=compile,
                           check_actions=False, obs_dtype=obs_dtype, backend=backend)
@@ -145,7 +145,7 @@ def run_vector(batch_size: int, seconds: float = 2.0, rules: str = "standard", d
 
     random_legal = torch_random_legal
     if backend == "native":
-        from .native import random_legal as native_pick
+        from spades_env.native import random_legal as native_pick
         threads = torch.get_num_threads()
         random_legal = native_random_legal
 
@@ -189,7 +189,7 @@ def run_heuristic(batch_size: int, seconds: float = 2.0, rules: str = "standard"
 
     import agents
 
-    from .vector import SpadesVectorEnv
+    from spades_env.vector import SpadesVectorEnv
 
     env = SpadesVectorEnv(batch_size, rules=rules, episode="game", seed=seed, check_actions=False)
     bot = agents.make("heuristic", seed=seed)
@@ -285,7 +285,7 @@ def run_vector_processes(processes: int, batch_size: int, threads: int = 1, seed
 
 def run_benchmarks(decisions: int = 300_000, rules: str = "standard", repeats: int = 3,
                    openspiel: bool = True, seed: int = 0, progress: Callable[[str], None] = print) -> dict:
-    from . import spades_v0
+    from spades_env import spades_v0
 
     results: dict[str, dict] = {}
     candidates = [
@@ -427,14 +427,14 @@ def main(argv: Optional[list[str]] = None) -> int:
         parser.error("--native and --no-native contradict each other")
     native, native_note = args.native, None
     if not args.native and not args.no_native and not args.no_vector and args.device == "cpu":
-        from .native import unavailable_reason
+        from spades_env.native import unavailable_reason
 
         why_not = unavailable_reason()
         native = why_not is None
         if why_not:
             native_note = f"(the C step is skipped: {why_not})"
     if not args.no_vector:
-        from .vector import VectorEnvError, _usable_device
+        from spades_env.vector import VectorEnvError, _usable_device
 
         try:
             _usable_device(args.device)

@@ -13,9 +13,9 @@ from typing import Optional
 
 import numpy as np
 
-from . import spades_v0
-from .game import BID_ACTION_BASE, PHASE_PLAY
-from .render import render_table
+from spades_env import spades_v0
+from spades_env.game import BID_ACTION_BASE, PHASE_PLAY
+from spades_env.render import render_table
 
 
 def simple_bid(hand: np.ndarray, mask: np.ndarray) -> int:
@@ -69,7 +69,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
     play_demo_game(args.seed, args.rules, args.hands)
     if not args.no_bench:
-        from .bench import main as bench_main
+        from train.bench import main as bench_main
         print()
         bench_main(["--quick", "--rules", args.rules])
     return 0

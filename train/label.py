@@ -88,16 +88,19 @@ class LabelError(ValueError):
 
 def equivalent_actions(obs: dict, action: int) -> list[int]:
     """The legal actions as good as ``action``: its touching-card class in play, itself otherwise."""
+    return action_classes(obs).get(action, [action])
+
+
+def action_classes(obs: dict) -> dict[int, list[int]]:
+    """Every legal card's touching-card class (card -> class) at a play decision; empty in the
+    other phases (an action is then only as good as itself)."""
     view = decode_observation(obs["observation"])
     if view.phase != PHASE_PLAY:
-        return [action]
+        return {}
     legal = [int(a) for a in np.flatnonzero(obs["action_mask"])]
     hand = cards_to_mask(view.hand)
     gone = cards_to_mask(c for p in view.played for c in p) & ~cards_to_mask(c for _, c in view.current_trick)
-    for group in touching_groups(legal, hand, gone):
-        if action in group:
-            return group
-    return [action]
+    return {card: group for group in touching_groups(legal, hand, gone) for card in group}
 
 
 def card_classes(game: SpadesGame, seat: int) -> list[list[int]]:
@@ -207,6 +210,15 @@ def random_start(rules, share: float, rng: random.Random) -> dict[str, list[int]
     return options
 
 
+class _StudentTurn:
+    """A request from a deal being labelled: the student's action at ``obs``."""
+
+    __slots__ = ("obs",)
+
+    def __init__(self, obs: dict) -> None:
+        self.obs = obs
+
+
 class _PlayOut:
     """A request from a deal being labelled: value these card classes of ``seat`` at ``game``."""
 
@@ -224,14 +236,10 @@ class Labeller:
         self.rules = resolve_rules(settings["rules"])
         self.env = spades_v0.raw_env(rules=self.rules, episode="hand", reward_scale=1.0)
         self.student = NeuralAgent(checkpoint=settings["student"])
-        # One agent per seat (an agent may keep state between its own decisions); none for play-outs.
+        # Teachers and opponents are made per deal (one per seat: an agent may keep state between
+        # its own decisions); a play-out teacher needs none.
         self.playout = settings["teacher"] == PLAYOUT
         self.by_student = settings.get("continuation", "heuristic") == "student"
-        self.teachers = []
-        if not self.playout:
-            name, options = parse_agent_spec(settings["teacher"])
-            self.teachers = [agent_registry.make(name, **options) for _ in range(2)]
-        self.opponents = self._make_opponents()
 
     def _make_opponents(self) -> list:
         name, options = parse_agent_spec(self.settings["opponents"])
@@ -239,44 +247,47 @@ class Labeller:
 
     def label_deal(self, index: int) -> dict[str, list]:
         """Play and label one deal; its rows (lists per field)."""
-        deal = self._play_deal(index, self.env, self.opponents)
-        answer = None
-        while True:
-            try:
-                request = deal.send(answer)
-            except StopIteration as done:
-                return done.value
-            answer = self._play_outs([request])[0]
+        return self.label_deals([index])
 
     def label_deals(self, indices: Sequence[int]) -> dict[str, list]:
-        """Play and label several deals together, their rows in the order of ``indices``. With the
-        student's play-outs every deal's pending decision is played out in one batch, so that
-        the policy's forward passes cover many tables at once; otherwise one deal at a time."""
-        if not self.by_student:
-            rows: dict[str, list] = {}
-            for index in indices:
-                for key, values in self.label_deal(index).items():
-                    rows.setdefault(key, []).extend(values)
-            return rows
-        deals, results, requests = {}, {}, {}
+        """Play and label several deals in lockstep, their rows in the order of ``indices``: every
+        deal runs to its next request, then the student's decisions of all deals are taken in
+        one forward pass of the policy and their play-outs valued together. Each deal has its
+        own env, opponents and teachers (seeded by the deal), so its labels do not depend on the
+        other deals of the batch."""
+        deals, results, answers = {}, {}, {}
         for index in indices:
             env = spades_v0.raw_env(rules=self.rules, episode="hand", reward_scale=1.0)
-            deals[index] = self._play_deal(index, env, self._make_opponents())
-            requests[index] = None
-        while requests:
+            deals[index] = self._play_deal(index, env, self._make_opponents(), self._make_teachers())
+            answers[index] = None
+        while answers:
             pending = {}
-            for index, answer in requests.items():     # each deal runs up to its next play-out request
+            for index, answer in answers.items():     # each deal runs up to its next request
                 try:
                     pending[index] = deals[index].send(answer)
                 except StopIteration as done:
                     results[index] = done.value
-            order = list(pending)
-            requests = dict(zip(order, self._play_outs([pending[i] for i in order])))
-        rows = {}
+            turns = [i for i in pending if isinstance(pending[i], _StudentTurn)]
+            outs = [i for i in pending if isinstance(pending[i], _PlayOut)]
+            answers = dict(zip(turns, self._student_actions([pending[i] for i in turns])))
+            answers.update(zip(outs, self._play_outs([pending[i] for i in outs])))
+        rows: dict[str, list] = {k: [] for k in FIELDS}
         for index in indices:
             for key, values in results[index].items():
-                rows.setdefault(key, []).extend(values)
+                rows[key].extend(values)
         return rows
+
+    def _make_teachers(self) -> list:
+        if self.playout:
+            return []
+        name, options = parse_agent_spec(self.settings["teacher"])
+        return [agent_registry.make(name, **options) for _ in range(2)]
+
+    def _student_actions(self, turns: list["_StudentTurn"]) -> list[int]:
+        """The student's actions at several positions, in one forward pass."""
+        if not turns:
+            return []
+        return self.student.act_batch([t.obs for t in turns])
 
     def _play_outs(self, requests: list[_PlayOut]) -> list[list[float]]:
         """The value of every class of every request (the hand's score difference for the seat's
@@ -297,9 +308,10 @@ class Labeller:
             k += len(r.groups)
         return values
 
-    def _play_deal(self, index: int, env, opponents: list):
+    def _play_deal(self, index: int, env, opponents: list, teachers: list):
         """A generator: plays deal ``index`` on ``env`` and returns its rows; it yields a
-        :class:`_PlayOut` for every card decision to value and expects the classes' values back."""
+        :class:`_StudentTurn` for every decision of the student (and expects its action back) and
+        a :class:`_PlayOut` for every card decision to value (and expects the classes' values)."""
         seed = self.settings["seed"]
         deal, dealer = make_deal(derive_seed("spades-label", seed), index, self.rules)
         options: dict[str, Any] = {"deal": deal}
@@ -309,7 +321,7 @@ class Labeller:
                                     random.Random(derive_seed("spades-label", seed, "start", index))))
         env.reset(seed=derive_seed("spades-label", seed, "env", index), options=options)
         student_seats = (0, 2) if index % 2 == 0 else (1, 3)
-        for k, agent in enumerate([self.student] + self.teachers + opponents):
+        for k, agent in enumerate([self.student] + teachers + opponents):
             agent.reset(derive_seed("spades-label", seed, "agent", index, k))
         follow = random.Random(derive_seed("spades-label", seed, "follow", index))
         rows: dict[str, list] = {k: [] for k in FIELDS}
@@ -323,11 +335,11 @@ class Labeller:
             if seat not in student_seats:
                 env.step(opponents[seat // 2].act(obs, info))
                 continue
-            student_action = self.student.act(obs, info)
+            student_action = yield _StudentTurn(obs)
             if int(np.count_nonzero(obs["action_mask"])) == 1:
                 env.step(student_action)
                 continue
-            labelled = yield from self._label(env, obs, info, seat, student_action)
+            labelled = yield from self._label(env, obs, info, seat, student_action, teachers)
             if labelled is None:                    # its legal cards form a single class: no label
                 env.step(student_action)
                 continue
@@ -345,20 +357,21 @@ class Labeller:
             env.step(teacher_action if play_teacher else student_action)
         return rows
 
-    def _label(self, env, obs: dict, info: dict, seat: int, student_action: int):
+    def _label(self, env, obs: dict, info: dict, seat: int, student_action: int, teachers: list):
         """A generator returning (the teacher's action, the target set, the values) of one decision
         of the student, or None for a play-out label whose legal cards form a single class; it
         yields a :class:`_PlayOut` request when the card classes need values."""
         values = np.full(NUM_ACTIONS, np.nan, dtype=np.float32)
         target = np.zeros(NUM_ACTIONS, dtype=bool)
         if not self.playout:
-            teacher = self.teachers[seat // 2]
+            teacher = teachers[seat // 2]
             teacher_action = int(teacher.act(obs, info))
-            target[equivalent_actions(obs, teacher_action)] = True
+            classes = action_classes(obs)
+            target[classes.get(teacher_action, [teacher_action])] = True
             found = getattr(teacher, "last_info", None) or {}
             if "means" in found:            # a search teacher: the mean value of every candidate it kept
                 for candidate, mean in zip(found["candidates"], found["means"]):
-                    values[equivalent_actions(obs, candidate)] = mean
+                    values[classes.get(candidate, [candidate])] = mean
             return teacher_action, target, values
         game = env.unwrapped.game
         if game.phase != PHASE_PLAY:                # bids: kept with the student's own choice, no values

@@ -186,6 +186,8 @@ def load() -> ctypes.CDLL:
 def unavailable_reason() -> Optional[str]:
     """None where the C engine builds (or is already built) for this machine and loads, else the
     first line of why not (no compiler, a failed build, a cache folder that cannot be written)."""
+    if _LIBRARY is not None:          # loaded already (agents ask at every construction)
+        return None
     try:
         build()
         load()
