@@ -1124,3 +1124,44 @@ def test_replay_rejects_a_record_whose_deal_does_not_fit_its_actions():
     # A clear error either way (ReplayError would be the more consistent one).
     with pytest.raises((spades_env.ReplayError, spades_env.IllegalActionError)):
         spades_env.replay(rec)
+
+
+PETTINGZOO_PRIVATE_STATE = ("_prev_obs", "_prev_info", "_terminated", "_illegal_value", "_has_reset", "_has_updated")
+
+
+def test_fast_wrappers_keep_no_state_in_pettingzoo_private_attributes():
+    """Our wrappers own their state: with PettingZoo's private attributes gone from every layer
+    the order checks, an illegal move's ending and whole games behave as before."""
+    env = spades_v0.env()
+    layers, layer = [], env
+    while hasattr(layer, "env"):
+        layers.append(layer)
+        layer = layer.env
+    for layer in layers:
+        for name in PETTINGZOO_PRIVATE_STATE:
+            layer.__dict__.pop(name, None)
+    with pytest.raises(AttributeError):
+        env.agents
+    env.reset(seed=0)
+    advance(env, random.Random(0), 9)
+    offender = env.agent_selection
+    env.step(int(np.flatnonzero(env.observe(offender)["action_mask"] == 0)[0]))
+    assert env.rewards[offender] == -1.0 and all(env.terminations.values())
+    for agent in env.agent_iter():
+        env.step(None)
+    env.reset(seed=1)
+    rng = random.Random(1)
+    for agent in env.agent_iter():
+        obs, _, term, trunc, _ = env.last()
+        env.step(None if term or trunc else int(rng.choice(np.flatnonzero(obs["action_mask"]))))
+    assert env.agents == []
+    for layer in layers:
+        assert not set(PETTINGZOO_PRIVATE_STATE) & set(layer.__dict__), type(layer).__name__
+
+
+def test_raw_env_encoder_is_the_observation_encoder_it_fills():
+    env = spades_v0.raw_env()
+    env.reset(seed=0)
+    seat = env.agent_name_mapping[env.agent_selection]
+    buffer = env.encoder.buffer
+    assert np.array_equal(env.observe(env.agent_selection)["observation"], buffer.take(env.encoder.gather[seat]))
