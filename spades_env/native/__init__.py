@@ -186,14 +186,25 @@ def load() -> ctypes.CDLL:
 def unavailable_reason() -> Optional[str]:
     """None where the C engine builds (or is already built) for this machine and loads, else the
     first line of why not (no compiler, a failed build, a cache folder that cannot be written)."""
-    if _LIBRARY is not None:          # loaded already (agents ask at every construction)
+    global _AVAILABLE_FOR
+    settings = _build_settings()
+    if _LIBRARY is not None and _AVAILABLE_FOR == settings:    # agents ask at every construction
         return None
     try:
         build()
         load()
     except (NativeEngineError, OSError) as exc:
         return str(exc).splitlines()[0]
+    _AVAILABLE_FOR = settings
     return None
+
+
+_AVAILABLE_FOR: Optional[tuple] = None      # the build settings under which the library was found
+
+
+def _build_settings() -> tuple:
+    """What decides whether the library builds here, short of the sources and the CPU."""
+    return tuple(os.environ.get(name) for name in ("CC", "SPADES_NATIVE_CFLAGS", "SPADES_NATIVE_CACHE"))
 
 
 class NativeStepper:
