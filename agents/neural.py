@@ -46,6 +46,14 @@ def read_checkpoint(path: str | Path) -> dict:
     if not isinstance(data, dict) or data.get("format") not in (MODEL_FORMAT, CHECKPOINT_FORMAT):
         raise ModelError(f"{path}: not a spades model (expected a dict with format {MODEL_FORMAT!r} "
                          f"or {CHECKPOINT_FORMAT!r})")
+    for part in ("policy", "critic"):
+        weights = data.get(part)
+        bad = [name for name, tensor in weights.items() if isinstance(tensor, torch.Tensor)
+               and tensor.is_floating_point() and not bool(torch.isfinite(tensor).all())] \
+            if isinstance(weights, dict) else []
+        if bad:
+            raise ModelError(f"{path}: the {part} weights are not finite (NaN or infinite values in "
+                             f"{', '.join(bad[:3])}{'...' if len(bad) > 3 else ''}); nothing was loaded")
     return data
 
 
