@@ -478,6 +478,7 @@ static int choose_card(const SeatView *v, uint64_t legal_cards) {
 /* ------------------------------------------------------------------ top level */
 static int view_is_sane(const SeatView *v) {
     if (v->players != 3 && v->players != 4) return 0;
+    if (v->phase < PH_BLIND || v->phase > PH_PLAY) return 0;  /* no decision phase shown: malformed */
     if (v->trick_len < 0 || v->trick_len >= v->players) return 0;
     for (int k = 0; k < v->trick_len; k++) {
         if (v->trick_seat[k] < 0 || v->trick_seat[k] >= v->players) return 0;
@@ -502,8 +503,7 @@ int spades_heuristic_act(const SeatView *v, const uint64_t legal_in[2]) {
         case PH_PLAY: action = choose_card(v, legal[0]); break;
         case PH_BIDDING: action = choose_bid(v, legal); break;
         case PH_PASSING: action = choose_pass(v, legal); break;
-        case PH_BLIND: action = choose_blind_nil(v, legal); break;
-        default: action = lowest;
+        default: action = choose_blind_nil(v, legal); break;   /* PH_BLIND (view_is_sane) */
     }
     if (action < 0) return action;
     if (!has_action(legal, action)) action = lowest;     /* never happens; never play illegally */

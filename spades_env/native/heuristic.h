@@ -17,7 +17,8 @@ typedef struct {
     int32_t players;            /* 3 or 4 */
     int32_t partnerships;       /* 1: relative seats 0 and 2 are partners */
     int32_t phase;              /* spades_env.game PHASE_*: 0 blind decision, 1 bidding, 2 passing, 3 play;
-                                   -1: none shown (the heuristic then takes the lowest legal action) */
+                                   any other value (-1: none shown) is HEUR_ERR_BAD_VIEW unless exactly one
+                                   action is legal (that one is returned before the view is read) */
     uint64_t hand;              /* own cards, bit c for card c = suit * 13 + rank (0 before looking) */
     uint64_t passed;            /* cards this seat passed to its partner (blind-nil passing) */
     int32_t bids[4];            /* per relative seat: -1 not bid yet, 0 nil, 1..13 */
