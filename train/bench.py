@@ -395,10 +395,29 @@ def main(argv: Optional[list[str]] = None) -> int:
                              "of whole games against act row by row")
     parser.add_argument("--heuristic-batch-sizes", default="64,512,4096",
                         help="batch sizes for --heuristic (default 64,512,4096)")
+    parser.add_argument("--search", action="store_true",
+                        help="measure the players instead: the heuristic's and the search's decisions and "
+                             "spades-label's labels per second, native (C) beside Python, in one run")
     parser.add_argument("--quick", action="store_true", help="a short run (50000 decisions, 1 repeat, small batches)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     args = parser.parse_args(argv)
+    from spades_env.rules import RulesError, make_rules
+    try:
+        make_rules(args.rules)
+    except RulesError as error:
+        print(f"spades-bench: error: --rules: {error}", file=sys.stderr)
+        return 2
+    if args.search:
+        from train.bench_players import run_players
+        print(f"spades-bench --search on {machine_description()}", flush=True)
+        results = run_players(games=5 if args.quick else 20, search_decisions=15 if args.quick else 60,
+                              label_deals=40 if args.quick else 200, python_label_deals=4 if args.quick else 20,
+                              log=lambda line: print(line, flush=True))
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"machine": machine_description(), "players": results}, f, indent=1)
+        return 0
     if args.quick:
         args.decisions, args.repeats, args.vector_seconds = 50_000, 1, 0.5
         args.batch_sizes = "1,256,4096"
