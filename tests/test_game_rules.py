@@ -169,6 +169,15 @@ def test_blind_nil_min_deficit_variant():
     assert trailing_game([0, 200], blind_nil_min_deficit=200).phase == PHASE_BLIND_DECISION
 
 
+def test_side_may_bid_blind_is_the_offer_rule():
+    """The public query agrees with when the engine offers blind nil: the trailing side only,
+    by at least the rules' deficit, and never when the rules have no blind nil."""
+    assert trailing_game([0, 100]).side_may_bid_blind(0) and not trailing_game([0, 100]).side_may_bid_blind(1)
+    assert not trailing_game([0, 99]).side_may_bid_blind(0)
+    assert not trailing_game([0, 150], blind_nil_min_deficit=200).side_may_bid_blind(0)
+    assert not new_game(make_rules("standard", blind_nil=False), scores=[0, 400]).side_may_bid_blind(0)
+
+
 def test_blind_nil_false_never_offers():
     game = new_game(make_rules("standard", blind_nil=False), scores=[0, 400])
     assert game.phase == PHASE_BIDDING and game.legal_actions() == ALL_BIDS
