@@ -40,6 +40,10 @@ def _agent_iter(env, max_iter: int):
         yield env.agent_selection
 
 
+NO_WINNER = -1
+"""``info["winner"]`` of an episode that ends without ending the game (a hand episode)."""
+
+
 class SpadesEnv(AECEnv):
     """Four-player (or three-player) Spades as a PettingZoo AEC environment.
 
@@ -240,7 +244,11 @@ class SpadesEnv(AECEnv):
         self._rewards_dirty = True
 
     def _final_info(self, game: SpadesGame) -> dict:
-        return {"scores": list(game.scores), "bags": list(game.bags), "winner": game.winner,
+        """The info of a finished episode. ``winner`` is the winning side, or ``NO_WINNER`` (-1)
+        while the game goes on, as in the batched engine: no info value is None, so every RL
+        library can batch infos."""
+        return {"scores": list(game.scores), "bags": list(game.bags),
+                "winner": NO_WINNER if game.winner is None else game.winner,
                 "hands_played": game.hand_number, "game_over": game.game_over}
 
     # ------------------------------------------------------------------ records, rendering

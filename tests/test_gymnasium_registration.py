@@ -46,3 +46,21 @@ def test_make_is_deterministic_given_the_seed():
 def test_bad_kwargs_are_a_clear_error():
     with pytest.raises(ValueError, match="seat"):
         gymnasium.make("spades_env/Spades-v0", seat=7)
+
+
+def test_no_info_value_is_none_so_vector_envs_batch_them():
+    """A hand that ends without ending the game reports winner -1, not None: gymnasium's vector
+    envs (and Tianshou's buffers) batch every info value."""
+    from spades_env.env import NO_WINNER
+    envs = gymnasium.vector.SyncVectorEnv([lambda: gymnasium.make("spades_env/Spades-v0") for _ in range(2)])
+    obs, infos = envs.reset(seed=0)
+    finished = 0
+    for _ in range(200):
+        # a finished episode shows an empty mask; the next step resets it whatever the action
+        actions = np.array([int(np.flatnonzero(m)[0]) if m.any() else 0 for m in infos["action_mask"]])
+        obs, rewards, terminated, truncated, infos = envs.step(actions)
+        if terminated.any():
+            finished += 1
+            assert (infos["winner"][infos["_winner"]] == NO_WINNER).all() or infos["game_over"].any()
+    assert finished
+    envs.close()
