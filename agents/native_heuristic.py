@@ -67,8 +67,8 @@ def choose_actions(observations, masks, threads: int = 1) -> np.ndarray:
     """The heuristic's action at every row: ``observations`` (rows, obs_size) and ``masks``
     (rows, 68; nonzero = legal), numpy arrays or CPU tensors. Returns int64 actions (rows,).
     Raises :class:`NativeHeuristicError` naming the first row that cannot be decided."""
-    if isinstance(observations, torch.Tensor):
-        observations = observations.detach().cpu().numpy()
+    if isinstance(observations, torch.Tensor):     # bfloat16 / float16 too: their values, as float32
+        observations = observations.detach().to("cpu", torch.float32).numpy()
     if isinstance(masks, torch.Tensor):
         masks = masks.detach().cpu().numpy()
     obs = np.ascontiguousarray(observations, dtype=np.float32)

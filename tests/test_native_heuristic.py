@@ -100,11 +100,12 @@ def test_duplicate_match_native_against_python_nets_zero_on_every_deal(preset):
         assert mixed.unit_points == python.unit_points, (preset, start)
 
 
-def test_batched_native_heuristic_agrees_with_the_torch_batch_on_the_vector_env():
-    env = SpadesVectorEnv(64, rules="standard", seed=0)
+@pytest.mark.parametrize("obs_dtype,steps", [("float32", 130), ("bfloat16", 60)])
+def test_batched_native_heuristic_agrees_with_the_torch_batch_on_the_vector_env(obs_dtype, steps):
+    env = SpadesVectorEnv(64, rules="standard", seed=0, obs_dtype=obs_dtype)
     obs, mask = env.reset(seed=3, scores=[-200, 0])
     native, python = HeuristicAgent(backend="native", threads=2), HeuristicAgent(backend="python")
-    for _ in range(130):                               # two hands and more, blind nil and passing included
+    for _ in range(steps):                             # over a hand, blind nil and passing included
         a = native.act_batch(obs, mask)
         assert a.dtype == torch.int64 and torch.equal(a, python.act_batch(obs, mask))
         obs, mask, *_ = env.step(a)
