@@ -606,14 +606,18 @@ class HeuristicAgent(Agent):
 
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
         mask = obs["action_mask"]
+        if self.backend == "native":                       # C takes a single legal action at once too
+            from .native_heuristic import NativeHeuristicError, choose_action as native_action
+            try:
+                return native_action(obs["observation"], mask)
+            except NativeHeuristicError:
+                if np.any(mask):
+                    raise
         legal = np.flatnonzero(mask)
         if len(legal) == 0:
             raise ValueError("HeuristicAgent.act: the action mask is empty (is it this agent's turn?)")
         if len(legal) == 1:
             return int(legal[0])
-        if self.backend == "native":
-            from .native_heuristic import choose_actions as native_actions
-            return int(native_actions(obs["observation"], mask)[0])
         view = decode_observation(obs["observation"])
         return choose_action(view, [int(a) for a in legal], self.rng)
 

@@ -97,3 +97,25 @@ def choose_actions(observations, masks, threads: int = 1) -> np.ndarray:
         row = int(np.flatnonzero(out < 0)[0])
         raise NativeHeuristicError(f"row {row}: {_ERRORS.get(int(out[row]), f'error {out[row]}')}")
     return out
+
+
+_BYTE_MASKS = (np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.bool_))
+
+
+def choose_action(observation, mask) -> int:
+    """One row's action: :func:`choose_actions` with a fast path for the AEC env's numpy arrays
+    (a contiguous float32 observation and an int8/uint8/bool mask), the per-call overhead of
+    :meth:`HeuristicAgent.act`. Anything else, and every error, goes through :func:`choose_actions`."""
+    if (_LIB is not None and type(observation) is np.ndarray and type(mask) is np.ndarray
+            and observation.dtype == np.float32 and observation.ndim == 1 and observation.flags.c_contiguous
+            and mask.dtype in _BYTE_MASKS and mask.shape == (NUM_ACTIONS,) and mask.flags.c_contiguous):
+        layout = _LAYOUT_ARRAYS.get(observation.shape[0])      # set by the first choose_actions call
+        if layout is not None:
+            out = np.empty(1, dtype=np.int64)
+            code = _LIB.spades_heuristic_from_obs(observation.__array_interface__["data"][0],
+                                                  mask.__array_interface__["data"][0], 1,
+                                                  layout.__array_interface__["data"][0],
+                                                  out.__array_interface__["data"][0], 1)
+            if code == 0 and out[0] >= 0:
+                return int(out[0])
+    return int(choose_actions(observation, mask)[0])

@@ -47,9 +47,14 @@ def _id(setup):
     return preset + "".join(f"-{k}={v}" for k, v in overrides.items())
 
 
-def _native(obs, mask):
+def _native(obs, mask, agent=[]):
+    """The native action through act's single-row fast path, checked against the general path."""
     from agents.native_heuristic import choose_actions
-    return int(choose_actions(obs, mask)[0])
+    if not agent:
+        agent.append(HeuristicAgent(backend="native"))
+    action = agent[0].act({"observation": obs, "action_mask": mask})
+    assert int(choose_actions(obs.astype(np.float64), mask.astype(np.int64))[0]) == action
+    return action
 
 
 @pytest.mark.parametrize("preset,overrides", SETUPS, ids=[_id(s) for s in SETUPS])

@@ -597,7 +597,7 @@ int64_t spades_heuristic_from_obs(const float *obs, const uint8_t *mask, int64_t
     int64_t size = layout[L_OBS_SIZE];
 #ifdef _OPENMP
     if (threads > 1 && rows >= 64) {
-#pragma omp parallel for num_threads((int)threads) schedule(static)
+#pragma omp parallel for num_threads((int)threads) schedule(dynamic, 64)   /* a busy core slows no one */
         for (int64_t r = 0; r < rows; r++) {
             SeatView v;
             const uint8_t *m = mask + r * 68;
