@@ -1,4 +1,4 @@
-"""The rules object: every variant in RULES.md, named presets, YAML loading, validation.
+"""The rules object: every variant in the rule book (docs/rules.md), named presets, YAML loading, validation.
 
 ``Rules`` is an immutable dataclass. Build one with :func:`make_rules`, which accepts a preset
 name, a path to a YAML file, a mapping, or an existing ``Rules``, plus keyword overrides of
@@ -25,7 +25,7 @@ class RulesError(ValueError):
 
 @dataclass(frozen=True)
 class Rules:
-    """One complete rule set. Field names follow ``RULES.md``; defaults are the standard game."""
+    """One complete rule set. Field names follow docs/rules.md; defaults are the standard game."""
 
     name: str = "standard"
     """Label of the rule set (the preset it came from, ``+`` when overridden)."""

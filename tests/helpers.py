@@ -1,6 +1,6 @@
 """Shared helpers for the rule tests: hand-made deals and scripted play.
 
-Cards are written as in RULES.md / API.md: rank then suit, ``"AS"``, ``"TD"``, ``"2C"``.
+Cards are written as in docs/rules.md and docs/api.md: rank then suit, ``"AS"``, ``"TD"``, ``"2C"``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Card ids and parsing (RULES.md, "Table, cards, deal"; API.md, reset option ``deal``)."""
+"""Card ids and parsing (docs/rules.md, "Seats, cards and the deal"; docs/api.md, reset option ``deal``)."""
 
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ import pytest
 from spades_env import card_str, parse_card
 from spades_env.cards import card_rank, card_suit
 
-# RULES.md: id = suit * 13 + rank, suits clubs=0, diamonds=1, hearts=2, spades=3; ranks 2..A = 0..12.
+# docs/rules.md: id = suit * 13 + rank, suits clubs=0, diamonds=1, hearts=2, spades=3; ranks 2..A = 0..12.
 FIXED_IDS = {"2C": 0, "AC": 12, "2D": 13, "2H": 26, "2S": 39, "AS": 51}
 
 

@@ -1,4 +1,4 @@
-"""The rules of bidding and play (RULES.md "Table, cards, deal", "Bidding", "Play", "Presets"),
+"""The rules of bidding and play (docs/rules.md "Table, cards, deal", "Bidding", "Play", "Presets"),
 through the engine and the env, with hand-made deals and exact legal-action sets; then bad input.
 """
 
@@ -815,7 +815,7 @@ def test_openspiel_bags_must_match_score_digits():
 # ============================================================================= rules oracle on random games
 
 def oracle_legal(rules, hand, trick, led, broken, first_trick):
-    """The legal cards, straight from RULES.md."""
+    """The legal cards, straight from docs/rules.md."""
     non_spades = {c for c in hand if c < 39}
     if trick:
         follow = {c for c in hand if c // 13 == led}

@@ -1,4 +1,4 @@
-"""Rule sets: presets, overrides, YAML files, validation (RULES.md "Presets" and every variant)."""
+"""Rule sets: presets, overrides, YAML files, validation (docs/rules.md "Presets" and every variant)."""
 
 import dataclasses
 
@@ -7,7 +7,7 @@ import pytest
 import spades_env
 from spades_env import PRESET_NAMES, Rules, RulesError, make_rules, spades_v0
 
-# What RULES.md says the standard game is ("everything above with its defaults").
+# What docs/rules.md says the standard game is ("everything above with its defaults").
 STANDARD = {
     "players": 4,
     "partnerships": True,

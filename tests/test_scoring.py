@@ -1,4 +1,4 @@
-"""Hand scoring and the end of the game (RULES.md "Scoring a hand", "End of game").
+"""Hand scoring and the end of the game (docs/rules.md "Scoring a hand", "End of game").
 
 Pure functions first (every worked example exactly), then whole hands through the engine and the
 env with scripted deals, so that bids, tricks, blind flags, scores and bags are wired right.
@@ -140,7 +140,7 @@ def test_nil_bags_count_toward_the_penalty():
 
 
 def test_nil_tricks_are_bags_even_when_partner_is_set():
-    # RULES.md: a nil bidder's tricks do not count toward the partner's contract; they count
+    # docs/rules.md: a nil bidder's tricks do not count toward the partner's contract; they count
     # as bags for the partnership. (A set contract takes no overtrick bags of its own.)
     res = side(STD, [0, 5], [2, 3])
     assert res.points == -50 - 100
