@@ -8,6 +8,7 @@ SPADES_NATIVE_HEURISTIC_GAMES sets the number of episodes per setup (default 200
 run with ``-s`` to see how many decisions of each phase were compared."""
 
 import collections
+import functools
 import os
 import random
 
@@ -47,12 +48,15 @@ def _id(setup):
     return preset + "".join(f"-{k}={v}" for k, v in overrides.items())
 
 
-def _native(obs, mask, agent=[]):
+@functools.cache
+def _native_agent():
+    return HeuristicAgent(backend="native")
+
+
+def _native(obs, mask):
     """The native action through act's single-row fast path, checked against the general path."""
     from agents.native_heuristic import choose_actions
-    if not agent:
-        agent.append(HeuristicAgent(backend="native"))
-    action = agent[0].act({"observation": obs, "action_mask": mask})
+    action = _native_agent().act({"observation": obs, "action_mask": mask})
     assert int(choose_actions(obs.astype(np.float64), mask.astype(np.int64))[0]) == action
     return action
 

@@ -164,7 +164,11 @@ static int choose_pass(const SeatView *v, const uint64_t legal[2]) {
     for (uint64_t m = cards; m; m &= m - 1) {
         int c = lowest_bit(m);
         int low = c % 13 + (c >= SPADE_FIRST ? 4 : 0), len = popcount(hand & SUIT_MASK(suit_of(c)));
-        if (best < 0 || low < best_low || (low == best_low && len < best_len)) { best = c; best_low = low; best_len = len; }
+        if (best < 0 || low < best_low || (low == best_low && len < best_len)) {
+            best = c;
+            best_low = low;
+            best_len = len;
+        }
     }
     return best;
 }
