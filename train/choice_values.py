@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 import agents as agent_registry
-from train.evaluate import EvaluationError, _mp_context, parse_agent_spec
+from train.evaluate import EvaluationError, mp_context, parse_agent_spec
 from spades_env.observation import decode_observation, layout_for_size
 from train.label import LabelError, load_labels
 
@@ -65,7 +65,7 @@ def choices(specs: Sequence[str], obs: torch.Tensor, mask: torch.Tensor, workers
     for spec in specs:
         chunks = [(spec, o, m) for o, m in zip(obs.tensor_split(workers), mask.tensor_split(workers)) if o.shape[0]]
         if workers > 1:
-            with _mp_context().Pool(workers) as pool:
+            with mp_context().Pool(workers) as pool:
                 parts = pool.map(_choices_of_chunk, chunks)
         else:
             parts = [agent_choices(*chunk) for chunk in chunks]

@@ -3,8 +3,6 @@
 A match is team A (seats 0+2) against team B (seats 1+3)::
 
     spades-eval --team-a heuristic --team-b random --deals 500 --duplicate --seed 0 --json out.json
-    spades-eval --team-a search:worlds=20,seed=3 heuristic --team-b random --games 50
-    spades-eval --crossplay neural:checkpoint=a.pt neural:checkpoint=b.pt --reference heuristic
     spades-eval --team-a neural:checkpoint=new.pt --baseline neural --team-b heuristic --deals 2000 --duplicate
 
 and from Python::
@@ -12,77 +10,18 @@ and from Python::
     from train.evaluate import evaluate, crossplay, compare
     result = evaluate("heuristic", "random", deals=500, duplicate=True, seed=0)
     print(result.format()); result.to_dict()
-    result = evaluate(("heuristic", "search:worlds=20"), "random", games=50)   # mixed partners
 
-How a match is played
-    * ``mode="hands"``: every deal is one hand from 0-0 (or ``start_scores``), dealt from the seed.
-      From 0-0 nobody trails, so blind nil is never offered: ``start_scores=(0, 150)`` (team A,
-      team B; they follow the teams when a duplicate swaps seats) lets team A face it.
-      ``mode="games"``: every game is played to the target score from a seeded ``env.reset``.
-    * ``duplicate=True`` plays each deal (each game seed) twice: the second time the teams swap
-      seats over the same cards and the same dealer, bridge-style, which removes most of the luck
-      of the cards. In games mode both plays see the same sequence of deals (the env draws a
-      game's deals from its own seeded stream, independently of the actions; this is checked on
-      every duplicate game).
-    * Deal ``i``, the env's seed and every agent's seed are derived from (match seed, deal index,
-      seat) by a hash that is stable across processes and machines, never from the scheduling:
-      the result is identical whatever ``workers`` is (only the timings differ). An agent's seed
-      depends on its seat, not on its team, so with duplicate play a team facing itself plays the
-      very same game twice and its score difference is exactly 0. An explicit ``seed=`` option in
-      an agent spec is folded into the derivation (so ``random:seed=1`` and ``random:seed=2``
-      differ). Agents are built once per worker process and ``agent.reset(seed)`` is called
-      before every hand (hands mode) or game (games mode); agents must be deterministic given
-      that seed (the ``agents`` protocol). Worker processes are forked where the platform can
-      (factories may then be lambdas or closures); elsewhere factories must be picklable.
-    * Agents see exactly what ``env.last()`` hands their seat: ``agent.act(obs, info)``.
-
-Statistics (``confidence`` = 0.95 by default)
-    * Score difference per hand, A minus B (points): the unit of independence is the deal
-      (hands mode; with duplicate, the two plays of a deal are averaged first) or the game
-      (games mode; with duplicate the pair of games). Hands mode: Student-t interval over the
-      units. Games mode: the ratio total difference / total hands, with a delta-method
-      (cluster-robust, clusters = units) standard error and a t quantile. A two-sided p-value
-      tests "no difference".
-    * Games mode also gives the points won per game (A minus B, t interval) and A's win rate
-      (a tie, possible only in a truncated game, counts one half), with a Wilson score interval
-      over the units: games, or with duplicate the pairs of games (their two games share the
-      cards, so they are not independent; a pair scores 0, 1/2 or 1). Values in [0, 1] vary at
-      most as much as a coin with the same mean, so splits and ties make it conservative; unlike
-      a t interval it does not collapse to a point when every game is won.
-    * Per team, over every hand it played: points per hand, contracts made and set (a side's
-      contract is the sum of its non-nil bids; a contract of 0 is not counted), bid error =
-      tricks counting toward the contract minus the contract (mean and mean absolute), nil and
-      blind-nil bids and how many were kept, bags per hand, games won/lost/tied, and the mean
-      wall time of ``agent.act()`` per decision (per team; noisy when workers share cores).
-
-Cross-play (``crossplay(agents, reference)``, ``--crossplay a b c --reference R``)
-    Every ordered pair of the listed agents forms a team (row: the partner on seat 0, column:
-    the partner on seat 2) and plays the same deals against the reference team. The matrix holds
-    each team's score difference per hand; self-play (the diagonal) minus cross-play (off the
-    diagonal) measures how much partners rely on conventions of their own, with an interval
-    paired by deal (the cells share their deals; delta method, as above). A PNG heat map is
-    written with matplotlib.
-
-Comparison (``compare(candidate, baseline, opponent)``, ``--team-a C --baseline B --team-b O``)
-    The candidate and the baseline each play the opponent over the same deals (the same seed:
-    the same cards, dealers and opponent seeds), and the candidate's points per hand minus the
-    baseline's get an interval paired by deal (game): the deal's luck cancels, so the interval is
-    several times narrower than two separate matches would give. Games mode adds the paired
-    difference of the win rates. The report also splits the difference by kind of hand.
-
-Cutthroat (``partnerships: false``) is supported: team A is still seats 0 and 2, each player
-scores alone and a team's points, bags and contracts are its two players' summed (a contract
-is then one player's bid). A team wins a game when one of its players wins it. Three-player
-rules are refused (there is no seat 3 for team B).
+Deals and every agent's seed derive from (match seed, deal, seat), so results do not depend on
+the number of workers. How matches are played, the statistics, cross-play and comparisons are
+described in docs/evaluation.md; the intervals live in :mod:`train.evaluation_stats`, the
+reports in :mod:`train.evaluation_report`, the command line in :mod:`train.evaluation_cli`.
 """
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import functools
 import hashlib
-import json
 import math
 import multiprocessing
 import os
@@ -92,13 +31,16 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from statistics import NormalDist
 from typing import Any, Callable, Optional, Sequence, Union
 
 import agents as agent_registry
 from spades_env import spades_v0
 from spades_env.game import IllegalActionError
 from spades_env.rules import Rules, RulesError, make_rules
+
+from .evaluation_report import format_comparison, format_crossplay, format_match, plot_crossplay
+from .evaluation_stats import (Interval, contrast_interval, mean_interval, ratio_interval, t_p_value, t_quantile,
+                               wilson_interval)
 
 MODES = ("hands", "games")
 TEAMS = ("A", "B")
@@ -153,6 +95,28 @@ def parse_agent_spec(spec: str) -> tuple[str, dict[str, Any]]:
                 raise EvaluationError(f"agent spec {spec!r}: option {key!r} is given twice")
             options[key] = parse_value(value.strip())
     return name, options
+
+
+def split_spec_list(items: Sequence[str]) -> list[str]:
+    """Agent specs from ``--crossplay`` arguments, comma- and/or space-separated.
+
+    A comma-separated piece that holds ``=`` but no ``:`` continues the previous spec's options:
+    ``"search:worlds=20,seed=3,heuristic"`` -> ``["search:worlds=20,seed=3", "heuristic"]``.
+    """
+    specs: list[str] = []
+    for item in items:
+        for piece in item.split(","):
+            piece = piece.strip()
+            if not piece:
+                continue
+            if "=" in piece and ":" not in piece.split("=", 1)[0]:
+                if not specs or ":" not in specs[-1]:
+                    raise EvaluationError(f"--crossplay: option {piece!r} does not follow an agent spec "
+                                          "(expected NAME or NAME:key=value,...)")
+                specs[-1] += "," + piece
+            else:
+                specs.append(piece)
+    return specs
 
 
 def _check_registered(name: str, spec: str) -> None:
@@ -562,7 +526,7 @@ def _run_tasks(tasks: list[tuple[int, int]]) -> list[tuple[int, int, list[PlayOu
     return [(m, unit, _WORKER.play_unit(m, unit)) for m, unit in tasks]
 
 
-def _mp_context():
+def mp_context():
     # fork: factories (lambdas, closures, agents registered at run time) need not be picklable.
     methods = multiprocessing.get_all_start_methods()
     return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
@@ -596,7 +560,7 @@ def _execute(configs: Sequence[MatchConfig], workers: int, progress: bool,
             # for memory, instead of waiting forever for its results.
             size = max(1, min(16, len(tasks) // (workers * 8)))
             chunks = [tasks[i:i + size] for i in range(0, len(tasks), size)]
-            pool = ProcessPoolExecutor(workers, mp_context=_mp_context(), initializer=_init_worker,
+            pool = ProcessPoolExecutor(workers, mp_context=mp_context(), initializer=_init_worker,
                                        initargs=(list(configs),))
             try:
                 for future in as_completed([pool.submit(_run_tasks, chunk) for chunk in chunks]):
@@ -607,142 +571,6 @@ def _execute(configs: Sequence[MatchConfig], workers: int, progress: bool,
                 pool.shutdown(wait=True, cancel_futures=True)
     return results
 
-
-# ---------------------------------------------------------------------------------------------
-# Statistics
-# ---------------------------------------------------------------------------------------------
-
-def _t_two_sided(t: float, df: int) -> float:
-    """P(|T| <= t) for Student's t with integer ``df`` (Abramowitz & Stegun 26.7.3-4, exact)."""
-    theta = math.atan(abs(t) / math.sqrt(df))
-    c2 = math.cos(theta) ** 2
-    if df % 2:
-        total, term = 1.0, 1.0
-        for k in range(1, (df - 1) // 2):
-            term *= 2 * k / (2 * k + 1) * c2
-            total += term
-        inner = math.sin(theta) * math.cos(theta) * total if df > 1 else 0.0
-        return min(1.0, 2 / math.pi * (theta + inner))
-    total, term = 1.0, 1.0
-    for k in range(1, df // 2):
-        term *= (2 * k - 1) / (2 * k) * c2
-        total += term
-    return min(1.0, math.sin(theta) * total)
-
-
-def t_quantile(confidence: float, df: int) -> float:
-    """The two-sided Student-t critical value: P(|T| <= q) = confidence."""
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    if df > 200:  # Cornish-Fisher expansion; error far below what matters here
-        g1 = (z ** 3 + z) / 4
-        g2 = (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96
-        g3 = (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384
-        return z + g1 / df + g2 / df ** 2 + g3 / df ** 3
-    low, high = z, z
-    while _t_two_sided(high, df) < confidence:
-        high *= 2
-    for _ in range(100):
-        mid = (low + high) / 2
-        if _t_two_sided(mid, df) < confidence:
-            low = mid
-        else:
-            high = mid
-    return (low + high) / 2
-
-
-def t_p_value(t: float, df: int) -> float:
-    """Two-sided p-value of a t statistic."""
-    if df > 200:
-        return 2 * (1 - NormalDist().cdf(abs(t)))
-    return max(0.0, 1.0 - _t_two_sided(t, df))
-
-
-@dataclass
-class Interval:
-    """A point estimate with its confidence interval (``low``/``high`` are None when n < 2)."""
-
-    mean: float
-    low: Optional[float]
-    high: Optional[float]
-    n: int                      # independent units behind it
-    std: Optional[float] = None  # the units' standard deviation (standard error x sqrt(n))
-    p_value: Optional[float] = None
-    method: str = ""
-
-    @property
-    def half_width(self) -> Optional[float]:
-        return None if self.low is None else (self.high - self.low) / 2
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def mean_interval(values: Sequence[float], confidence: float = 0.95) -> Interval:
-    """Mean with a Student-t interval and the p-value of mean = 0."""
-    n = len(values)
-    if n == 0:
-        raise ValueError("mean_interval: no values")
-    mean = math.fsum(values) / n
-    if n < 2:
-        return Interval(mean, None, None, n, None, None, "t")
-    var = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
-    std = math.sqrt(var)
-    se = std / math.sqrt(n)
-    q = t_quantile(confidence, n - 1)
-    if se == 0:
-        p = 1.0 if mean == 0 else 0.0
-    else:
-        p = t_p_value(mean / se, n - 1)
-    return Interval(mean, mean - q * se, mean + q * se, n, std, p, "t")
-
-
-def contrast_interval(terms: Sequence[tuple[float, Sequence[float], Sequence[float]]],
-                      confidence: float = 0.95, method: str = "ratio, delta method") -> Interval:
-    """``sum_c w_c * R_c`` with ``R_c = sum(num_c) / sum(den_c)``, every term measured on the same
-    independent units (paired), with a delta-method (cluster-robust) t interval.
-
-    ``terms`` holds ``(w_c, num_c, den_c)``, the lists indexed by unit. One term with weight 1 is a
-    ratio estimate; with equal denominators everything reduces to the plain paired t interval.
-    """
-    n = len(terms[0][1])
-    estimate = 0.0
-    influence = [0.0] * n
-    for weight, num, den in terms:
-        if len(num) != n or len(den) != n:
-            raise ValueError("contrast_interval: every term needs one value per unit")
-        total = math.fsum(den)
-        ratio = math.fsum(num) / total
-        estimate += weight * ratio
-        scale = weight * n / total
-        for u in range(n):
-            influence[u] += scale * (num[u] - ratio * den[u])
-    if n < 2:
-        return Interval(estimate, None, None, n, None, None, method)
-    se = math.sqrt(math.fsum(x * x for x in influence) / (n * (n - 1)))
-    q = t_quantile(confidence, n - 1)
-    p = (1.0 if estimate == 0 else 0.0) if se == 0 else t_p_value(estimate / se, n - 1)
-    return Interval(estimate, estimate - q * se, estimate + q * se, n, se * math.sqrt(n), p, method)
-
-
-def ratio_interval(numerators: Sequence[float], denominators: Sequence[float],
-                   confidence: float = 0.95) -> Interval:
-    """sum(num)/sum(den) over independent clusters, with a delta-method (cluster-robust) t interval."""
-    return contrast_interval([(1.0, numerators, denominators)], confidence)
-
-
-def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> Interval:
-    """A proportion with the Wilson score interval (ties may count as half a success)."""
-    p = successes / n
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return Interval(p, max(0.0, centre - half), min(1.0, centre + half), n, None, None, "Wilson")
-
-
-# ---------------------------------------------------------------------------------------------
-# Results
-# ---------------------------------------------------------------------------------------------
 
 def _ratio(a: float, b: float) -> Optional[float]:
     return a / b if b else None
@@ -1176,361 +1004,13 @@ def paired_difference(candidate: MatchResult, baseline: MatchResult,
     return difference, wins
 
 
-# ---------------------------------------------------------------------------------------------
-# Reports
-# ---------------------------------------------------------------------------------------------
-
-def _signed(x: Optional[float], digits: int = 2) -> str:
-    return "n/a" if x is None else f"{x:+.{digits}f}"
-
-
-def _plain(x: Optional[float], digits: int = 2) -> str:
-    return "n/a" if x is None else f"{x:.{digits}f}"
-
-
-def _pct(x: Optional[float]) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
-
-
-def _duration(seconds: Optional[float]) -> str:
-    if seconds is None:
-        return "n/a"
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:.1f} us"
-    if seconds < 1:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds:.2f} s"
-
-
-def _p(p: Optional[float]) -> str:
-    if p is None:
-        return ""
-    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
-
-
-def _interval_line(label: str, iv: Interval, signed: bool = True, percent: bool = False,
-                   level: float = 0.95) -> str:
-    if percent:
-        fmt = _pct
-    else:
-        fmt = _signed if signed else _plain
-    ci = "n/a (needs 2+ units)" if iv.low is None else f"[{fmt(iv.low)}, {fmt(iv.high)}]"
-    extra = f", {_p(iv.p_value)}" if iv.p_value is not None else ""
-    return f"{label:<32}{fmt(iv.mean):>9}   {round(100 * level)}% CI {ci}   ({iv.method}, n={iv.n}{extra})"
-
-
-def _table(rows: list[tuple[str, ...]], head: tuple[str, ...]) -> list[str]:
-    """Text table lines: the header, a rule, the rows; the first column left-aligned, the others right."""
-    widths = [max(len(row[i]) for row in rows + [head]) for i in range(len(head))]
-
-    def line(cells: tuple[str, ...]) -> str:
-        return "  ".join(f"{c:<{w}}" if i == 0 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(cells, widths)))
-    return [line(head), "-" * (sum(widths) + 2 * (len(head) - 1))] + [line(row) for row in rows]
-
-
-def format_match(r: MatchResult) -> str:
-    """The printed report: the headline numbers with intervals, then a per-team table."""
-    unit = "deal" if r.mode == "hands" else "game"
-    plays = " x 2 (duplicate: teams swap seats over the same cards)" if r.duplicate else ""
-    lines = [f"Team A (seats 0+2): {r.team_a}", f"Team B (seats 1+3): {r.team_b}",
-             f"rules {r.rules}, {r.mode} mode, {r.units} {unit}{'s' if r.units != 1 else ''}{plays}, "
-             f"seed {r.seed}, {r.hands} hands played"
-             + (f", start scores A {r.start_scores[0]} / B {r.start_scores[1]}" if r.start_scores else ""), ""]
-    lines.append(_interval_line("score difference per hand (A-B)", r.score_diff, level=r.confidence))
-    if r.mode == "games":
-        lines.append(_interval_line("points per game (A-B)", r.game_diff, level=r.confidence))
-        lines.append(_interval_line("A's game win rate", r.win_rate, percent=True, level=r.confidence))
-        lines.append(f"{'hands per game':<32}{r.hands_per_game:>9.2f}")
-    lines.append("")
-    a, b = r.teams["A"], r.teams["B"]
-
-    def both(f: Callable[[TeamStats], str]) -> tuple[str, str]:
-        return f(a), f(b)
-
-    rows = [
-        ("hands played", *both(lambda t: str(t.hands))),
-        ("points per hand", *both(lambda t: _signed(t.points_per_hand))),
-        ("contracts made", *both(lambda t: f"{t.contracts_made}/{t.contracts} ({_pct(t.make_rate)})")),
-        ("contracts set", *both(lambda t: str(t.contracts_set))),
-        ("tricks - contract, mean", *both(lambda t: _signed(t.bid_error_mean))),
-        ("tricks - contract, mean |.|", *both(lambda t: _plain(t.bid_error_abs_mean))),
-        ("nil kept / bid", *both(lambda t: f"{t.nil_kept}/{t.nil_bids} ({_pct(t.nil_rate)})")),
-        ("blind nil kept / bid", *both(lambda t: f"{t.blind_nil_kept}/{t.blind_nil_bids} ({_pct(t.blind_nil_rate)})")),
-        ("bags per hand", *both(lambda t: _plain(t.bags_per_hand))),
-    ]
-    if r.mode == "games":
-        rows.append(("games won / lost / tied", *both(lambda t: f"{t.wins}/{t.losses}/{t.ties}")))
-    rows.append(("time per decision", *both(lambda t: _duration(t.seconds_per_decision))))
-    lines += _table(rows, ("", f"A: {r.team_a}", f"B: {r.team_b}"))
-    if r.hand_kinds:
-        kinds = [(kind, k) for kind, k in r.hand_kinds.items() if k["hands"]]
-        head = ("where the points come from", "hands", "share", "A-B in them", "A-B per hand")
-        rows = [(kind, str(k["hands"]), _pct(k["share"]), _signed(k["mean_diff"], 1), _signed(k["points_per_hand"]))
-                for kind, k in kinds]
-        lines += [""] + _table(rows, head)
-    if r.elapsed_s is not None:
-        lines += ["", f"{r.hands} hands in {r.elapsed_s:.2f} s ({r.hands_per_s:,.0f} hands/s, {r.workers} worker"
-                  f"{'s' if r.workers != 1 else ''})"]
-    return "\n".join(lines)
-
-
-def format_crossplay(c: CrossplayResult) -> str:
-    first = c.cells[0][0]
-    unit = "deals" if first.mode == "hands" else "games"
-    lines = [f"Cross-play against {c.reference} (seats 1+3): rows = partner on seat 0, "
-             f"columns = partner on seat 2",
-             f"rules {first.rules}, {first.mode} mode, {first.units} {unit}"
-             f"{' x 2 (duplicate)' if first.duplicate else ''} per cell, seed {first.seed}; "
-             f"points per hand minus the reference's, {round(100 * first.confidence)}% CI half-width", ""]
-    names = c.agents
-    cell_text = [[f"{r.score_diff.mean:+.1f}" + ("" if r.score_diff.half_width is None
-                                                  else f" ±{r.score_diff.half_width:.1f}") for r in row]
-                 for row in c.cells]
-    if first.mode == "games":
-        cell_text = [[t + f" ({_pct(r.win_rate.mean)} won)" for t, r in zip(trow, row)]
-                     for trow, row in zip(cell_text, c.cells)]
-    corner = "seat 0 \\ seat 2"
-    w0 = max(len(corner), *(len(n) for n in names))
-    widths = [max(len(names[j]), *(len(cell_text[i][j]) for i in range(len(names)))) for j in range(len(names))]
-    lines.append(f"{corner:<{w0}}  " + "  ".join(f"{n:>{w}}" for n, w in zip(names, widths)))
-    lines.append("-" * (w0 + 2 + sum(widths) + 2 * (len(widths) - 1)))
-    for i, name in enumerate(names):
-        lines.append(f"{name:<{w0}}  " + "  ".join(f"{t:>{w}}" for t, w in zip(cell_text[i], widths)))
-    lines.append("")
-    lines.append(f"self-play (diagonal) mean  {_signed(c.self_play)}")
-    if c.cross_play is not None:
-        lines.append(f"cross-play (off-diagonal)  {_signed(c.cross_play)}")
-        lines.append(_interval_line("self-play minus cross-play", c.gap, level=first.confidence))
-    if c.elapsed_s is not None:
-        hands = sum(r.hands for row in c.cells for r in row)
-        lines.append(f"\n{hands} hands in {c.elapsed_s:.2f} s ({hands / c.elapsed_s:,.0f} hands/s, "
-                     f"{c.workers} worker{'s' if c.workers != 1 else ''})")
-    return "\n".join(lines)
-
-
-def format_comparison(c: ComparisonResult) -> str:
-    """The printed report of :func:`compare`: both teams' results, then the paired difference and
-    where it comes from."""
-    cand, base = c.candidate, c.baseline
-    unit = "deal" if cand.mode == "hands" else "game"
-    plays = " x 2 (duplicate)" if cand.duplicate else ""
-    lines = [f"Candidate: {cand.team_a}", f"Baseline:  {base.team_a}",
-             f"Opponent:  {cand.team_b} (seats 1+3; the candidate and the baseline take seats 0+2 in turn)",
-             f"rules {cand.rules}, {cand.mode} mode, {cand.units} {unit}{'s' if cand.units != 1 else ''}{plays}, "
-             f"seed {cand.seed}: the same deals for both"
-             + (f", start scores {cand.start_scores[0]} / {cand.start_scores[1]}" if cand.start_scores else ""), ""]
-
-    def ci(iv: Optional[Interval], fmt: Callable[[Optional[float]], str] = _signed) -> str:
-        if iv is None:
-            return "n/a"
-        return fmt(iv.mean) + ("" if iv.low is None else f" [{fmt(iv.low)}, {fmt(iv.high)}]")
-
-    a, b = cand.teams["A"], base.teams["A"]
-    rows = [("points per hand vs opponent", ci(cand.score_diff), ci(base.score_diff))]
-    if cand.mode == "games":
-        rows.append(("games won", ci(cand.win_rate, _pct), ci(base.win_rate, _pct)))
-    rows += [
-        ("contracts made", _pct(a.make_rate), _pct(b.make_rate)),
-        ("opponent's contracts made", _pct(cand.teams["B"].make_rate), _pct(base.teams["B"].make_rate)),
-        ("nil kept / bid", f"{a.nil_kept}/{a.nil_bids}", f"{b.nil_kept}/{b.nil_bids}"),
-        ("bags per hand", _plain(a.bags_per_hand), _plain(b.bags_per_hand)),
-        ("time per decision", _duration(a.seconds_per_decision), _duration(b.seconds_per_decision)),
-    ]
-    lines += _table(rows, ("", "candidate", "baseline"))
-    lines += ["", _interval_line("candidate minus baseline", c.difference, level=cand.confidence)]
-    if c.win_rate_difference is not None:
-        lines.append(_interval_line("games won, difference", c.win_rate_difference, percent=True,
-                                    level=cand.confidence))
-    parts = c.hand_kinds_difference()
-    rows = [(kind, _signed(cand.hand_kinds[kind]["points_per_hand"]), _signed(base.hand_kinds[kind]["points_per_hand"]),
-             _signed(parts[kind])) for kind in HAND_KINDS
-            if cand.hand_kinds[kind]["hands"] or base.hand_kinds[kind]["hands"]]
-    lines += [""] + _table(rows, ("where the difference comes from", "candidate", "baseline", "difference"))
-    lines.append("(each team's part of its points per hand against the opponent, by kind of hand seen from it)")
-    if c.elapsed_s is not None:
-        hands = cand.hands + base.hands
-        lines.append(f"\n{hands} hands in {c.elapsed_s:.2f} s ({hands / c.elapsed_s:,.0f} hands/s, "
-                     f"{c.workers} worker{'s' if c.workers != 1 else ''})")
-    return "\n".join(lines)
-
-
-def plot_crossplay(c: CrossplayResult, path: Union[str, os.PathLike]) -> Path:
-    """A heat map of the cross-play matrix (points per hand minus the reference's) as a PNG."""
-    from matplotlib.figure import Figure  # no pyplot: no GUI backend, safe in workers and CI
-
-    values = c.matrix("score_diff")
-    n = len(values)
-    span = max(1e-9, max(abs(v) for row in values for v in row))
-    size = max(4.0, 1.1 * n + 2.5)
-    fig = Figure(figsize=(size, size * 0.85), layout="constrained")
-    ax = fig.subplots()
-    image = ax.imshow(values, cmap="RdBu", vmin=-span, vmax=span)
-    ax.set_xticks(range(n), c.agents, rotation=30, ha="right")
-    ax.set_yticks(range(n), c.agents)
-    ax.set_xlabel("partner on seat 2")
-    ax.set_ylabel("partner on seat 0")
-    first = c.cells[0][0]
-    ax.set_title(f"vs {c.reference}: points per hand (A-B)\n{first.rules}, {first.units} "
-                 f"{'deals' if first.mode == 'hands' else 'games'}{', duplicate' if first.duplicate else ''}",
-                 fontsize=10)
-    for i, row in enumerate(c.cells):
-        for j, r in enumerate(row):
-            hw = r.score_diff.half_width
-            text = f"{r.score_diff.mean:+.1f}" + ("" if hw is None else f"\n±{hw:.1f}")
-            colour = "white" if abs(r.score_diff.mean) > 0.6 * span else "black"
-            ax.text(j, i, text, ha="center", va="center", color=colour, fontsize=9)
-    fig.colorbar(image, ax=ax, label="points per hand, team minus reference")
-    path = Path(path)
-    if path.parent and not path.parent.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    return path
-
-
-# ---------------------------------------------------------------------------------------------
-# Command line
-# ---------------------------------------------------------------------------------------------
-
-def split_spec_list(items: Sequence[str]) -> list[str]:
-    """Agent specs from ``--crossplay`` arguments, comma- and/or space-separated.
-
-    A comma-separated piece that holds ``=`` but no ``:`` continues the previous spec's options:
-    ``"search:worlds=20,seed=3,heuristic"`` -> ``["search:worlds=20,seed=3", "heuristic"]``.
-    """
-    specs: list[str] = []
-    for item in items:
-        for piece in item.split(","):
-            piece = piece.strip()
-            if not piece:
-                continue
-            if "=" in piece and ":" not in piece.split("=", 1)[0]:
-                if not specs or ":" not in specs[-1]:
-                    raise EvaluationError(f"--crossplay: option {piece!r} does not follow an agent spec "
-                                          "(expected NAME or NAME:key=value,...)")
-                specs[-1] += "," + piece
-            else:
-                specs.append(piece)
-    return specs
-
-
-def _team_arg(values: Optional[list[str]], flag: str) -> Any:
-    if not values:
-        return None
-    if len(values) > 2:
-        raise EvaluationError(f"{flag}: expected one agent spec, or two (seat 0/1 partner, seat 2/3 partner), "
-                              f"got {len(values)}")
-    return values[0] if len(values) == 1 else tuple(values)
-
-
-def _start_scores_arg(text: Optional[str]) -> Optional[tuple[int, int]]:
-    if text is None:
-        return None
-    try:
-        a, b = (int(x) for x in text.split(","))
-    except ValueError:
-        raise EvaluationError(f"--start-scores {text!r}: expected two integers A,B (e.g. 0,150)") from None
-    return a, b
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="spades-eval", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Play team A (seats 0+2) against team B (seats 1+3) over seeded deals and print the "
-                    "score difference with confidence intervals and per-team statistics.",
-        epilog="Agent specs: NAME or NAME:key=value,... (values parsed as int, float, true/false, "
-               "none or text), e.g. heuristic, search:worlds=20,seed=3, neural:checkpoint=runs/x/model.pt.\n"
-               "Give two specs to --team-a/--team-b for different partners (seat 0/1, seat 2/3).\n"
-               "Results do not depend on --workers. Exit status 2 on bad input.")
-    parser.add_argument("--team-a", nargs="+", metavar="SPEC", help="team A (seats 0+2): one spec, or two")
-    parser.add_argument("--team-b", nargs="+", metavar="SPEC", help="team B (seats 1+3): one spec, or two")
-    count = parser.add_mutually_exclusive_group()
-    count.add_argument("--deals", type=int, metavar="N", help="single hands over N seeded deals (default 100)")
-    count.add_argument("--hands", type=int, metavar="N", help="the same as --deals")
-    count.add_argument("--games", type=int, metavar="N", help="N whole games to the target score instead")
-    parser.add_argument("--duplicate", action="store_true",
-                        help="play every deal (game seed) twice, teams swapping seats over the same cards")
-    parser.add_argument("--seed", type=int, default=0, help="match seed (default 0)")
-    parser.add_argument("--rules", default="standard", help="rules preset or YAML file (default standard)")
-    parser.add_argument("--start-scores", metavar="A,B",
-                        help="team scores at the start of every hand/game (e.g. 0,150 lets A bid blind nil)")
-    parser.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
-    parser.add_argument("--workers", type=int, metavar="N", help="processes (default: the CPUs available)")
-    parser.add_argument("--json", metavar="FILE", help="also write the result as JSON")
-    parser.add_argument("--records", metavar="FILE", help="write every play's game record (JSON list)")
-    parser.add_argument("--baseline", nargs="+", metavar="SPEC",
-                        help="compare: this team (one spec, or two) also plays --team-b on the same deals, and "
-                             "team A minus it is reported paired by deal")
-    parser.add_argument("--crossplay", nargs="+", metavar="SPEC",
-                        help="cross-play: every pair of these agents as partners against --reference")
-    parser.add_argument("--reference", metavar="SPEC",
-                        help="crossplay opponent team (default heuristic if registered, else random)")
-    parser.add_argument("--plot", metavar="FILE",
-                        help="crossplay heat map PNG (default: next to --json, else crossplay.png)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    return parser
-
-
-def _write_json(path: str, data: Any) -> None:
-    target = Path(path)
-    if target.parent and not target.parent.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(data, indent=1))
-
-
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse's own errors exit 2, --help 0
-        return int(exc.code or 0)
-
-    def fail(message: str) -> int:
-        print(f"spades-eval: error: {message}", file=sys.stderr)
-        return 2
-
-    try:
-        n = args.games if args.games is not None else (args.hands if args.hands is not None else args.deals)
-        mode = "games" if args.games is not None else "hands"
-        common = dict(deals=None if mode == "games" else n, games=n if mode == "games" else None,
-                      duplicate=args.duplicate, rules=args.rules, seed=args.seed, workers=args.workers,
-                      progress=not args.quiet, start_scores=_start_scores_arg(args.start_scores),
-                      confidence=args.confidence)
-        if args.crossplay:
-            if args.team_a or args.team_b:
-                return fail("--crossplay plays every pairing against --reference; drop --team-a/--team-b")
-            if args.records:
-                return fail("--records is for single matches, not --crossplay")
-            if args.baseline:
-                return fail("--baseline compares two teams against --team-b; drop it with --crossplay")
-            result = crossplay(split_spec_list(args.crossplay), reference=args.reference, **common)
-        else:
-            if args.reference or args.plot:
-                return fail("--reference and --plot go with --crossplay")
-            if args.records and args.baseline:
-                return fail("--records is for single matches, not --baseline")
-            team_a, team_b = _team_arg(args.team_a, "--team-a"), _team_arg(args.team_b, "--team-b")
-            if team_a is None or team_b is None:
-                return fail("give both --team-a and --team-b (or --crossplay)")
-            if args.baseline:
-                result = compare(team_a, _team_arg(args.baseline, "--baseline"), team_b, **common)
-            else:
-                result = evaluate(team_a, team_b, keep_records=bool(args.records), **common)
-    except (EvaluationError, RulesError) as exc:
-        return fail(str(exc))
-
-    print(result.format())
-    if args.json:
-        _write_json(args.json, result.to_dict())
-        print(f"\nwrote {args.json}")
-    if args.crossplay:
-        plot = args.plot or (str(Path(args.json).with_suffix(".png")) if args.json else "crossplay.png")
-        plot_crossplay(result, plot)
-        print(f"wrote {plot}")
-    elif args.records:
-        _write_json(args.records, result.records)
-        print(f"wrote {args.records}")
-    return 0
+    """``spades-eval`` (the command line lives in :mod:`train.evaluation_cli`)."""
+    from .evaluation_cli import main as run
+    return run(argv)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+__all__ = ["EvaluationError", "evaluate", "compare", "crossplay", "paired_difference", "parse_agent_spec",
+           "resolve_rules", "derive_seed", "make_deal", "make_deals", "default_workers", "mp_context", "main", "split_spec_list",
+           "Interval", "mean_interval", "contrast_interval", "ratio_interval", "wilson_interval", "t_quantile",
+           "t_p_value", "format_match", "format_crossplay", "format_comparison", "plot_crossplay"]

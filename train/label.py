@@ -74,7 +74,7 @@ from spades_env.env import mask_array
 from spades_env.game import NUM_ACTIONS, PHASE_PLAY, SpadesGame
 from spades_env.observation import ObservationEncoder, decode_observation
 from train.config import VARIED_START_TENS
-from train.evaluate import EvaluationError, _mp_context, derive_seed, make_deal, parse_agent_spec, resolve_rules
+from train.evaluate import EvaluationError, mp_context, derive_seed, make_deal, parse_agent_spec, resolve_rules
 
 FORMAT = "spades-distill-labels"
 FIELDS = ("obs", "mask", "target", "teacher", "student", "phase", "deal", "seat", "values")  # per labelled decision
@@ -500,7 +500,7 @@ def label(settings: dict, progress: bool = True, log=print) -> Path:
         results = map(_label_shard, todo)
         pool = None
     else:
-        pool = _mp_context().Pool(min(settings["workers"], len(todo)), initializer=_init_worker, initargs=(settings,))
+        pool = mp_context().Pool(min(settings["workers"], len(todo)), initializer=_init_worker, initargs=(settings,))
         results = pool.imap_unordered(_label_shard, todo)
     try:
         for shard, n, seconds in results:
