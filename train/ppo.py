@@ -462,6 +462,8 @@ class Trainer:
         batches = cfg.imitation_epochs * -(-n // cfg.minibatch_size)
         schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: 1.0 - i / batches)
         result = {}
+        fit_bar = _bar(batches, f"fitting the policy to {n:,} heuristic decisions ({cfg.imitation_epochs} epochs)",
+                       cfg.progress, unit="batch")
         for epoch in range(cfg.imitation_epochs):
             order = torch.randperm(n, generator=self.generator, device=dev)
             correct = total = 0
@@ -483,9 +485,11 @@ class Trainer:
                 correct += int((logits.argmax(1) == action_all[mb]).sum())
                 total += mb.numel()
                 value_losses.append(float(value_loss.detach()))
+                fit_bar.update(1)
             result = {"imitation_accuracy": correct / total, "imitation_value_loss": sum(value_losses) / len(value_losses)}
             self.log(f"imitation epoch {epoch + 1}/{cfg.imitation_epochs}: matches the heuristic on "
                      f"{100 * result['imitation_accuracy']:.1f}% of {n:,} decisions, value loss {result['imitation_value_loss']:.4f}")
+        fit_bar.close()
         self.imitated = True
         return result
 
@@ -938,9 +942,9 @@ def _tuplify(value):
     return tuple(_tuplify(v) for v in value) if isinstance(value, list) else value
 
 
-def _bar(total: int, desc: str, enabled: bool, initial: int = 0):
+def _bar(total: int, desc: str, enabled: bool, initial: int = 0, unit: str = "dec"):
     from tqdm import tqdm
-    return tqdm(total=total, initial=initial, desc=desc, unit="dec", unit_scale=True, disable=not enabled,
+    return tqdm(total=total, initial=initial, desc=desc, unit=unit, unit_scale=True, disable=not enabled,
                 dynamic_ncols=True, file=sys.stderr)
 
 
