@@ -29,17 +29,15 @@ from .game import (NUM_ACTIONS, PHASE_NAMES, PHASE_BIDDING, PHASE_BLIND_DECISION
 from .observation import BID_SLOTS, SIDE_SLOTS, layout_for
 from .rewards import RewardScheme
 from .rules import Rules, RulesError, make_rules
-from .vector_checks import check_deal_tensor, check_snapshot
+from .vector_checks import VectorEnvError, check_deal_tensor, check_snapshot
+from .vector_device import (OBS_DTYPES, RECOMPILE_LIMIT, allow_recompiles, compile_options,  # noqa: F401 (re-export)
+                            obs_dtype_of, usable_device)
 
 I64 = torch.int64
 F32 = torch.float32
 F64 = torch.float64
 NUM_SEATS = 4
 SEATS = range(NUM_SEATS)
-
-
-class VectorEnvError(ValueError):
-    """A rule set, option or action the batched engine cannot take."""
 
 
 @dataclass(frozen=True)
@@ -138,7 +136,7 @@ class SpadesVectorEnv:
             raise RulesError(f"episode={self.episode!r}: expected 'game' or 'hand'")
         self.reward_scheme = RewardScheme(r, reward, reward_scale, win_bonus, shaping)
         self.num_envs = B = num_envs
-        self.device = _usable_device(device)
+        self.device = usable_device(device)
         self.check_actions = check_actions
         self.layout = layout_for(r)
         self.obs_size = self.layout.obs_size
@@ -163,11 +161,11 @@ class SpadesVectorEnv:
         self._start_scores = torch.zeros(B, 2, dtype=I64, device=dev)
         self._start_bags = torch.zeros(B, 2, dtype=I64, device=dev)
         self._fixed_start_dealer: Optional[torch.Tensor] = None
-        self.obs_dtype = _obs_dtype(obs_dtype)
+        self.obs_dtype = obs_dtype_of(obs_dtype)
         self._compiled = compile
         if compile:
-            _allow_recompiles(RECOMPILE_LIMIT)
-        self._step_fn = (torch.compile(self._full_step_fused, dynamic=False, options=_compile_options()) if compile
+            allow_recompiles(RECOMPILE_LIMIT)
+        self._step_fn = (torch.compile(self._full_step_fused, dynamic=False, options=compile_options()) if compile
                          else self._full_step)
         self.state: Optional[VecState] = None
         if backend not in BACKENDS:
@@ -1045,70 +1043,9 @@ class SpadesVectorEnv:
 
 
 BACKENDS = ("torch", "native")
-OBS_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-
-
-def _obs_dtype(value: Any) -> torch.dtype:
-    """``obs_dtype`` as a torch dtype (a dtype or its name), or a clear error."""
-    dtype = OBS_DTYPES.get(value, value) if isinstance(value, str) else value
-    if dtype not in OBS_DTYPES.values():
-        raise VectorEnvError(f"obs_dtype={value!r}: expected one of {', '.join(OBS_DTYPES)}")
-    return dtype
-
-
 # Deals shuffled at once by draw_deals: bounds its scratch memory (~1 KB a deal) at huge batches,
 # where the pool of deals holds 32 per table.
 DEAL_CHUNK = 1 << 20
-
-# Compiled steps one process may hold (one per batch size, rules and reward setting): torch's default
-# of 8 would silently run the ninth and later ones eagerly, about 10x slower.
-RECOMPILE_LIMIT = 64
-
-
-def _recompile_limit_setting() -> tuple[Any, str]:
-    """torch.compile's per-function recompile limit: its config module and the setting's name
-    (``recompile_limit``; ``cache_size_limit`` in older torch)."""
-    import torch._dynamo.config as dynamo_config
-
-    return dynamo_config, "recompile_limit" if hasattr(dynamo_config, "recompile_limit") else "cache_size_limit"
-
-
-def _allow_recompiles(limit: int) -> None:
-    """Raise torch.compile's per-function recompile limit to at least ``limit``. Every compiled
-    env shares one compiled function (``_full_step_fused``), and each new batch size or rule set
-    is one more compilation of it."""
-    config, name = _recompile_limit_setting()
-    if getattr(config, name) < limit:
-        setattr(config, name, limit)
-
-
-def _usable_device(device: str | torch.device) -> torch.device:
-    """``device`` as a torch.device, or a VectorEnvError saying why it cannot be used here."""
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise VectorEnvError(f"device={device!r}: not a torch device ({exc}); expected e.g. 'cpu' or 'cuda'") from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise VectorEnvError(f"device='{dev}': no CUDA GPU is usable here (torch {torch.__version__}, "
-                             "torch.cuda.is_available() is False); use device='cpu'")
-    try:
-        torch.empty(1, device=dev)
-    except (RuntimeError, AssertionError) as exc:
-        raise VectorEnvError(f"device='{dev}': cannot allocate there ({str(exc).split('. ')[0]}); "
-                             "expected a device this torch build can use, e.g. 'cpu'") from None
-    return dev
-
-
-def _compile_options() -> dict:
-    """Inductor settings of the compiled step: the eager step's rounding, value for value.
-
-    On a GPU, Triton contracts ``a * b + c`` into one fused multiply-add, rounded once instead of
-    twice; the rewards (points x scale, then differences and shaping) would then differ from the
-    eager step's and the AEC env's in the last bit. ``emulate_precision_casts`` turns that
-    contraction off (torch >= 2.10; the CPU backend never contracts)."""
-    import torch._inductor.config as inductor_config
-
-    return {"emulate_precision_casts": True} if hasattr(inductor_config, "emulate_precision_casts") else {}
 
 
 def _ratio(numerator: torch.Tensor, denominator: int) -> torch.Tensor:

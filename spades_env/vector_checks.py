@@ -40,8 +40,11 @@ _STATE_RANGES = {
 }
 
 
+class VectorEnvError(ValueError):
+    """A rule set, option, action, deal or snapshot the batched engine cannot take."""
+
+
 def _fail(where: str, message: str) -> None:
-    from .vector import VectorEnvError
     raise VectorEnvError(f"{where}: {message}")
 
 
@@ -138,7 +141,7 @@ def check_snapshot(env: "SpadesVectorEnv", snapshot: Any) -> None:
     bags = _tensor(snapshot["start_bags"], f"{where}: 'start_bags'", (B, 2))
     _in_range(bags, f"{where}: 'start_bags'", -(env.rules.bag_limit - 1), env.rules.bag_limit - 1)
     saved_mask = _tensor(snapshot["mask"], f"{where}: 'mask'", (B, NUM_ACTIONS), torch.bool)
-    from .vector import VecState
+    from .vector import VecState        # here: vector imports this module
     check_mask(env, VecState(**{k: v.to(env.device) for k, v in values.items()}), saved_mask, where)
     fixed = snapshot["fixed_start_dealer"]
     if fixed is not None:

@@ -327,9 +327,9 @@ def test_fractions_are_rounded_like_the_aec_env_even_through_a_reciprocal():
 def test_a_compiled_env_raises_the_recompile_limit():
     """Each batch size or rule set is one more compilation of the shared step function: past
     torch's default limit of 8 the rest would silently run eagerly (10x slower)."""
-    from spades_env.vector import RECOMPILE_LIMIT, _recompile_limit_setting
+    from spades_env.vector_device import RECOMPILE_LIMIT, recompile_limit_setting
 
-    dynamo_config, name = _recompile_limit_setting()
+    dynamo_config, name = recompile_limit_setting()
     before = getattr(dynamo_config, name)
     try:
         setattr(dynamo_config, name, 8)

@@ -453,10 +453,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         if why_not:
             native_note = f"(the C step is skipped: {why_not})"
     if not args.no_vector:
-        from spades_env.vector import VectorEnvError, _usable_device
+        from spades_env.vector import VectorEnvError, usable_device
 
         try:
-            _usable_device(args.device)
+            usable_device(args.device)
         except VectorEnvError as error:
             parser.error(f"--device: {error}")
     output: dict = {"machine": machine_description(), "rules": args.rules}
