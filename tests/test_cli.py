@@ -144,3 +144,12 @@ def test_bench_vector_processes_report_a_process_that_dies_silently():
     killer.join()
     assert time.monotonic() - start < 30                  # detected, not waited out
     assert not multiprocessing.active_children()          # the other process was ended too
+
+
+@pytest.mark.parametrize("command", [["spades-bench", "--rules", "nope"], ["spades-demo", "--rules", "cutthroatt"]])
+def test_an_unknown_rules_preset_is_one_line_and_exit_2(command):
+    import subprocess
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "unknown rules preset" in done.stderr

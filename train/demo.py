@@ -1,7 +1,7 @@
-"""``spades-demo``: one rendered game between random players, then a short benchmark.
+"""``spades-demo``: one rendered game between simple players, then a short benchmark.
 
-This is the README's main command until trained agents exist: it shows the table as a game
-unfolds (bids, the trick as it forms, the score after every hand) and how fast the env runs.
+A first look at the environment: the table as a game unfolds (bids, the trick as it forms, the
+score after every hand) and how fast the env runs. To play yourself: ``spades-play``.
 """
 
 from __future__ import annotations
@@ -63,11 +63,21 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="spades-demo", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--rules", default="standard")
+    parser.add_argument("--rules", default="standard", help="rules preset or YAML file (default standard)")
     parser.add_argument("--hands", type=int, default=3, help="play at most this many hands (0: the whole game)")
     parser.add_argument("--no-bench", action="store_true", help="skip the short benchmark")
     args = parser.parse_args(argv)
-    play_demo_game(args.seed, args.rules, args.hands)
+    from spades_env.rules import RulesError, make_rules
+    try:
+        make_rules(args.rules)
+    except RulesError as error:
+        print(f"spades-demo: error: --rules: {error}", file=sys.stderr)
+        return 2
+    try:
+        play_demo_game(args.seed, args.rules, args.hands)
+    except KeyboardInterrupt:
+        print("spades-demo: interrupted", file=sys.stderr)
+        return 130
     if not args.no_bench:
         from train.bench import main as bench_main
         print()
