@@ -655,3 +655,27 @@ def test_bfloat16_learning_keeps_the_heads_in_float32(tmp_path, card_features):
     assert float((logits - reference)[mask].abs().max()) < 0.05
     trainer.train()
     assert all(torch.isfinite(p).all() for p in trainer.policy.parameters())
+
+
+# ---------------------------------------------------------------------- one run per folder
+def test_a_second_run_on_a_busy_folder_is_refused_and_a_killed_holder_frees_it(tmp_path):
+    import signal
+    import subprocess
+    import time as _time
+    from train.ppo import Trainer
+    config = tiny(tmp_path, "busy")
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; "
+                               "from train.run_lock import RunLock; lock = RunLock(Path(sys.argv[1])).acquire(); "
+                               "print('held', flush=True); time.sleep(60)", str(config.run_path)],
+                              stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(ConfigError, match=r"run folder .*busy.* is in use by spades-train \(pid"):
+            Trainer(config)
+        assert not (config.run_path / "checkpoints").exists()      # nothing was touched
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    _time.sleep(0.1)
+    trainer = Trainer(config)                                       # the kernel dropped the lock
+    trainer.run_lock.release()

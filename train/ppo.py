@@ -51,6 +51,7 @@ from spades_env.vector import SpadesVectorEnv, VectorEnvError
 from .config import VARIED_START_TENS, ConfigError, TrainConfig, describe_fields, load_config
 from .metrics import MetricsLog, plot_learning_curves
 from .rollout import Rollout, agent_actions, finished_rows, sample_actions, seat_advantages
+from .run_lock import RunFolderBusy, RunLock
 
 KINDS = ("self", "pool", "heuristic")
 LEARNER, POOL, HEURISTIC = 0, 1, 2
@@ -75,6 +76,10 @@ class Trainer:
         self.log = log
         for note in notes:
             log(note)
+        try:                      # before anything in the folder is read, deleted or written
+            self.run_lock = RunLock(cfg.run_path).acquire()
+        except RunFolderBusy as busy:
+            raise ConfigError(str(busy)) from None
         if not resume and (cfg.run_path / "checkpoints" / "last.pt").exists():
             if not overwrite:
                 raise ConfigError(f"{cfg.run_path} already holds a run: continue it with --resume, start over with "
@@ -829,7 +834,14 @@ class Trainer:
 
     # ------------------------------------------------------------------ the loop
     def train(self) -> dict:
-        """Run to ``total_decisions``; returns the final evaluation row."""
+        """Run to ``total_decisions``; returns the final evaluation row. The run folder is
+        released when the run ends, however it ends."""
+        try:
+            return self._train()
+        finally:
+            self.run_lock.release()
+
+    def _train(self) -> dict:
         cfg = self.config
         if not self.imitated:
             self.imitate()
