@@ -2,6 +2,8 @@
 
 import json
 
+import sys
+
 import pytest
 
 from train import bench, demo
@@ -153,3 +155,70 @@ def test_an_unknown_rules_preset_is_one_line_and_exit_2(command):
     assert done.returncode == 2
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert "unknown rules preset" in done.stderr
+
+
+def _children(pid: int) -> list[int]:
+    """Process ids whose parent is ``pid`` (from /proc)."""
+    import os
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _slow_match():
+    import subprocess
+    import time
+    process = subprocess.Popen(["spades-eval", "--team-a", "search:backend=python", "--team-b", "heuristic",
+                                "--deals", "400", "--workers", "2", "--quiet"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(300):                      # until both workers run
+        time.sleep(0.1)
+        workers = [p for p in _children(process.pid) if _alive(p)]
+        if len(workers) >= 2:
+            return process, workers
+    process.kill()
+    pytest.fail("the workers did not start")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM", "SIGINT"])
+def test_eval_workers_die_with_their_parent(how):
+    import signal
+    import time
+    process, workers = _slow_match()
+    process.send_signal(getattr(signal, how))
+    _, err = process.communicate(timeout=60)
+    if how != "SIGKILL":
+        assert process.returncode == 130
+        assert "Traceback" not in err and "interrupted" in err
+    deadline = time.time() + 20
+    while time.time() < deadline and any(_alive(p) for p in workers):
+        time.sleep(0.2)
+    assert not any(_alive(p) for p in workers), "orphaned workers"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_killed_worker_is_one_line_not_a_traceback():
+    import signal
+    process, workers = _slow_match()
+    import os
+    os.kill(workers[0], signal.SIGKILL)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 2
+    assert "Traceback" not in err and "worker process died" in err

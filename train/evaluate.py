@@ -29,6 +29,7 @@ import random
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, Union
@@ -512,8 +513,29 @@ def _check_same_deals(outcomes: list[PlayOutcome], unit: int) -> None:
 _WORKER: Optional[_Worker] = None
 
 
+def die_with_parent() -> None:
+    """Ask Linux to end this (worker) process when its parent dies, however the parent dies
+    (SIGKILL included), so that no orphaned worker plays on; elsewhere a no-op."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:          # the parent died before the request: end now
+        os._exit(1)
+
+
 def _init_worker(configs: Sequence[MatchConfig]) -> None:
     global _WORKER
+    die_with_parent()
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the parent's to handle
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)    # not the parent's handler: SIGTERM ends a worker
     torch = sys.modules.get("torch")
     if torch is not None:
         # A forked child must not enter the parent's OpenMP thread pool (it hangs); one
@@ -567,7 +589,14 @@ def _execute(configs: Sequence[MatchConfig], workers: int, progress: bool,
                     for m, u, outcomes in future.result():
                         results[m][u] = outcomes
                         bar.update()
-            finally:  # on an error or Ctrl-C, do not wait for the remaining work
+            except BrokenProcessPool:
+                raise EvaluationError("a worker process died (killed from outside, or out of memory); the match "
+                                      "was not finished: run it again, with fewer --workers if memory is short") \
+                    from None
+            finally:  # on an error or Ctrl-C, do not wait for the remaining work; end the workers
+                for process in list(getattr(pool, "_processes", {}).values()):
+                    if process.is_alive():
+                        process.terminate()
                 pool.shutdown(wait=True, cancel_futures=True)
     return results
 
@@ -1011,6 +1040,6 @@ def main(argv: Optional[list[str]] = None) -> int:
 
 
 __all__ = ["EvaluationError", "evaluate", "compare", "crossplay", "paired_difference", "parse_agent_spec",
-           "resolve_rules", "derive_seed", "make_deal", "make_deals", "default_workers", "mp_context", "main", "split_spec_list",
+           "resolve_rules", "derive_seed", "make_deal", "make_deals", "default_workers", "mp_context", "die_with_parent", "main", "split_spec_list",
            "Interval", "mean_interval", "contrast_interval", "ratio_interval", "wilson_interval", "t_quantile",
            "t_p_value", "format_match", "format_crossplay", "format_comparison", "plot_crossplay"]

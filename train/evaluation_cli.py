@@ -93,6 +93,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"spades-eval: error: {message}", file=sys.stderr)
         return 2
 
+    import signal
+    # SIGTERM ends the match like Ctrl-C: the workers are stopped, one line is printed.
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
         n = args.games if args.games is not None else (args.hands if args.hands is not None else args.deals)
         mode = "games" if args.games is not None else "hands"
@@ -122,6 +125,11 @@ def main(argv: Optional[list[str]] = None) -> int:
                 result = evaluate(team_a, team_b, keep_records=bool(args.records), **common)
     except (EvaluationError, RulesError) as exc:
         return fail(str(exc))
+    except KeyboardInterrupt:
+        print("spades-eval: interrupted; nothing was written (the match was not finished)", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
     print(result.format())
     if args.json:

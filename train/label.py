@@ -74,7 +74,7 @@ from spades_env.env import mask_array
 from spades_env.game import NUM_ACTIONS, PHASE_PLAY, SpadesGame
 from spades_env.observation import ObservationEncoder, decode_observation
 from train.config import VARIED_START_TENS
-from train.evaluate import EvaluationError, mp_context, derive_seed, make_deal, parse_agent_spec, resolve_rules
+from train.evaluate import EvaluationError, die_with_parent, mp_context, derive_seed, make_deal, parse_agent_spec, resolve_rules
 
 FORMAT = "spades-distill-labels"
 FIELDS = ("obs", "mask", "target", "teacher", "student", "phase", "deal", "seat", "values")  # per labelled decision
@@ -423,6 +423,9 @@ _LABELLER: Optional[Labeller] = None
 
 def _init_worker(settings: dict) -> None:
     global _LABELLER
+    import signal
+    die_with_parent()                                # no orphaned labeller after a kill of the parent
+    signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the parent's to handle
     torch.set_num_threads(1)
     _LABELLER = Labeller(settings)
 
