@@ -584,20 +584,23 @@ def _execute(configs: Sequence[MatchConfig], workers: int, progress: bool,
             chunks = [tasks[i:i + size] for i in range(0, len(tasks), size)]
             pool = ProcessPoolExecutor(workers, mp_context=mp_context(), initializer=_init_worker,
                                        initargs=(list(configs),))
+            finished = False
             try:
                 for future in as_completed([pool.submit(_run_tasks, chunk) for chunk in chunks]):
                     for m, u, outcomes in future.result():
                         results[m][u] = outcomes
                         bar.update()
+                finished = True
             except BrokenProcessPool:
                 raise EvaluationError("a worker process died (killed from outside, or out of memory); the match "
                                       "was not finished: run it again, with fewer --workers if memory is short") \
                     from None
-            finally:  # on an error or Ctrl-C, do not wait for the remaining work; end the workers
-                for process in list(getattr(pool, "_processes", {}).values()):
-                    if process.is_alive():
-                        process.terminate()
-                pool.shutdown(wait=True, cancel_futures=True)
+            finally:
+                if not finished:   # an error or Ctrl-C: end the workers now, wait for none of their work
+                    for process in list((getattr(pool, "_processes", None) or {}).values()):
+                        if process.is_alive():
+                            process.terminate()
+                pool.shutdown(wait=finished, cancel_futures=True)
     return results
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -127,7 +128,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         return fail(str(exc))
     except KeyboardInterrupt:
         print("spades-eval: interrupted; nothing was written (the match was not finished)", file=sys.stderr)
-        return 130
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(130)      # now: the stopped workers' pool must not be waited for at exit
     finally:
         signal.signal(signal.SIGTERM, previous)
 
