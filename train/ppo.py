@@ -406,7 +406,7 @@ class Trainer:
                 torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
                 self.optimizer.step()
                 with torch.no_grad():
-                    is_bid = action >= 52
+                    is_bid = action >= NUM_CARDS
                     approx_kl = float(((ratio - 1) - log_ratio).mean())
                     stats["policy"].append(float(policy_loss))
                     stats["value"].append(float(value_loss))
