@@ -83,6 +83,17 @@ def _write_json(path: str, data: Any) -> None:
     target.write_text(json.dumps(data, indent=1))
 
 
+def _stop(signum, frame) -> None:
+    """Ctrl-C or SIGTERM: one line, the workers ended, exit 130 now (a pool whose workers were
+    stopped must not be waited for at exit)."""
+    import multiprocessing
+    print("spades-eval: interrupted; nothing was written (the match was not finished)", file=sys.stderr, flush=True)
+    for child in multiprocessing.active_children():
+        child.terminate()
+    sys.stdout.flush()
+    os._exit(130)
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = build_parser()
     try:
@@ -95,8 +106,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 2
 
     import signal
-    # SIGTERM ends the match like Ctrl-C: the workers are stopped, one line is printed.
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: (_ for _ in ()).throw(KeyboardInterrupt()))
+    # Ctrl-C and SIGTERM end the match at once, wherever the main process is: one line, the
+    # workers stopped (they also die with this process: train.evaluate.die_with_parent).
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         n = args.games if args.games is not None else (args.hands if args.hands is not None else args.deals)
         mode = "games" if args.games is not None else "hands"
@@ -126,13 +138,9 @@ def main(argv: Optional[list[str]] = None) -> int:
                 result = evaluate(team_a, team_b, keep_records=bool(args.records), **common)
     except (EvaluationError, RulesError) as exc:
         return fail(str(exc))
-    except KeyboardInterrupt:
-        print("spades-eval: interrupted; nothing was written (the match was not finished)", file=sys.stderr)
-        sys.stderr.flush()
-        sys.stdout.flush()
-        os._exit(130)      # now: the stopped workers' pool must not be waited for at exit
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
     print(result.format())
     if args.json:
