@@ -592,6 +592,14 @@ static int layout_is_sane(const int64_t *L) {
     return 1;
 }
 
+/* One row: its view decoded from the observation, its legal actions from the mask. */
+static int64_t decide_row(const float *o, const uint8_t *m, const int64_t *layout) {
+    SeatView v;
+    uint64_t legal[2] = {0, 0};
+    for (int a = 0; a < 68; a++) if (m[a]) legal[a >> 6] |= (uint64_t)1 << (a & 63);
+    return view_from_obs(o, layout, &v) ? spades_heuristic_act(&v, legal) : HEUR_ERR_BAD_OBS;
+}
+
 /* The heuristic at every row of observations (rows x obs_size float32) and masks (rows x 68,
  * nonzero = legal). out[r] is the action, or a negative HEUR_ERR_* code for that row. Returns
  * 0, or HEUR_ERR_BAD_OBS if the layout itself is malformed (nothing is written then). */
@@ -602,23 +610,11 @@ int64_t spades_heuristic_from_obs(const float *obs, const uint8_t *mask, int64_t
 #ifdef _OPENMP
     if (threads > 1 && rows >= 64) {
 #pragma omp parallel for num_threads((int)threads) schedule(dynamic, 64)   /* a busy core slows no one */
-        for (int64_t r = 0; r < rows; r++) {
-            SeatView v;
-            const uint8_t *m = mask + r * 68;
-            uint64_t legal[2] = {0, 0};
-            for (int a = 0; a < 68; a++) if (m[a]) legal[a >> 6] |= (uint64_t)1 << (a & 63);
-            out[r] = view_from_obs(obs + r * size, layout, &v) ? spades_heuristic_act(&v, legal) : HEUR_ERR_BAD_OBS;
-        }
+        for (int64_t r = 0; r < rows; r++) out[r] = decide_row(obs + r * size, mask + r * 68, layout);
         return 0;
     }
 #endif
     (void)threads;
-    for (int64_t r = 0; r < rows; r++) {
-        SeatView v;
-        const uint8_t *m = mask + r * 68;
-        uint64_t legal[2] = {0, 0};
-        for (int a = 0; a < 68; a++) if (m[a]) legal[a >> 6] |= (uint64_t)1 << (a & 63);
-        out[r] = view_from_obs(obs + r * size, layout, &v) ? spades_heuristic_act(&v, legal) : HEUR_ERR_BAD_OBS;
-    }
+    for (int64_t r = 0; r < rows; r++) out[r] = decide_row(obs + r * size, mask + r * 68, layout);
     return 0;
 }

@@ -328,14 +328,13 @@ static void play_card(Game *g, int card) {
     g->to_act = (seat + 1) % g->n;
 }
 
-static void seat_view(const Game *g, int seat, uint64_t passed_to_partner, SeatView *v) {
+static void seat_view(const Game *g, int seat, SeatView *v) {
     int n = g->n;
     v->players = n;
     v->partnerships = g->sides == 2;
     v->phase = PLAY_PHASE;
     v->hand = g->hands[seat];
     v->passed = g->passed[seat];
-    (void)passed_to_partner;
     for (int t = 0; t < 4; t++) {
         if (t < n) {
             int s = (seat + t) % n;
@@ -466,7 +465,7 @@ static double play_out(const Game *start, const i64 *rules, const i64 *position,
             choice = __builtin_ctzll(legal);
         } else {
             SeatView v;
-            seat_view(&g, g.to_act, 0, &v);
+            seat_view(&g, g.to_act, &v);
             uint64_t legal2[2] = {legal, 0};
             choice = spades_heuristic_act(&v, legal2);
             if (choice < 0 || choice >= NCARDS || !(legal >> choice & 1)) { *status = SEARCH_ERR_HEURISTIC; return 0.0; }
