@@ -222,3 +222,18 @@ def test_a_killed_worker_is_one_line_not_a_traceback():
     _, err = process.communicate(timeout=120)
     assert process.returncode == 2
     assert "Traceback" not in err and "worker process died" in err
+
+
+def test_bench_search_reports_every_player_native_beside_python(tmp_path, capsys):
+    """spades-bench --search on a tiny budget: the heuristic's, the search's and the labels' rows."""
+    import json as _json
+    from train.bench_players import run_players
+    lines = []
+    results = run_players(games=1, search_decisions=2, label_deals=2, python_label_deals=1, log=lines.append)
+    assert set(results["heuristic"]) >= {"python_act", "native_act", "native_batch", "positions"}
+    assert results["search_ms"]["decisions"] == 2 and all(v > 0 for v in results["search_ms"].values())
+    assert len(results["labels_per_s"]) == 3 and all(v > 0 for v in results["labels_per_s"].values())
+    report = lines[-1]
+    for row in ("python act", "native act_batch", "native, the same budget", "playout (native)"):
+        assert row in report
+    _json.dumps(results)                      # what --json writes

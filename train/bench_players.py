@@ -108,7 +108,7 @@ def time_labels(deals: int, python_deals: int) -> dict:
             start = time.perf_counter()
             label(settings, progress=False, log=lambda line: None)
             seconds = time.perf_counter() - start
-            labels = int(np.isfinite(load_labels(folder)["values"].float()).any(1).sum())
+            labels = int(load_labels(folder)["values"].float().isfinite().any(1).sum())
         out[name] = _per_second(labels, seconds)
     return out
 
