@@ -235,10 +235,12 @@ def search_card(agent: "SearchAgent", view: ObservationView, rules: Rules, fallb
             used += more
     kept_candidates = [candidates[i] for i in active]
     rows = values[:used][:, active].tolist()
-    choice, means, zs = _pick(kept_candidates, rows, list(weights[:used]), fallback, agent.min_gain, agent.min_z)
+    choice, means, zs = _pick(kept_candidates, rows, list(weights[:used]), fallback, agent.min_gain, agent.min_z,
+                              agent._bonus(groups, kept_candidates))
     agent.last_info = {"candidates": kept_candidates, "means": means, "z": zs, "worlds": used,
                        "drawn_worlds": len(worlds), "dropped": dropped, "steps": steps, "choice": choice,
-                       "heuristic": fallback, "seconds": time.perf_counter() - start, "backend": "native"}
+                       "base": fallback, "base_from": agent._base_from(),
+                       "seconds": time.perf_counter() - start, "backend": "native"}
     return choice
 
 

@@ -97,6 +97,10 @@ class NeuralAgent(Agent):
         logits = self._logits(obs)
         return torch.softmax(logits, 0).numpy()
 
+    def log_probabilities(self, obs: dict) -> np.ndarray:
+        """The policy's log-probabilities over the 68 actions (-inf for illegal ones), float64."""
+        return torch.log_softmax(self._logits(obs).double(), 0).numpy()
+
     def _logits(self, obs: dict) -> torch.Tensor:
         observation = np.asarray(obs["observation"], dtype=np.float32)
         mask = np.asarray(obs["action_mask"]).astype(bool)

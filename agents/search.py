@@ -360,34 +360,39 @@ def touching_groups(legal_cards: Sequence[int], hand: int, gone: int) -> list[li
 
 # ====================================================================== choosing
 def _pick(candidates: list[int], values: list[list[float]], weights: list[float], base_action: int,
-          min_gain: float, min_z: float) -> tuple[int, list[float], list[Optional[float]]]:
+          min_gain: float, min_z: float, bonus: Optional[Sequence[float]] = None
+          ) -> tuple[int, list[float], list[Optional[float]]]:
     """The chosen action, the weighted mean value of every candidate, and each candidate's
-    z score against the base action (the heuristic's choice): the paired (same world) mean
-    difference over its standard error, the worlds' count being their effective number
-    (sum of weights)^2 / sum of squared weights. A candidate other than the base is taken only
-    when it beats the base by more than ``min_gain`` points and by ``min_z`` standard errors;
-    the best mean among those wins."""
+    z score against the base action (the heuristic's choice, or the guide's): the paired (same
+    world) mean difference over its standard error, the worlds' count being their effective
+    number (sum of weights)^2 / sum of squared weights. A candidate other than the base is
+    taken only when it beats the base by more than ``min_gain`` points and by ``min_z``
+    standard errors; the best mean among those wins. ``bonus`` (points per candidate, e.g. a
+    guide's prior) is added to the means before they are compared (the returned means
+    exclude it; the z scores include it)."""
     total = sum(weights)
     k = len(candidates)
     means = [sum(w * row[i] for w, row in zip(weights, values)) / total for i in range(k)]
+    scores = means if bonus is None else [m + float(x) for m, x in zip(means, bonus)]
     if base_action not in candidates:
-        best = max(range(k), key=lambda i: means[i])
+        best = max(range(k), key=lambda i: scores[i])
         return candidates[best], means, [None] * k
     b = candidates.index(base_action)
     n_eff = total * total / sum(w * w for w in weights)
     zs: list[Optional[float]] = []
-    best, best_mean = b, means[b]
+    best, best_score = b, scores[b]
     for i in range(k):
         if i == b:
             zs.append(None)
             continue
-        gain = means[i] - means[b]
-        var = sum(w * (row[i] - row[b] - gain) ** 2 for w, row in zip(weights, values)) / total
+        gain = scores[i] - scores[b]
+        spread = means[i] - means[b]
+        var = sum(w * (row[i] - row[b] - spread) ** 2 for w, row in zip(weights, values)) / total
         se = math.sqrt(var / n_eff) if n_eff > 1 else float("inf")
         z = gain / se if se > 0 else (math.inf if gain > 0 else (0.0 if gain == 0 else -math.inf))
         zs.append(z)
-        if gain > min_gain and z > min_z and means[i] > best_mean:
-            best, best_mean = i, means[i]
+        if gain > min_gain and z > min_z and scores[i] > best_score:
+            best, best_score = i, scores[i]
     return candidates[best], means, zs
 
 
@@ -437,6 +442,14 @@ class SearchAgent(Agent):
     Bidding: ``search_bids`` (default False: the heuristic bids; see the module doc),
     ``bid_down``/``bid_up`` (bids below/above the heuristic's to try, 0 and 1), ``bid_nil``
     (try nil, default True).
+    Guide: ``guide`` (None, the default; ``"neural"`` for the shipped model or the path of a
+    model or checkpoint) puts a policy network in the heuristic's place: its bids and blind-nil
+    decisions are played (unless ``search_bids``), and its favourite card is the base that the
+    search keeps unless another candidate beats it; ``guide_weight`` (points per nat, default 0)
+    adds that many times the log-probability the guide gives each candidate's class to its
+    value before the comparison (a prior: at 0 the guide only picks the base and the bids);
+    ``guide_bids`` (default True: the guide bids; False: the heuristic) and ``guide_base``
+    (default True: the guide's card is the base; False: the heuristic's) split those roles.
     ``rules`` (None: from the observation, see :func:`rules_from_view`), ``seed``."""
 
     name = "search"
@@ -454,7 +467,8 @@ class SearchAgent(Agent):
                  oversample: int = 3, prune: bool = True, min_gain: float = 0.5, min_z: float = 0.0,
                  search_bids: bool = False, bid_min_gain: float = 5.0, bid_min_z: float = 2.0,
                  bid_down: int = 0, bid_up: int = 1, bid_nil: bool = True, backend: Optional[str] = None,
-                 threads: int = 1, budget: str = "default") -> None:
+                 threads: int = 1, budget: str = "default", guide: Optional[str] = None,
+                 guide_weight: float = 0.0, guide_bids: bool = True, guide_base: bool = True) -> None:
         super().__init__(seed)
         from spades_env.native import unavailable_reason
         if backend is None:
@@ -494,6 +508,16 @@ class SearchAgent(Agent):
         self.bid_min_gain = float(bid_min_gain)
         self.bid_min_z = float(bid_min_z)
         self.bid_down, self.bid_up, self.bid_nil = int(bid_down), int(bid_up), bool(bid_nil)
+        self.guide = None if guide is None else str(guide)
+        self.guide_weight = float(guide_weight)
+        self.guide_bids, self.guide_base = bool(guide_bids), bool(guide_base)
+        if not math.isfinite(self.guide_weight) or self.guide_weight < 0:
+            raise ValueError(f"search: guide_weight={guide_weight!r}: expected a finite number >= 0 (points per nat)")
+        self._guide_agent = None
+        if self.guide is not None:
+            from .neural import NeuralAgent      # torch only when a guide is asked for
+            self._guide_agent = NeuralAgent(checkpoint=None if self.guide == "neural" else self.guide)
+        self._guide_log_probs: Optional[np.ndarray] = None   # the guide's, at the decision being made
         self.last_info: dict = {}    # what the last search found (for tests and curiosity)
         self._decision_rng = random.Random(seed)
 
@@ -501,7 +525,8 @@ class SearchAgent(Agent):
         return (f"SearchAgent(seed={self.seed!r}, backend={self.backend!r}, worlds={self.worlds}, "
                 f"max_steps={self.max_steps}, "
                 f"bid_worlds={self.bid_worlds}, search_bids={self.search_bids}, max_time={self.max_time!r}, "
-                f"rules={self.rules_option!r})")
+                f"rules={self.rules_option!r}" + (f", guide={self.guide!r}, guide_weight={self.guide_weight:g}"
+                                                   if self.guide is not None else "") + ")")
 
     # ------------------------------------------------------------------ entry point
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
@@ -513,7 +538,18 @@ class SearchAgent(Agent):
             return legal[0]
         view = decode_observation(obs["observation"])
         self._decision_rng = self._rng_for(obs)
-        if self.backend == "native":
+        self._guide_log_probs = None
+        guided = None
+        if self._guide_agent is not None:
+            log_probs = self._guide_agent.log_probabilities(obs)
+            guided = int(np.argmax(log_probs))
+            if view.phase != PHASE_PLAY and not self.search_bids and self.guide_bids:
+                self.last_info = {"fallback": "the guide's action for this phase"}
+                return guided
+            self._guide_log_probs = log_probs
+        if guided is not None and (self.guide_base if view.phase == PHASE_PLAY else self.guide_bids):
+            fallback = guided
+        elif self.backend == "native":
             from .native_heuristic import choose_actions
             fallback = int(choose_actions(obs["observation"], obs["action_mask"])[0])
         else:
@@ -575,6 +611,17 @@ class SearchAgent(Agent):
                 grp = [fallback] + [c for c in grp if c != fallback]
             out.append(grp)
         return out
+
+    def _base_from(self) -> str:
+        return "guide" if self._guide_agent is not None and self.guide_base else "heuristic"
+
+    def _bonus(self, groups: list[list[int]], kept: list[int]) -> Optional[list[float]]:
+        """The guide's prior for each kept candidate (``guide_weight`` times the log of the
+        probability of its class, floored at -20 nats), or None without a weighted guide."""
+        if self._guide_log_probs is None or self.guide_weight == 0.0:
+            return None
+        of_class = {grp[0]: max(-20.0, float(np.logaddexp.reduce(self._guide_log_probs[grp]))) for grp in groups}
+        return [self.guide_weight * of_class[c] for c in kept]
 
     def _bid_candidates(self, legal: list[int], fallback: int) -> list[list[int]]:
         """The heuristic's bid, ``bid_down`` below and ``bid_up`` above it, and nil (``bid_nil``);
@@ -659,11 +706,11 @@ class SearchAgent(Agent):
                     break
         kept = [candidates[i] for i in active]
         choice, means, zs = _pick(kept, [[row[i] for i in active] for row in values], weights, fallback,
-                                  min_gain, min_z)
+                                  min_gain, min_z, self._bonus(groups, kept))
         candidates = kept
         self.last_info = {"candidates": candidates, "means": means, "z": zs, "worlds": len(values),
                           "drawn_worlds": len(worlds), "dropped": dropped, "steps": steps,
-                          "choice": choice, "heuristic": fallback,
+                          "choice": choice, "base": fallback, "base_from": self._base_from(),
                           "seconds": time.perf_counter() - start}
         return choice
 

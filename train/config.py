@@ -196,6 +196,36 @@ class TrainConfig:
     critic_warmup_updates: int = _f(0, "first updates of PPO train only the critic, the policy frozen (for "
                                        "init_from a model without a critic that fits, e.g. a new central one)")
 
+    # --- expert iteration (train/expert_iteration.py)
+    expert_rounds: int = _f(0, "rounds of expert iteration after the warm starts, before PPO (0: off): each round "
+                               "the policy plays expert_deals hands, the native search values its card "
+                               "decisions, the policy is fitted toward those values and evaluated")
+    expert_deals: int = _f(2000, "deals played and labelled per round")
+    expert_teacher: str = _f("search:worlds=200,stage=0", "agent spec whose values label the card decisions (a "
+                                                          "search keeping every candidate: stage=0)")
+    expert_opponents: dict = _f({"heuristic": 0.75, "self": 0.25},
+                                "who plays the other side of the labelled deals, by share of the deals: 'self' "
+                                "(the round's policy), 'previous' (the previous round's) or any agent spec")
+    expert_follow_teacher: float = _f(0.25, "chance that a labelled hand goes on with the search's card rather "
+                                            "than the policy's")
+    expert_shard_deals: int = _f(20, "deals per label shard (a killed round resumes at its next shard)")
+    expert_workers: int = _f(0, "processes that label and evaluate (0: the CPUs this process may use)")
+    expert_target: str = _f("completed_q", "what the policy is fitted to at a valued decision: 'completed_q' "
+                                           "(softmax of its logits + expert_scale x the values normalised by "
+                                           "their range) or 'best' (the best-valued cards)")
+    expert_scale: float = _f(5.0, "completed_q: nats a card gains over the worst for being worth the whole range more")
+    expert_value_floor: float = _f(2.0, "completed_q: the range the values are normalised by is at least this "
+                                        "many points (smaller differences move the policy proportionally less)")
+    expert_tie: float = _f(0.05, "points within which a card counts as among the best ('best' target, agreement)")
+    expert_replay_rounds: int = _f(2, "the labels of this many latest rounds (this one included) are fitted")
+    expert_epochs: int = _f(3, "passes over the round's labels (the best held-out epoch is kept)")
+    expert_learning_rate: float = _f(3e-4, "Adam step size of the round's fit (linear decay)")
+    expert_bid_values: bool = _f(False, "after each round's fit, one round of Monte-Carlo bid values "
+                                        "(bid_value_deals deals) refits the bidding head to the new card play")
+    expert_eval_deals: int = _f(300, "duplicate deals of each round's evaluation")
+    expert_eval_opponents: list = _f(["heuristic"], "agent specs each round's policy is evaluated against "
+                                                    "(paired with the round's start), besides head to head")
+
     # --- evaluation, logging, checkpoints
     eval_every: int = _f(20, "updates between duplicate evaluations (0: only at the end)")
     eval_deals: int = _f(100, "duplicate deals per evaluation and opponent")
@@ -267,6 +297,23 @@ class TrainConfig:
         for name in ("entropy_coef", "value_coef", "shaping", "win_bonus"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected 0 or more")
+        for name in ("expert_rounds", "expert_workers"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name}={getattr(self, name)!r}: expected 0 or more")
+        for name in ("expert_deals", "expert_shard_deals", "expert_replay_rounds", "expert_epochs",
+                     "expert_eval_deals"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name}={getattr(self, name)!r}: expected a positive integer")
+        for name in ("expert_scale", "expert_value_floor", "expert_learning_rate"):
+            if not getattr(self, name) > 0 or getattr(self, name) == float("inf"):
+                raise ConfigError(f"{name}={getattr(self, name)!r}: expected a positive finite number")
+        if not 0 <= self.expert_tie < float("inf"):
+            raise ConfigError(f"expert_tie={self.expert_tie!r}: expected points >= 0")
+        if not 0 <= self.expert_follow_teacher <= 1:
+            raise ConfigError(f"expert_follow_teacher={self.expert_follow_teacher!r}: expected a number in [0, 1]")
+        if self.expert_target not in ("completed_q", "best"):
+            raise ConfigError(f"expert_target={self.expert_target!r}: expected 'completed_q' or 'best'")
+        self._check_expert_specs()
         if self.belief_hidden < 0:
             raise ConfigError(f"belief_hidden={self.belief_hidden!r}: expected 0 (no belief) or a positive width")
         if self.belief_hidden and not self.card_features:
@@ -321,6 +368,32 @@ class TrainConfig:
             raise ConfigError(f"minibatch_size={self.minibatch_size} exceeds the decisions per update "
                               f"(num_envs * rollout_steps = {self.batch_decisions})")
         return self
+
+
+    def _check_expert_specs(self) -> None:
+        """The expert iteration's agent specs name registered agents, the shares are sane."""
+        import agents as registry
+        from train.evaluate import EvaluationError, parse_agent_spec
+
+        shares = self.expert_opponents
+        if (not isinstance(shares, dict) or not shares
+                or any(not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0 for v in shares.values())
+                or sum(shares.values()) <= 0):
+            raise ConfigError(f"expert_opponents={shares!r}: expected agent specs with non-negative shares and a "
+                              "positive sum, e.g. {heuristic: 0.75, self: 0.25}")
+        specs = [("expert_teacher", self.expert_teacher)]
+        specs += [("expert_opponents", k) for k in shares if k not in ("self", "previous")]
+        if not isinstance(self.expert_eval_opponents, list) or not self.expert_eval_opponents:
+            raise ConfigError(f"expert_eval_opponents={self.expert_eval_opponents!r}: expected a list of agent specs")
+        specs += [("expert_eval_opponents", k) for k in self.expert_eval_opponents]
+        for field_name, spec in specs:
+            try:
+                name, _ = parse_agent_spec(spec)
+            except EvaluationError as exc:
+                raise ConfigError(f"{field_name}: {exc}") from None
+            if name not in registry.available():
+                raise ConfigError(f"{field_name}: unknown agent {name!r} in {spec!r}; registered agents: "
+                                  f"{', '.join(registry.available())}")
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}

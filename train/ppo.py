@@ -62,7 +62,7 @@ RECENT_EPISODES = 2000
 RESUMABLE_CHANGES = {"max_updates", "total_decisions", "eval_every", "eval_deals", "eval_opponents", "final_eval_deals",
                      "eval_against_start",
                      "checkpoint_every", "keep_checkpoints", "tensorboard", "progress", "threads", "compile_env",
-                     "env_backend"}
+                     "env_backend", "expert_rounds", "expert_workers", "expert_eval_deals", "expert_eval_opponents"}
 
 
 class Trainer:
@@ -121,6 +121,7 @@ class Trainer:
         self.imitated = cfg.imitation_decisions == 0
         self.distilled = cfg.distill_data is None
         self.bid_value_rounds_done = 0
+        self.expert_rounds_done = 0
         self.start_policy: Optional[dict] = None     # the policy's weights when PPO began (eval_against_start)
         self._start_results: dict[tuple, Any] = {}  # (deals, seed, opponent) -> its MatchResult
         self.last_gain: dict[str, Any] = {}        # opponent -> Interval of the last evaluation
@@ -548,19 +549,24 @@ class Trainer:
 
     def _fit_keep_best(self, train_rows: torch.Tensor, train_loss: Callable[[torch.Tensor], torch.Tensor],
                        held_out_fit: Callable[[], tuple[float, float]], start: tuple[float, float],
-                       describe: Callable[[float, float], str]) -> tuple[float, float, int]:
-        """The distillations' loop: ``distill_epochs`` passes of Adam (``distill_learning_rate``,
-        linear decay, gradient clipping) over ``train_rows`` in minibatches; after each pass
-        ``held_out_fit()`` gives (loss, score) and the weights ``distill_keep`` names are kept (the
-        best score or the lowest loss, the starting ones (``start``) included, or the last).
-        Returns the kept (loss, score, epoch)."""
+                       describe: Callable[[float, float], str], epochs: Optional[int] = None,
+                       learning_rate: Optional[float] = None, keep: Optional[str] = None) -> tuple[float, float, int]:
+        """The distillations' loop: ``epochs`` passes (default ``distill_epochs``) of Adam
+        (``learning_rate``, default ``distill_learning_rate``; linear decay, gradient clipping)
+        over ``train_rows`` in minibatches; after each pass ``held_out_fit()`` gives (loss, score)
+        and the weights ``keep`` (default ``distill_keep``) names are kept (the best score or the
+        lowest loss, the starting ones (``start``) included, or the last). Returns the kept
+        (loss, score, epoch)."""
         cfg, dev = self.config, self.device
-        optimizer = torch.optim.Adam(self.policy.parameters(), lr=cfg.distill_learning_rate, eps=1e-5)
-        batches = cfg.distill_epochs * -(-train_rows.numel() // cfg.minibatch_size)
+        epochs = cfg.distill_epochs if epochs is None else epochs
+        keep = cfg.distill_keep if keep is None else keep
+        optimizer = torch.optim.Adam(self.policy.parameters(), eps=1e-5,
+                                     lr=cfg.distill_learning_rate if learning_rate is None else learning_rate)
+        batches = epochs * -(-train_rows.numel() // cfg.minibatch_size)
         schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: 1.0 - i / batches)
         (best_loss, best_score), best_epoch = start, 0
         best_state = copy.deepcopy(self.policy.state_dict())
-        for epoch in range(cfg.distill_epochs):
+        for epoch in range(epochs):
             order = train_rows[torch.randperm(train_rows.numel(), generator=self.generator, device=dev)]
             for first in range(0, order.numel(), cfg.minibatch_size):
                 loss = train_loss(order[first:first + cfg.minibatch_size])
@@ -570,8 +576,8 @@ class Trainer:
                 optimizer.step()
                 schedule.step()
             test_loss, test_score = held_out_fit()
-            self.log(f"distillation epoch {epoch + 1}/{cfg.distill_epochs}: {describe(test_loss, test_score)}")
-            better = {"score": test_score > best_score, "loss": test_loss < best_loss, "last": True}[cfg.distill_keep]
+            self.log(f"fit epoch {epoch + 1}/{epochs}: {describe(test_loss, test_score)}")
+            better = {"score": test_score > best_score, "loss": test_loss < best_loss, "last": True}[keep]
             if better:
                 best_loss, best_score, best_epoch = test_loss, test_score, epoch + 1
                 best_state = copy.deepcopy(self.policy.state_dict())
@@ -770,6 +776,7 @@ class Trainer:
             "arch": self.policy.arch, "critic_arch": self.critic.arch,
             "update": self.update, "decisions": self.decisions, "wall_s": self.wall_s, "imitated": self.imitated,
             "distilled": self.distilled, "bid_value_rounds_done": self.bid_value_rounds_done,
+            "expert_rounds_done": self.expert_rounds_done,
             "policy": self.policy.state_dict(), "critic": self.critic.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "pool": self.pool_weights, "pool_added": self.pool_added,
@@ -825,6 +832,7 @@ class Trainer:
             self.wall_s, self.imitated = float(data["wall_s"]), bool(data["imitated"])
             self.distilled = bool(data.get("distilled", self.config.distill_data is None))
             self.bid_value_rounds_done = int(data.get("bid_value_rounds_done", 0))
+            self.expert_rounds_done = int(data.get("expert_rounds_done", 0))
             self.start_policy = data.get("start_policy")
         except (KeyError, RuntimeError, ValueError, TypeError) as exc:
             raise ModelError(f"{path}: incomplete or corrupt training checkpoint ({type(exc).__name__}: "
@@ -852,6 +860,9 @@ class Trainer:
         while cfg.bid_value_deals and self.bid_value_rounds_done < cfg.bid_value_rounds:
             self.value_bids()
             self.save_checkpoint()
+        if self.expert_rounds_done < cfg.expert_rounds:
+            from .expert_iteration import run_rounds
+            run_rounds(self)
         bar = _bar(cfg.last_update * cfg.batch_decisions, f"training {cfg.name}", cfg.progress,
                    initial=self.update * cfg.batch_decisions)
         eval_seed = cfg.seed + 1_000_003

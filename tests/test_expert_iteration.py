@@ -1,0 +1,137 @@
+"""Expert iteration (train/expert_iteration.py): the improved-policy targets, the config checks,
+and a tiny run that labels, fits, evaluates and resumes round by round."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from agents.neural import NeuralAgent, read_checkpoint
+from train.config import ConfigError, load_config
+from train.expert_iteration import improved_policy, opponent_folder_name
+from train.ppo import Trainer
+
+NAN = float("nan")
+
+
+def test_completed_q_adds_the_normalised_values_to_the_logits():
+    logits = torch.tensor([[0.0, 1.0, 2.0, 0.0]])
+    values = torch.tensor([[10.0, 0.0, 5.0, NAN]])
+    legal = torch.tensor([[True, True, True, False]])
+    got = improved_policy(logits, values, legal, "completed_q", scale=4.0, floor=2.0, tie=0.0)
+    # range 10 points: +4, +0, +2 nats on top of the logits; the illegal action gets nothing
+    expected = torch.softmax(torch.tensor([0.0 + 4.0, 1.0 + 0.0, 2.0 + 2.0]), 0)
+    assert torch.allclose(got[0, :3], expected)
+    assert got[0, 3] == 0
+
+
+def test_completed_q_floor_keeps_near_ties_near():
+    logits = torch.zeros(1, 3)
+    values = torch.tensor([[0.0, 0.5, 0.0]])           # half a point apart, floor 5 points
+    legal = torch.ones(1, 3, dtype=torch.bool)
+    got = improved_policy(logits, values, legal, "completed_q", scale=5.0, floor=5.0, tie=0.0)
+    assert math.isclose(float(got[0, 1] / got[0, 0]), math.exp(0.5), rel_tol=1e-5)
+
+
+def test_completed_q_counts_a_legal_action_without_a_value_as_the_worst():
+    logits = torch.zeros(1, 3)
+    values = torch.tensor([[3.0, NAN, 1.0]])
+    legal = torch.ones(1, 3, dtype=torch.bool)
+    got = improved_policy(logits, values, legal, "completed_q", scale=2.0, floor=0.1, tie=0.0)
+    assert math.isclose(float(got[0, 1]), float(got[0, 2]), rel_tol=1e-6)
+    assert got[0, 0] > got[0, 2]
+
+
+def test_best_target_shares_the_probability_among_ties():
+    values = torch.tensor([[4.0, 4.02, 1.0, NAN]])
+    legal = torch.tensor([[True, True, True, False]])
+    got = improved_policy(torch.zeros(1, 4), values, legal, "best", scale=1.0, floor=1.0, tie=0.05)
+    assert got[0].tolist() == [0.5, 0.5, 0.0, 0.0]
+
+
+def test_opponent_folder_names_are_plain():
+    assert opponent_folder_name("search:worlds=20,seed=3") == "labels_search_worlds-20_seed-3"
+    assert opponent_folder_name("heuristic") == "labels_heuristic"
+
+
+@pytest.mark.parametrize("override, message", [
+    ("expert_target=argmax", r"expert_target='argmax': expected 'completed_q' or 'best'"),
+    ("expert_scale=0", r"expert_scale=0.0: expected a positive finite number"),
+    ("expert_deals=0", r"expert_deals=0: expected a positive integer"),
+    ("expert_rounds=-1", r"expert_rounds=-1: expected 0 or more"),
+    ("expert_follow_teacher=1.5", r"expert_follow_teacher=1.5: expected a number in \[0, 1\]"),
+    ("expert_teacher=serch", r"expert_teacher: unknown agent 'serch'"),
+    ("expert_opponents={heuristc: 1}", r"expert_opponents: unknown agent 'heuristc'"),
+    ("expert_opponents={heuristic: -1}", r"expert_opponents=.*non-negative shares"),
+    ("expert_eval_opponents=[]", r"expert_eval_opponents=\[\]: expected a list"),
+])
+def test_expert_config_errors_name_the_field(override, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, [override])
+
+
+TINY_EXPERT = ["hidden=32", "head_hidden=16", "layers=1", "threads=1", "progress=false", "tensorboard=false",
+               "max_updates=0", "num_envs=16", "rollout_steps=16", "minibatch_size=64",
+               "imitation_decisions=512", "imitation_epochs=1", "final_eval_deals=2",
+               "expert_deals=6", "expert_shard_deals=3", "expert_teacher=search:worlds=8,stage=0",
+               "expert_opponents={heuristic: 0.5, self: 0.5}", "expert_epochs=2", "expert_eval_deals=2",
+               "expert_workers=1", "eval_opponents=[heuristic]"]
+
+
+def test_expert_rounds_label_fit_evaluate_and_resume(tmp_path, capsys):
+    base = TINY_EXPERT + [f"run_dir={tmp_path}", "name=ei"]
+    log: list[str] = []
+    Trainer(load_config(None, base + ["expert_rounds=1"]), log=log.append).train()
+    run = tmp_path / "ei"
+    round_1 = run / "expert" / "round_01"
+    assert sorted(p.name for p in round_1.iterdir()) == ["fit.json", "fitted.pt", "labels_heuristic", "labels_self",
+                                                         "round.json", "student.pt"]
+    row = json.loads((round_1 / "round.json").read_text())
+    assert row["round"] == 1 and row["labels"] > 0
+    for key in ("vs_heuristic", "gain_vs_heuristic", "vs_previous", "fit_value", "fit_agreement"):
+        assert math.isfinite(row[key]), key
+    assert read_checkpoint(run / "checkpoints" / "last.pt")["expert_rounds_done"] == 1
+    # the run's policy is the fitted one
+    fitted = read_checkpoint(round_1 / "fitted.pt")["policy"]
+    final = read_checkpoint(run / "model.pt")["policy"]
+    assert all(torch.equal(fitted[k], final[k]) for k in fitted)
+    assert any("expert iteration, round 1:" in line for line in log)
+
+    # one more round on resume: round 2 starts from round 1's fitted policy, round 1 is not redone
+    log.clear()
+    Trainer(load_config(None, base + ["expert_rounds=2"]), resume=True, log=log.append).train()
+    round_2 = run / "expert" / "round_02"
+    student_2 = read_checkpoint(round_2 / "student.pt")["policy"]
+    assert all(torch.equal(fitted[k], student_2[k]) for k in fitted)
+    assert not any("round 1/2" in line for line in log)
+    with (run / "expert" / "rounds.csv").open() as f:
+        assert [int(r["round"]) for r in csv.DictReader(f)] == [1, 2]
+    assert (run / "expert" / "rounds.png").stat().st_size > 0
+    # round 2 fitted the labels of both rounds (expert_replay_rounds 2)
+    assert "from 4 folder(s)" in " ".join(log)
+    NeuralAgent(checkpoint=run / "model.pt")
+
+
+def test_a_killed_round_reuses_what_it_had_finished(tmp_path):
+    base = TINY_EXPERT + [f"run_dir={tmp_path}", "name=ei", "expert_rounds=1"]
+    Trainer(load_config(None, base)).train()
+    round_1 = tmp_path / "ei" / "expert" / "round_01"
+    fitted_before = (round_1 / "fitted.pt").read_bytes()
+    shard = sorted((round_1 / "labels_heuristic").glob("shard_*.pt"))[0]
+    shard_before = shard.stat().st_mtime_ns
+    # as if killed during the evaluation: the round's summary is gone, the checkpoint is before the round
+    (round_1 / "round.json").unlink()
+    data = torch.load(tmp_path / "ei" / "checkpoints" / "last.pt", weights_only=False)
+    data["expert_rounds_done"] = 0
+    torch.save(data, tmp_path / "ei" / "checkpoints" / "last.pt")
+    log: list[str] = []
+    Trainer(load_config(None, base), resume=True, log=log.append).train()
+    assert (round_1 / "fitted.pt").read_bytes() == fitted_before        # not fitted again
+    assert shard.stat().st_mtime_ns == shard_before                      # not labelled again
+    assert any("fitted policy found" in line for line in log)
+    assert (round_1 / "round.json").exists()

@@ -1,0 +1,344 @@
+"""Expert iteration in ``spades-train``: the policy plays, the native search values the positions
+it reaches, the policy moves toward the search's preferences, and the round repeats.
+
+    spades-train --config configs/expert_iteration.yaml            # runs/expert_iteration/
+    spades-train --config configs/expert_iteration.yaml --resume   # continues a killed run
+
+A round (``expert_rounds`` of them, after the warm starts and before any PPO):
+
+1. **Label.** The round's starting policy (saved as ``expert/round_NN/student.pt``) plays one side
+   of ``expert_deals`` single hands; the other side is drawn from ``expert_opponents`` (the
+   heuristic, the policy itself, the previous round's policy, or any agent spec). At every card
+   decision of the student with more than one class of equivalent cards, ``expert_teacher`` (the
+   native search keeping every candidate, ``stage=0``) gives the mean play-out value of every
+   class over its sampled worlds. This is ``spades-label``'s machinery: resumable shards under
+   ``expert/round_NN/labels_<opponent>/``. With probability ``expert_follow_teacher`` the hand goes
+   on with the search's card, so the positions are those the student and the search lead to.
+2. **Fit.** At every valued decision the policy is fitted (cross-entropy) to an improved policy
+   built from the values; ``expert_target``:
+
+   - ``completed_q``: softmax(starting logits + ``expert_scale`` x normalised value), the
+     completed-Q policy improvement of Gumbel MuZero (Danihelka et al., "Policy improvement by
+     planning with Gumbel", ICLR 2022). The values are normalised per decision by their range,
+     floored at ``expert_value_floor`` points, so a card worth the whole range more gains
+     ``expert_scale`` nats whatever the size of the swing, and near-ties stay near-ties. The
+     anchor is the round's policy, not a fixed one: each round moves it again.
+   - ``best``: the classes of the best value (within ``expert_tie`` points) share the target.
+
+   Bidding decisions (no search values) are held at the round's starting policy (cross-entropy
+   to it), so the shared trunk does not drift the bids. The labels of the last
+   ``expert_replay_rounds`` rounds are fitted together (the search's values do not depend on who
+   reached the position); a tenth of the deals is held out and the epoch whose favourite cards
+   are worth most there is kept (the starting weights included). With
+   ``expert_bid_values`` the bidding head is then refitted to Monte-Carlo values of every bid,
+   played out by the new card play (:mod:`train.bid_values`, ``bid_value_deals`` deals).
+3. **Evaluate.** Duplicate deals against each of ``expert_eval_opponents`` (the same deals every
+   round), paired with the round's starting policy, and head to head against it.
+
+Every step leaves a file (``student.pt``, the label shards, ``fitted.pt``, ``round.json``), so
+a killed round resumes where it stopped; ``expert/rounds.csv`` and ``expert/rounds.png`` track
+the rounds. The round's result goes into the trainer's checkpoint (``expert_rounds_done``).
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+import torch
+
+from agents.neural import NeuralAgent, read_checkpoint, save_model
+
+if TYPE_CHECKING:      # pragma: no cover
+    from .ppo import Trainer
+
+TARGETS = ("completed_q", "best")
+SPECIAL_OPPONENTS = ("self", "previous")   # the round's own policy, the previous round's
+ROUND_COLUMNS = ("round", "labels", "label_s", "fit_s", "fit_epoch", "fit_value_start", "fit_value",
+                 "fit_agreement_start", "fit_agreement")
+
+
+def round_folder(trainer: "Trainer", round_: int) -> Path:
+    return trainer.run_path / "expert" / f"round_{round_:02d}"
+
+
+def opponent_folder_name(spec: str) -> str:
+    """A folder name for the labels of one opponent spec (``search:worlds=20`` -> ``search_worlds-20``)."""
+    return "labels_" + "".join(ch if ch.isalnum() else ("-" if ch == "=" else "_") for ch in spec)
+
+
+def run_rounds(trainer: "Trainer") -> None:
+    """Run the rounds not done yet (``trainer.expert_rounds_done`` < ``expert_rounds``), saving a
+    checkpoint after each."""
+    cfg = trainer.config
+    while trainer.expert_rounds_done < cfg.expert_rounds:
+        row = run_round(trainer, trainer.expert_rounds_done + 1)
+        trainer.expert_rounds_done = row["round"]
+        _append_row(trainer, row)
+        trainer.save_checkpoint()
+
+
+def run_round(trainer: "Trainer", round_: int) -> dict:
+    """One round: label, fit, evaluate (each step skipped where its file shows it done)."""
+    cfg = trainer.config
+    folder = round_folder(trainer, round_)
+    folder.mkdir(parents=True, exist_ok=True)
+    done_path = folder / "round.json"
+    student = folder / "student.pt"
+    if not student.exists():
+        save_model(copy.deepcopy(trainer.policy).cpu(), student, trainer.env.rules.name,
+                   {"trained_by": "spades-train expert iteration", "round": round_, "config_name": cfg.name})
+    trainer.log(f"expert iteration, round {round_}/{cfg.expert_rounds}: labelling {cfg.expert_deals:,} deals "
+                f"with {cfg.expert_teacher}")
+    began = time.perf_counter()
+    folders, labels = label_round(trainer, round_, student)
+    label_s = time.perf_counter() - began
+    fitted_path = folder / "fitted.pt"
+    fit_info_path = folder / "fit.json"
+    if fitted_path.exists() and fit_info_path.exists():
+        trainer.policy.load_state_dict(read_checkpoint(fitted_path)["policy"])
+        fit = json.loads(fit_info_path.read_text())
+        trainer.log(f"expert iteration, round {round_}: fitted policy found in {fitted_path}")
+    else:
+        began = time.perf_counter()
+        replay = [f for r in range(max(1, round_ - cfg.expert_replay_rounds + 1), round_)
+                  for f in _label_folders(trainer, r)] + folders
+        fit = fit_round(trainer, replay)
+        if cfg.expert_bid_values and cfg.bid_value_deals:
+            fit["bid_values"] = trainer.value_bids()
+        fit["fit_s"] = time.perf_counter() - began
+        save_model(copy.deepcopy(trainer.policy).cpu(), fitted_path, trainer.env.rules.name,
+                   {"trained_by": "spades-train expert iteration", "round": round_, "config_name": cfg.name})
+        fit_info_path.write_text(json.dumps(fit, indent=2, default=float))
+    if done_path.exists():
+        row = json.loads(done_path.read_text())
+    else:
+        row = {"round": round_, "labels": labels, "label_s": round(label_s, 1), **_fit_columns(fit),
+               **evaluate_round(trainer, fitted_path, student, round_)}
+        done_path.write_text(json.dumps(row, indent=2))
+    trainer.log(_round_line(row, cfg.expert_eval_opponents))
+    return row
+
+
+def label_round(trainer: "Trainer", round_: int, student: Path) -> tuple[list[Path], int]:
+    """Label the round's deals, split between ``expert_opponents`` by their shares (resumable);
+    returns the label folders and the labels they hold."""
+    from train.evaluate import derive_seed
+    from train.label import label, load_labels
+
+    cfg = trainer.config
+    folder = round_folder(trainer, round_)
+    previous = round_folder(trainer, round_ - 1) / "student.pt" if round_ > 1 else student
+    total = sum(cfg.expert_opponents.values())
+    folders, labels = [], 0
+    for k, (spec, share) in enumerate(sorted(cfg.expert_opponents.items())):
+        deals = round(cfg.expert_deals * share / total)
+        if deals < 1:
+            continue
+        opponents = {"self": f"neural:checkpoint={student}", "previous": f"neural:checkpoint={previous}"}.get(spec, spec)
+        out = folder / opponent_folder_name(spec)
+        settings = {"out": str(out), "teacher": cfg.expert_teacher, "student": str(student),
+                    "opponents": opponents, "deals": deals, "shard_deals": cfg.expert_shard_deals,
+                    "follow_teacher": cfg.expert_follow_teacher, "continuation": "heuristic",
+                    "varied_start": cfg.varied_start_share if cfg.varied_start else 0.0,
+                    "rules": cfg.rules, "seed": derive_seed("expert-iteration", cfg.seed, round_, k) % 2**31,
+                    "workers": cfg.expert_workers or max(1, len(os.sched_getaffinity(0)))}
+        label(settings, progress=cfg.progress, log=trainer.log)
+        folders.append(out)
+        labels += int(load_labels(out)["teacher"].numel())
+    return folders, labels
+
+
+def _label_folders(trainer: "Trainer", round_: int) -> list[Path]:
+    folder = round_folder(trainer, round_)
+    return sorted(p for p in folder.glob("labels_*") if p.is_dir() and any(p.glob("shard_*.pt")))
+
+
+def improved_policy(start_logits: torch.Tensor, values: torch.Tensor, legal: torch.Tensor, target: str,
+                    scale: float, floor: float, tie: float) -> torch.Tensor:
+    """The target probabilities of valued decisions (rows): ``start_logits`` (B, A), ``values``
+    (B, A; NaN where not valued), ``legal`` (B, A). ``completed_q``: softmax(logits + scale *
+    (value - min) / max(range, floor)) over the legal actions (a legal action without a value
+    counts as the worst); ``best``: uniform over the actions within ``tie`` points of the best."""
+    valued = legal & ~torch.isnan(values)
+    low = torch.where(valued, values, torch.inf).amin(1, keepdim=True)
+    high = torch.where(valued, values, -torch.inf).amax(1, keepdim=True)
+    filled = torch.where(valued, values, low)
+    if target == "best":
+        good = legal & (filled >= high - tie)
+        return good.float() / good.sum(1, keepdim=True).clamp(min=1)
+    spread = (high - low).clamp(min=floor)
+    logits = start_logits + scale * (filled - low) / spread
+    return torch.softmax(logits.masked_fill(~legal, -torch.inf), 1)
+
+
+def fit_round(trainer: "Trainer", folders: list[Path]) -> dict:
+    """Fit the policy to the improved policies of the labels in ``folders`` (module doc, step 2);
+    returns what the fit measured."""
+    from train.config import ConfigError
+    from train.evaluate import resolve_rules
+    from train.label import load_labels
+
+    cfg, dev = trainer.config, trainer.device
+    data = load_labels(folders)
+    if resolve_rules(data["settings"]["rules"]) != trainer.env.rules:
+        raise ConfigError(f"expert iteration: labels in {folders[0]} were made under other rules")
+    obs, legal = data["obs"].to(dev), data["mask"].to(dev)
+    values = data["values"].to(dev).float()
+    has_values = (~torch.isnan(values) & legal).any(1)
+    held_out = (data["deal"].to(dev) % 10) == 9
+    if not bool((held_out & has_values).any()) or bool(held_out.all()):    # too few deals: every tenth row
+        held_out = torch.arange(obs.shape[0], device=dev) % 10 == 9
+    every = torch.arange(obs.shape[0], device=dev)
+    with torch.no_grad():
+        start_logits = torch.cat([trainer.policy(obs[rows].float(), legal[rows]) for rows in every.split(8192)])
+        target = torch.softmax(start_logits, 1)
+        rows = has_values.nonzero()[:, 0]
+        target[rows] = improved_policy(start_logits[rows], values[rows], legal[rows], cfg.expert_target,
+                                       cfg.expert_scale, cfg.expert_value_floor, cfg.expert_tie)
+    train_rows = (~held_out).nonzero()[:, 0]
+    test_rows = (held_out & has_values).nonzero()[:, 0]
+    best_value = torch.where(legal & ~torch.isnan(values), values, -torch.inf).amax(1)
+
+    def loss_of(rows: torch.Tensor) -> torch.Tensor:
+        log_probs = torch.log_softmax(trainer.policy(obs[rows].float(), legal[rows]), 1)
+        return -(target[rows] * log_probs.masked_fill(~legal[rows], 0.0)).sum(1)
+
+    def held_out_fit() -> tuple[float, float]:
+        """(loss, mean search value of the favourite card) on the held-out valued decisions."""
+        with torch.no_grad():
+            losses, picked = [], []
+            for rows in test_rows.split(8192):
+                logits = trainer.policy(obs[rows].float(), legal[rows])
+                losses.append(loss_of(rows))
+                picked.append(torch.nan_to_num(values[rows], nan=-1e3).gather(1, logits.argmax(1, keepdim=True))[:, 0])
+        return float(torch.cat(losses).mean()), float(torch.cat(picked).mean())
+
+    def agreement() -> float:
+        """Share of held-out valued decisions where the favourite card is among the best-valued."""
+        with torch.no_grad():
+            hits = []
+            for rows in test_rows.split(8192):
+                pick = trainer.policy(obs[rows].float(), legal[rows]).argmax(1, keepdim=True)
+                hits.append(values[rows].gather(1, pick)[:, 0] >= best_value[rows] - cfg.expert_tie)
+        return float(torch.cat(hits).float().mean()) if hits else 0.0
+
+    start = held_out_fit()
+    start_agreement = agreement()
+    oracle = float(best_value[test_rows].mean()) if test_rows.numel() else 0.0
+    trainer.log(f"expert fit ({cfg.expert_target}): {int(has_values.sum()):,} valued decisions and "
+                f"{int((~has_values).sum()):,} bidding ones from {len(folders)} folder(s); on the "
+                f"{test_rows.numel():,} held-out valued ones the favourite cards are worth {start[1]:+.3f} "
+                f"points (the search's best {oracle:+.3f}), {100 * start_agreement:.1f}% of them among the best")
+    loss, value, epoch = trainer._fit_keep_best(
+        train_rows, lambda rows: loss_of(rows).mean(), held_out_fit, start,
+        lambda loss, value: f"held-out loss {loss:.4f}, favourite cards worth {value:+.3f} points",
+        epochs=cfg.expert_epochs, learning_rate=cfg.expert_learning_rate, keep="score")
+    end_agreement = agreement()
+    trainer.log(f"expert fit: kept epoch {epoch} (favourite cards worth {value:+.3f} points, "
+                f"{100 * end_agreement:.1f}% among the best)")
+    return {"fit_epoch": epoch, "fit_value_start": start[1], "fit_value": value, "fit_value_best": oracle,
+            "fit_agreement_start": start_agreement, "fit_agreement": end_agreement, "fit_loss": loss,
+            "valued": int(has_values.sum()), "held_out": int(test_rows.numel())}
+
+
+def evaluate_round(trainer: "Trainer", fitted: Path, student: Path, round_: int) -> dict:
+    """Duplicate matches of the fitted policy against ``expert_eval_opponents``, paired with the
+    round's starting policy on the same deals, and head to head with it."""
+    from train.evaluate import evaluate, paired_difference
+
+    cfg = trainer.config
+    seed = cfg.seed + 3_000_017                      # the same deals every round
+    workers = cfg.expert_workers or max(1, len(os.sched_getaffinity(0)))
+    new, old = f"neural:checkpoint={fitted}", f"neural:checkpoint={student}"
+    row: dict[str, Any] = {}
+    for name in cfg.expert_eval_opponents:
+        now = evaluate(new, name, deals=cfg.expert_eval_deals, duplicate=True, rules=cfg.rules, seed=seed,
+                       workers=workers, progress=cfg.progress)
+        before = evaluate(old, name, deals=cfg.expert_eval_deals, duplicate=True, rules=cfg.rules, seed=seed,
+                          workers=workers, progress=cfg.progress)
+        gain, _ = paired_difference(now, before)
+        row.update({f"vs_{name}": now.score_diff.mean, f"vs_{name}_low": now.score_diff.low,
+                    f"vs_{name}_high": now.score_diff.high, f"gain_vs_{name}": gain.mean,
+                    f"gain_vs_{name}_low": gain.low, f"gain_vs_{name}_high": gain.high})
+    duel = evaluate(new, old, deals=cfg.expert_eval_deals, duplicate=True, rules=cfg.rules, seed=seed,
+                    workers=workers, progress=cfg.progress)
+    row.update({"vs_previous": duel.score_diff.mean, "vs_previous_low": duel.score_diff.low,
+                "vs_previous_high": duel.score_diff.high})
+    return row
+
+
+def _fit_columns(fit: dict) -> dict:
+    return {k: fit[k] for k in ROUND_COLUMNS if k in fit}
+
+
+def _round_line(row: dict, opponents: list[str]) -> str:
+    parts = [f"expert iteration, round {row['round']}: {row['labels']:,} labels"]
+    for name in opponents:
+        if f"vs_{name}" in row:
+            parts.append(f"vs {name} {row[f'vs_{name}']:+.1f} [{row[f'vs_{name}_low']:+.1f}, "
+                         f"{row[f'vs_{name}_high']:+.1f}] (over the round's start {row[f'gain_vs_{name}']:+.1f} "
+                         f"[{row[f'gain_vs_{name}_low']:+.1f}, {row[f'gain_vs_{name}_high']:+.1f}])")
+    if "vs_previous" in row:
+        parts.append(f"head to head with the round's start {row['vs_previous']:+.1f} "
+                     f"[{row['vs_previous_low']:+.1f}, {row['vs_previous_high']:+.1f}]")
+    return "; ".join(parts) + " points/hand (duplicate, 95% CI)"
+
+
+def _append_row(trainer: "Trainer", row: dict) -> None:
+    """Add the round to ``expert/rounds.csv`` (rewritten whole: a resumed round is not repeated)
+    and redraw ``expert/rounds.png``."""
+    folder = trainer.run_path / "expert"
+    rows = [json.loads(p.read_text()) for p in sorted(folder.glob("round_*/round.json"))]
+    rows = [r for r in rows if r["round"] <= row["round"]]
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    tmp = folder / "rounds.csv.tmp"
+    with tmp.open("w", newline="") as f:
+        writer = csv.DictWriter(f, columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    tmp.replace(folder / "rounds.csv")
+    plot_rounds(rows, folder / "rounds.png", trainer.config.expert_eval_opponents, trainer.config.name)
+
+
+def plot_rounds(rows: list[dict], out: Path, opponents: list[str], title: str) -> Optional[Path]:
+    """Points per hand by round against each opponent (95% intervals), the gain over each round's
+    start and the head-to-head result against it."""
+    if not rows:
+        return None
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    xs = [r["round"] for r in rows]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for name in opponents:
+        if all(f"vs_{name}" in r for r in rows):
+            line, = axes[0].plot(xs, [r[f"vs_{name}"] for r in rows], marker="o", label=f"vs {name}")
+            axes[0].fill_between(xs, [r[f"vs_{name}_low"] for r in rows], [r[f"vs_{name}_high"] for r in rows],
+                                 alpha=0.2, color=line.get_color())
+            axes[1].errorbar(xs, [r[f"gain_vs_{name}"] for r in rows],
+                             yerr=[[r[f"gain_vs_{name}"] - r[f"gain_vs_{name}_low"] for r in rows],
+                                   [r[f"gain_vs_{name}_high"] - r[f"gain_vs_{name}"] for r in rows]],
+                             marker="o", capsize=3, label=f"gain over the round's start, vs {name}")
+    if all("vs_previous" in r for r in rows):
+        axes[1].errorbar(xs, [r["vs_previous"] for r in rows],
+                         yerr=[[r["vs_previous"] - r["vs_previous_low"] for r in rows],
+                               [r["vs_previous_high"] - r["vs_previous"] for r in rows]],
+                         marker="s", capsize=3, label="head to head with the round's start")
+    for ax, heading in zip(axes, ("Duplicate evaluation (95% CI)", "Each round against its start")):
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set(title=heading, xlabel="round", ylabel="points per hand")
+        ax.legend(fontsize=8)
+    fig.suptitle(f"{title}: expert iteration")
+    fig.tight_layout()
+    tmp = out.with_name(out.stem + ".tmp.png")
+    fig.savefig(tmp, dpi=90)
+    plt.close(fig)
+    tmp.replace(out)
+    return out
