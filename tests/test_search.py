@@ -13,7 +13,7 @@ import pytest
 
 import agents
 from agents.heuristic import choose_action
-from agents.search import (DealSampler, Knowledge, SearchAgent, hand_value, play_out, refresh_view, rollout_views,
+from agents.search import (_pick, DealSampler, Knowledge, SearchAgent, hand_value, play_out, refresh_view, rollout_views,
                            rules_from_view, touching_groups)
 from spades_env import decode_observation, make_rules, spades_v0, view_from_game
 from spades_env.game import PHASE_BIDDING, PHASE_BLIND_DECISION, PHASE_HAND_OVER, PHASE_PLAY, SpadesGame
@@ -420,3 +420,73 @@ def test_takes_the_trick_that_makes_the_contract():
         means = dict(zip(bot.last_info["candidates"], bot.last_info["means"]))
         assert means[card("AH")] > means[card("2H")] + 20, means
     assert right >= 3
+
+
+# ---------------------------------------------------------------------- a policy as the guide
+def _decisions(seed: int, phases: tuple, limit: int = 40):
+    """(obs, info) at decisions of heuristic-played hands in the given phases with a real choice."""
+    from agents.heuristic import HeuristicAgent
+    env = spades_v0.env(episode="hand")
+    env.reset(seed=seed)
+    bot = HeuristicAgent()
+    found = 0
+    for _ in env.agent_iter():
+        obs, _, term, trunc, info = env.last()
+        if term or trunc:
+            env.step(None)
+            continue
+        if decode_observation(obs["observation"]).phase in phases and obs["action_mask"].sum() > 1:
+            yield obs, info
+            found += 1
+            if found == limit:
+                return
+        env.step(bot.act(obs, info))
+
+
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_guide_bids_and_sets_the_base_card(backend):
+    from agents.neural import NeuralAgent
+    from agents.heuristic import HeuristicAgent
+    policy, reference = NeuralAgent(), HeuristicAgent(backend="python")
+    keep_base = dict(guide="neural", min_gain=1e9, worlds=8, backend=backend, seed=1)
+    guided = agents.make("search", **keep_base)
+    heuristic_bids = agents.make("search", guide_bids=False, **keep_base)
+    heuristic_base = agents.make("search", guide_base=False, **keep_base)
+    for obs, info in _decisions(3, (PHASE_BIDDING,), limit=8):
+        assert guided.act(obs, info) == policy.act(obs)
+        assert heuristic_bids.act(obs, info) == reference.act(obs, info)
+    for obs, info in _decisions(4, (PHASE_PLAY,), limit=12):
+        assert guided.act(obs, info) == policy.act(obs)               # never beaten by 1e9 points
+        assert heuristic_base.act(obs, info) == reference.act(obs, info)
+        if guided.last_info.get("candidates"):
+            assert guided.last_info["base_from"] == "guide" and heuristic_base.last_info["base_from"] == "heuristic"
+
+
+def test_a_heavy_guide_weight_plays_the_guides_favourite_class():
+    from agents.neural import NeuralAgent
+    policy = NeuralAgent()
+    heavy = agents.make("search", guide="neural", guide_weight=1e6, guide_base=False, min_gain=0.0, worlds=16, seed=2)
+    for obs, info in _decisions(5, (PHASE_PLAY,), limit=12):
+        choice = heavy.act(obs, info)
+        favourite = policy.act(obs)
+        # the same class of touching cards as the guide's favourite (a class is one candidate)
+        view = decode_observation(obs["observation"])
+        legal = [int(a) for a in np.flatnonzero(obs["action_mask"])]
+        groups = heavy._play_candidates(view, legal, favourite)
+        assert any(choice in g and favourite in g for g in groups)
+
+
+def test_pick_adds_the_bonus_before_comparing():
+    values = [[10.0, 11.0], [10.0, 11.0]]          # candidate 1 is 1 point better in every world
+    assert _pick([5, 6], values, [1.0, 1.0], 5, 0.5, 0.0)[0] == 6
+    assert _pick([5, 6], values, [1.0, 1.0], 5, 0.5, 0.0, bonus=[2.0, 0.0])[0] == 5
+    choice, means, _ = _pick([5, 6], values, [1.0, 1.0], 6, 0.5, 0.0, bonus=[3.0, 0.0])
+    assert choice == 5 and means == [10.0, 11.0]       # the means reported exclude the bonus
+
+
+def test_guide_options_are_checked():
+    with pytest.raises(ValueError, match="guide_weight=-1"):
+        agents.make("search", guide="neural", guide_weight=-1)
+    with pytest.raises(FileNotFoundError, match="no_such_model.pt"):
+        agents.make("search", guide="no_such_model.pt")
+    assert "guide='neural'" in repr(agents.make("search", guide="neural"))
