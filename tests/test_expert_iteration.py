@@ -116,6 +116,19 @@ def test_expert_rounds_label_fit_evaluate_and_resume(tmp_path, capsys):
     assert "from 4 folder(s)" in " ".join(log)
     NeuralAgent(checkpoint=run / "model.pt")
 
+    # the learning-curve diagnostic fits nested subsets of those labels, each from the same start
+    from train.learning_curve import main as learning_curve
+    folders = [str(p) for p in sorted((run / "expert").glob("round_*/labels_*"))]
+    out = tmp_path / "curve"
+    assert learning_curve(["--labels", *folders, "--init", str(round_1 / "student.pt"), "--fractions", "1,0.5",
+                           "--set", "expert_epochs=1", "--set", "minibatch_size=64", "--out", str(out)]) == 0
+    rows = json.loads(out.with_suffix(".json").read_text())["rows"]
+    assert [r["fraction"] for r in rows] == [0.5, 1.0] and rows[0]["rows"] < rows[1]["rows"]
+    assert rows[0]["fit_value_start"] == rows[1]["fit_value_start"]        # one held-out set, one start
+    assert out.with_suffix(".png").stat().st_size > 0
+    assert learning_curve(["--labels", *folders, "--init", str(round_1 / "student.pt"), "--fractions", "0",
+                           "--out", str(out)]) == 2
+
 
 def test_a_killed_round_reuses_what_it_had_finished(tmp_path):
     base = TINY_EXPERT + [f"run_dir={tmp_path}", "name=ei", "expert_rounds=1"]

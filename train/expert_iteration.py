@@ -48,11 +48,13 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import torch
 
-from agents.neural import NeuralAgent, read_checkpoint, save_model
+from agents.neural import read_checkpoint, save_model
+
+from .fitting import fit_keep_best
 
 if TYPE_CHECKING:      # pragma: no cover
     from .ppo import Trainer
@@ -178,16 +180,27 @@ def improved_policy(start_logits: torch.Tensor, values: torch.Tensor, legal: tor
 
 
 def fit_round(trainer: "Trainer", folders: list[Path]) -> dict:
-    """Fit the policy to the improved policies of the labels in ``folders`` (module doc, step 2);
-    returns what the fit measured."""
+    """Fit the trainer's policy to the labels in ``folders`` (module doc, step 2)."""
     from train.config import ConfigError
     from train.evaluate import resolve_rules
     from train.label import load_labels
 
-    cfg, dev = trainer.config, trainer.device
     data = load_labels(folders)
     if resolve_rules(data["settings"]["rules"]) != trainer.env.rules:
         raise ConfigError(f"expert iteration: labels in {folders[0]} were made under other rules")
+    return fit_to_search_values(trainer.policy, data, trainer.config, trainer.generator, trainer.log,
+                                source=f"{len(folders)} folder(s)")
+
+
+def fit_to_search_values(policy: torch.nn.Module, data: dict, cfg: Any, generator: torch.Generator,
+                         log: Callable[[str], None] = print, source: str = "the labels",
+                         train_limit: Optional[int] = None) -> dict:
+    """Fit ``policy`` (in place) to the improved policies of the labelled decisions in ``data``
+    (:func:`train.label.load_labels`) with the ``expert_*`` settings of ``cfg``; the held-out
+    tenth of the deals measures it. ``train_limit``: fit only that many training rows (the first
+    of a fixed random order, so smaller sets are nested in larger ones: a learning curve).
+    Returns what the fit measured."""
+    dev = next(policy.parameters()).device
     obs, legal = data["obs"].to(dev), data["mask"].to(dev)
     values = data["values"].to(dev).float()
     has_values = (~torch.isnan(values) & legal).any(1)
@@ -196,17 +209,20 @@ def fit_round(trainer: "Trainer", folders: list[Path]) -> dict:
         held_out = torch.arange(obs.shape[0], device=dev) % 10 == 9
     every = torch.arange(obs.shape[0], device=dev)
     with torch.no_grad():
-        start_logits = torch.cat([trainer.policy(obs[rows].float(), legal[rows]) for rows in every.split(8192)])
+        start_logits = torch.cat([policy(obs[rows].float(), legal[rows]) for rows in every.split(8192)])
         target = torch.softmax(start_logits, 1)
         rows = has_values.nonzero()[:, 0]
         target[rows] = improved_policy(start_logits[rows], values[rows], legal[rows], cfg.expert_target,
                                        cfg.expert_scale, cfg.expert_value_floor, cfg.expert_tie)
     train_rows = (~held_out).nonzero()[:, 0]
+    if train_limit is not None:
+        order = torch.randperm(train_rows.numel(), generator=torch.Generator().manual_seed(0))
+        train_rows = train_rows[order[:train_limit].to(dev)]
     test_rows = (held_out & has_values).nonzero()[:, 0]
     best_value = torch.where(legal & ~torch.isnan(values), values, -torch.inf).amax(1)
 
     def loss_of(rows: torch.Tensor) -> torch.Tensor:
-        log_probs = torch.log_softmax(trainer.policy(obs[rows].float(), legal[rows]), 1)
+        log_probs = torch.log_softmax(policy(obs[rows].float(), legal[rows]), 1)
         return -(target[rows] * log_probs.masked_fill(~legal[rows], 0.0)).sum(1)
 
     def held_out_fit() -> tuple[float, float]:
@@ -214,7 +230,7 @@ def fit_round(trainer: "Trainer", folders: list[Path]) -> dict:
         with torch.no_grad():
             losses, picked = [], []
             for rows in test_rows.split(8192):
-                logits = trainer.policy(obs[rows].float(), legal[rows])
+                logits = policy(obs[rows].float(), legal[rows])
                 losses.append(loss_of(rows))
                 picked.append(torch.nan_to_num(values[rows], nan=-1e3).gather(1, logits.argmax(1, keepdim=True))[:, 0])
         return float(torch.cat(losses).mean()), float(torch.cat(picked).mean())
@@ -224,27 +240,29 @@ def fit_round(trainer: "Trainer", folders: list[Path]) -> dict:
         with torch.no_grad():
             hits = []
             for rows in test_rows.split(8192):
-                pick = trainer.policy(obs[rows].float(), legal[rows]).argmax(1, keepdim=True)
+                pick = policy(obs[rows].float(), legal[rows]).argmax(1, keepdim=True)
                 hits.append(values[rows].gather(1, pick)[:, 0] >= best_value[rows] - cfg.expert_tie)
         return float(torch.cat(hits).float().mean()) if hits else 0.0
 
     start = held_out_fit()
     start_agreement = agreement()
     oracle = float(best_value[test_rows].mean()) if test_rows.numel() else 0.0
-    trainer.log(f"expert fit ({cfg.expert_target}): {int(has_values.sum()):,} valued decisions and "
-                f"{int((~has_values).sum()):,} bidding ones from {len(folders)} folder(s); on the "
-                f"{test_rows.numel():,} held-out valued ones the favourite cards are worth {start[1]:+.3f} "
-                f"points (the search's best {oracle:+.3f}), {100 * start_agreement:.1f}% of them among the best")
-    loss, value, epoch = trainer._fit_keep_best(
-        train_rows, lambda rows: loss_of(rows).mean(), held_out_fit, start,
+    log(f"expert fit ({cfg.expert_target}): {int((has_values[train_rows]).sum()):,} valued decisions to fit from "
+        f"{source} ({int(has_values.sum()):,} valued, {int((~has_values).sum()):,} bidding ones in all); on the "
+        f"{test_rows.numel():,} held-out valued ones the favourite cards are worth {start[1]:+.3f} points (the "
+        f"search's best {oracle:+.3f}), {100 * start_agreement:.1f}% of them among the best")
+    loss, value, epoch = fit_keep_best(
+        policy, train_rows, lambda rows: loss_of(rows).mean(), held_out_fit, start,
         lambda loss, value: f"held-out loss {loss:.4f}, favourite cards worth {value:+.3f} points",
-        epochs=cfg.expert_epochs, learning_rate=cfg.expert_learning_rate, keep="score")
+        epochs=cfg.expert_epochs, learning_rate=cfg.expert_learning_rate, keep="score",
+        minibatch_size=cfg.minibatch_size, max_grad_norm=cfg.max_grad_norm, generator=generator, log=log)
     end_agreement = agreement()
-    trainer.log(f"expert fit: kept epoch {epoch} (favourite cards worth {value:+.3f} points, "
-                f"{100 * end_agreement:.1f}% among the best)")
+    log(f"expert fit: kept epoch {epoch} (favourite cards worth {value:+.3f} points, "
+        f"{100 * end_agreement:.1f}% among the best)")
     return {"fit_epoch": epoch, "fit_value_start": start[1], "fit_value": value, "fit_value_best": oracle,
             "fit_agreement_start": start_agreement, "fit_agreement": end_agreement, "fit_loss": loss,
-            "valued": int(has_values.sum()), "held_out": int(test_rows.numel())}
+            "valued": int(has_values.sum()), "held_out": int(test_rows.numel()),
+            "fitted_rows": int(train_rows.numel())}
 
 
 def evaluate_round(trainer: "Trainer", fitted: Path, student: Path, round_: int) -> dict:

@@ -49,6 +49,7 @@ from spades_env.rules import RulesError
 from spades_env.vector import SpadesVectorEnv, VectorEnvError
 
 from .config import VARIED_START_TENS, ConfigError, TrainConfig, describe_fields, load_config
+from .fitting import fit_keep_best
 from .metrics import MetricsLog, plot_learning_curves
 from .rollout import Rollout, agent_actions, finished_rows, sample_actions, seat_advantages
 from .run_lock import RunFolderBusy, RunLock
@@ -549,40 +550,14 @@ class Trainer:
 
     def _fit_keep_best(self, train_rows: torch.Tensor, train_loss: Callable[[torch.Tensor], torch.Tensor],
                        held_out_fit: Callable[[], tuple[float, float]], start: tuple[float, float],
-                       describe: Callable[[float, float], str], epochs: Optional[int] = None,
-                       learning_rate: Optional[float] = None, keep: Optional[str] = None) -> tuple[float, float, int]:
-        """The distillations' loop: ``epochs`` passes (default ``distill_epochs``) of Adam
-        (``learning_rate``, default ``distill_learning_rate``; linear decay, gradient clipping)
-        over ``train_rows`` in minibatches; after each pass ``held_out_fit()`` gives (loss, score)
-        and the weights ``keep`` (default ``distill_keep``) names are kept (the best score or the
-        lowest loss, the starting ones (``start``) included, or the last). Returns the kept
-        (loss, score, epoch)."""
-        cfg, dev = self.config, self.device
-        epochs = cfg.distill_epochs if epochs is None else epochs
-        keep = cfg.distill_keep if keep is None else keep
-        optimizer = torch.optim.Adam(self.policy.parameters(), eps=1e-5,
-                                     lr=cfg.distill_learning_rate if learning_rate is None else learning_rate)
-        batches = epochs * -(-train_rows.numel() // cfg.minibatch_size)
-        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: 1.0 - i / batches)
-        (best_loss, best_score), best_epoch = start, 0
-        best_state = copy.deepcopy(self.policy.state_dict())
-        for epoch in range(epochs):
-            order = train_rows[torch.randperm(train_rows.numel(), generator=self.generator, device=dev)]
-            for first in range(0, order.numel(), cfg.minibatch_size):
-                loss = train_loss(order[first:first + cfg.minibatch_size])
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
-                optimizer.step()
-                schedule.step()
-            test_loss, test_score = held_out_fit()
-            self.log(f"fit epoch {epoch + 1}/{epochs}: {describe(test_loss, test_score)}")
-            better = {"score": test_score > best_score, "loss": test_loss < best_loss, "last": True}[keep]
-            if better:
-                best_loss, best_score, best_epoch = test_loss, test_score, epoch + 1
-                best_state = copy.deepcopy(self.policy.state_dict())
-        self.policy.load_state_dict(best_state)
-        return best_loss, best_score, best_epoch
+                       describe: Callable[[float, float], str]) -> tuple[float, float, int]:
+        """:func:`train.fitting.fit_keep_best` with the distillation's settings (``distill_epochs``,
+        ``distill_learning_rate``, ``distill_keep``)."""
+        cfg = self.config
+        return fit_keep_best(self.policy, train_rows, train_loss, held_out_fit, start, describe,
+                             epochs=cfg.distill_epochs, learning_rate=cfg.distill_learning_rate,
+                             keep=cfg.distill_keep, minibatch_size=cfg.minibatch_size,
+                             max_grad_norm=cfg.max_grad_norm, generator=self.generator, log=self.log)
 
     def _distill_values(self, data: dict, held_out: torch.Tensor) -> dict:
         """``distill`` with play-out values (``distill_value_temperature`` T): on every decision with
