@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import warnings
+from collections.abc import Mapping
 from typing import Any, Optional
 
 import numpy as np
@@ -11,7 +12,7 @@ from gymnasium import spaces
 from pettingzoo import AECEnv
 
 from .cards import NUM_CARDS
-from .game import NUM_ACTIONS, PHASE_NAMES, PHASE_PLAY, SpadesGame, action_str
+from .game import NUM_ACTIONS, PHASE_NAMES, PHASE_PLAY, DealError, SpadesGame, action_str
 from .observation import ObservationEncoder
 from .rewards import RewardScheme
 from .rules import EPISODE_CHOICES, Rules, RulesError, make_rules
@@ -119,6 +120,9 @@ class SpadesEnv(AECEnv):
     def reset(self, seed: Optional[int] = None, options: Optional[dict] = None) -> None:
         # A new seed takes effect only if the reset succeeds (nothing half-applied).
         rng = random.Random(seed) if seed is not None or self._rng is None else self._rng
+        if options is not None and not isinstance(options, Mapping):
+            raise DealError(f"reset: options={options!r} ({type(options).__name__}): expected a dict of "
+                            f"{', '.join(RESET_OPTIONS)}")
         options = dict(options or {})
         unknown = [k for k in options if k not in RESET_OPTIONS]
         if unknown:
@@ -183,6 +187,9 @@ class SpadesEnv(AECEnv):
         if self._done:
             if self.game is None:
                 raise RuntimeError("step() before reset(): call env.reset() first")
+            if not self.agents:
+                raise RuntimeError(f"step({action!r}) after the episode ended: every agent is done and has "
+                                   "been stepped with None; call env.reset() for a new episode")
             self._was_dead_step(action)
             return
         game = self.game

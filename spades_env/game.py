@@ -100,6 +100,9 @@ def parse_deal(deal: Any, rules: Rules) -> list[int]:
     for seat, hand in enumerate(deal):
         if isinstance(hand, (str, bytes)):
             hand = hand.split()
+        if not isinstance(hand, Sequence) and not hasattr(hand, "__len__"):
+            raise DealError(f"deal: seat {seat}'s hand is {hand!r} ({type(hand).__name__}): expected a list of "
+                            f"{per_hand} cards (ids 0..51 or names like 'AS')")
         hand = list(hand)
         if len(hand) != per_hand:
             raise DealError(f"deal: seat {seat} has {len(hand)} cards, expected {per_hand}")

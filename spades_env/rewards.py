@@ -26,6 +26,8 @@ terms of a hand sum to exactly zero: it guides learning without changing what is
 
 from __future__ import annotations
 
+import math
+
 from typing import Sequence
 
 from .game import SpadesGame
@@ -44,8 +46,8 @@ class RewardScheme:
         if reward not in REWARD_SCHEMES:
             raise RewardError(f"unknown reward scheme {reward!r}; expected one of {', '.join(REWARD_SCHEMES)}")
         for name, value in (("reward_scale", reward_scale), ("win_bonus", win_bonus), ("shaping", shaping)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-                raise RewardError(f"{name}={value!r}: expected a number")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise RewardError(f"{name}={value!r}: expected a finite number")
         if reward_scale <= 0:
             raise RewardError(f"reward_scale={reward_scale!r}: expected a positive number")
         if win_bonus and reward == "win":

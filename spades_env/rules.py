@@ -232,6 +232,13 @@ def load_rules_file(path: str | os.PathLike) -> dict[str, Any]:
         data = yaml.safe_load(path.read_text())
     except FileNotFoundError:
         raise RulesError(f"rules file not found: {path}") from None
+    except IsADirectoryError:
+        raise RulesError(f"rules file {path} is a directory: expected a YAML file") from None
+    except UnicodeDecodeError as exc:
+        raise RulesError(f"rules file {path} is not UTF-8 text ({exc.reason} at byte {exc.start}): expected a "
+                         "YAML file") from None
+    except OSError as exc:
+        raise RulesError(f"rules file {path} cannot be read: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
         raise RulesError(f"rules file {path} is not valid YAML: {exc}") from None
     if data is None:
@@ -250,6 +257,8 @@ def load_rules_file(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def _preset_name(name: Any) -> str:
+    if not isinstance(name, str):
+        raise RulesError(f"rules preset {name!r}: expected a preset name (a string: {', '.join(PRESET_NAMES)})")
     if name not in PRESETS:
         close = difflib.get_close_matches(str(name), PRESET_NAMES, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""

@@ -734,6 +734,21 @@ class SpadesVectorEnv:
             setattr(self, name, snapshot[name.lstrip("_")].to(dev))
 
     # ------------------------------------------------------------------ step
+    def _as_action_tensor(self, actions: Any) -> torch.Tensor:
+        """``actions`` as int64 on the env's device, refused with a :class:`VectorEnvError` when they
+        are not integers (a float or bool tensor would be truncated silently) or not a 1-D batch."""
+        try:
+            tensor = torch.as_tensor(actions, device=self.device)
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise VectorEnvError(f"actions={actions!r:.80}: expected a tensor (or array or list) of {self.num_envs} "
+                                 f"integer action ids ({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
+        if tensor.is_floating_point() or tensor.is_complex() or tensor.dtype == torch.bool:
+            raise VectorEnvError(f"actions of dtype {tensor.dtype}: expected integer action ids (int64), one per table")
+        if tensor.dim() != 1:
+            raise VectorEnvError(f"actions of shape {tuple(tensor.shape)}: expected one action per table, shape "
+                                 f"({self.num_envs},)")
+        return tensor.to(I64)
+
     def step(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict]:
         """Apply one action per table. Returns ``(observation, mask, rewards (B, 4), done (B,), info)``.
 
@@ -746,7 +761,7 @@ class SpadesVectorEnv:
             raise VectorEnvError("step() before reset(): call reset() first")
         if not (isinstance(actions, torch.Tensor) and actions.dtype == I64 and actions.dim() == 1
                 and actions.device == self.device):                  # (the common case, without a copy)
-            actions = torch.as_tensor(actions, device=self.device).to(I64).view(-1)
+            actions = self._as_action_tensor(actions)
         if actions.shape[0] != self.num_envs:
             raise VectorEnvError(f"actions: expected one per table ({self.num_envs}), got {actions.shape[0]}")
         if self.check_actions:

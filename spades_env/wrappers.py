@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from pettingzoo.utils.env_logger import EnvLogger
 from pettingzoo.utils.wrappers import (AssertOutOfBoundsWrapper, BaseWrapper, OrderEnforcingWrapper,
                                        TerminateIllegalWrapper)
@@ -114,8 +116,14 @@ class FastAssertOutOfBoundsWrapper(_FastAttributes, AssertOutOfBoundsWrapper):
         if not (type(action) is int and 0 <= action < self._n):
             raw = self._raw
             agent = raw.agent_selection
-            assert (action is None and (raw.terminations[agent] or raw.truncations[agent])) \
-                or raw.action_spaces[agent].contains(action), "action is not in action space"
+            # PettingZoo's AssertOutOfBoundsWrapper raises AssertionError here; so do we, saying what
+            # was given (a bool or a float is not an action id even where gymnasium's Discrete takes it)
+            assert (action is None and (raw.terminations[agent] or raw.truncations[agent])) or (
+                not isinstance(action, (bool, np.bool_, float, np.floating))
+                and raw.action_spaces[agent].contains(action)), \
+                (f"action {action!r} is not in action space: expected an integer action id 0..{self._n - 1}"
+                 + (" (or None once this agent is done)" if action is not None else
+                    f"; None is only for an agent that is done, and {agent} is to act"))
         self.env.step(action)
 
 

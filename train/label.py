@@ -63,7 +63,7 @@ import numpy as np
 import torch
 
 import agents as agent_registry
-from agents.neural import DEFAULT_MODEL, NeuralAgent
+from agents.neural import DEFAULT_MODEL, ModelError, NeuralAgent
 from agents import heuristic
 from agents.native_heuristic import available as native_available
 from agents.native_search import table_values
@@ -470,6 +470,10 @@ def check_settings(settings: dict) -> dict:
         raise LabelError(f"rules={settings['rules']!r}: labelling needs four players in partnerships")
     if not Path(settings["student"]).is_file():
         raise LabelError(f"student={settings['student']!r}: no such model file (a spades-train checkpoint or model)")
+    try:
+        NeuralAgent(checkpoint=settings["student"])
+    except (ModelError, ValueError) as exc:
+        raise LabelError(f"student={settings['student']!r}: {exc}") from None
     return settings
 
 

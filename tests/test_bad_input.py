@@ -1,0 +1,97 @@
+"""Bad input from outside gets an error that names what was wrong and what was expected, and
+leaves nothing half-applied: reset options, rule files, reward settings, actions of the AEC env
+(wrapped and raw) and of the batched engine, spades-label's student model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from spades_env import spades_v0
+from spades_env.game import DealError
+from spades_env.rewards import RewardError
+from spades_env.rules import RulesError
+from spades_env.vector import SpadesVectorEnv, VectorEnvError
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"deal": [1, 2, 3, 4]}, r"seat 0's hand is 1 \(int\): expected a list of 13 cards"),
+    ("deal", r"options='deal' \(str\): expected a dict of deal, dealer, scores, bags"),
+    ({"dealer": 1.5}, r"dealer=1.5 is not a seat"),
+])
+def test_bad_reset_options_are_refused_and_the_env_keeps_its_game(options, message):
+    env = spades_v0.env()
+    env.reset(seed=0)
+    before = env.unwrapped.game.hands[:]
+    with pytest.raises(DealError, match=message):
+        env.reset(seed=1, options=options)
+    assert env.unwrapped.game.hands == before            # nothing half-applied
+
+
+def test_bad_rule_settings_and_files_are_refused(tmp_path):
+    with pytest.raises(RulesError, match=r"rules preset \[1\]: expected a preset name"):
+        spades_v0.env(rules={"preset": [1]})
+    with pytest.raises(RulesError, match=r"rule name=5 is invalid"):
+        spades_v0.env(rules={"name": 5})
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"\xff\xfe\x00 not text")
+    with pytest.raises(RulesError, match=r"binary.yaml is not UTF-8 text .*expected a YAML file"):
+        spades_v0.env(rules=str(binary))
+    with pytest.raises(RulesError, match=r"is a directory: expected a YAML file"):
+        spades_v0.env(rules=str(tmp_path))
+
+
+@pytest.mark.parametrize("name", ["reward_scale", "win_bonus", "shaping"])
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_reward_settings_must_be_finite(name, value):
+    with pytest.raises(RewardError, match=rf"{name}={value!r}: expected a finite number"):
+        spades_v0.env(**{name: value})
+
+
+@pytest.mark.parametrize("action", [True, False, 1.5, 60.0, np.float32(60.0), "60", None])
+def test_the_wrapped_env_refuses_what_is_not_an_action_id(action):
+    env = spades_v0.env()
+    env.reset(seed=0)
+    with pytest.raises(AssertionError, match=r"is not in action space: expected an integer action id 0..67"):
+        env.step(action)
+    env.step(60)                                       # the game goes on: nothing was applied
+    assert env.unwrapped.game.bids[env.unwrapped.game.dealer + 1 & 3] == 8
+
+
+def test_the_raw_env_refuses_a_step_after_the_episode_ended():
+    import agents
+    raw = spades_v0.raw_env()
+    raw.reset(seed=0)
+    bot = agents.make("heuristic")
+    for _ in raw.agent_iter():
+        obs, _, term, trunc, info = raw.last()
+        raw.step(None if term or trunc else bot.act(obs, info))
+    with pytest.raises(RuntimeError, match=r"after the episode ended.*call env.reset\(\)"):
+        raw.step(None)
+
+
+@pytest.mark.parametrize("actions, message", [
+    ("abc", r"expected a tensor \(or array or list\) of 4 integer action ids"),
+    (None, r"expected a tensor \(or array or list\) of 4 integer action ids"),
+    (torch.full((4,), 60.5), r"dtype torch.float32: expected integer action ids"),
+    (np.full(4, 60.0), r"dtype torch.float64: expected integer action ids"),
+    (torch.ones(4, dtype=torch.bool), r"dtype torch.bool: expected integer action ids"),
+    (torch.full((2, 2), 60), r"shape \(2, 2\): expected one action per table, shape \(4,\)"),
+])
+def test_the_batched_engine_refuses_actions_that_are_not_integer_ids(actions, message):
+    env = SpadesVectorEnv(4)
+    obs, _ = env.reset(seed=0)
+    with pytest.raises(VectorEnvError, match=message):
+        env.step(actions)
+    assert torch.equal(env.observe()[0], obs)          # nothing applied
+    env.step(np.full(4, 60, dtype=np.int32))           # integer arrays of any width are fine
+
+
+def test_spades_label_names_a_student_file_that_is_not_a_model(tmp_path, capsys):
+    from train.label import main
+    bad = tmp_path / "notes.txt"
+    bad.write_text("not a model")
+    assert main(["--student", str(bad), "--out", str(tmp_path / "labels"), "--deals", "2", "--workers", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "spades-label: error: student=" in err and "not a spades model" in err and "Traceback" not in err
