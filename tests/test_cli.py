@@ -3,6 +3,7 @@
 import json
 
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -237,3 +238,26 @@ def test_bench_search_reports_every_player_native_beside_python(tmp_path, capsys
     for row in ("python act", "native act_batch", "native, the same budget", "playout (native)"):
         assert row in report
     _json.dumps(results)                      # what --json writes
+
+
+@pytest.mark.parametrize("command, prog", [
+    (["spades-bench", "--decisions", "100000000", "--no-openspiel", "--no-vector"], "spades-bench"),
+    (["spades-label", "--teacher", "search:backend=python", "--deals", "400", "--workers", "1",
+      "--no-progress", "--out", "{tmp}/labels"], "spades-label"),
+    (["spades-train", "--config", "configs/quickstart.yaml", "--set", "run_dir={tmp}", "--set", "progress=false",
+      "--set", "tensorboard=false"], "spades-train"),
+])
+def test_ctrl_c_ends_a_command_with_one_line(command, prog, tmp_path):
+    """SIGINT (Ctrl-C) mid-run: status 130 and one line on stderr, no traceback."""
+    import signal
+    import subprocess
+    import time
+    root = Path(__file__).resolve().parents[1]
+    process = subprocess.Popen([part.replace("{tmp}", str(tmp_path)) for part in command], cwd=root,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(6)                        # well into the work (imports and start-up take 1-3 s)
+    assert process.poll() is None, process.communicate()
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and f"{prog}: interrupted" in err

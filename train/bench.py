@@ -356,6 +356,15 @@ def format_vector_table(rows: list[dict]) -> str:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
+    """The command line (Ctrl-C ends it with one line and status 130)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("spades-bench: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="spades-bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--decisions", type=int, default=300_000,

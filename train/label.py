@@ -422,10 +422,15 @@ _LABELLER: Optional[Labeller] = None
 
 
 def _init_worker(settings: dict) -> None:
-    global _LABELLER
+    """A pool worker: it dies with its parent and leaves Ctrl-C to it."""
     import signal
     die_with_parent()                                # no orphaned labeller after a kill of the parent
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the parent's to handle
+    _init_labeller(settings)
+
+
+def _init_labeller(settings: dict) -> None:
+    global _LABELLER
     torch.set_num_threads(1)
     _LABELLER = Labeller(settings)
 
@@ -502,8 +507,9 @@ def label(settings: dict, progress: bool = True, log=print) -> Path:
     from tqdm import tqdm
     bar = tqdm(total=len(todo), desc="labelling shards", unit="shard", disable=not progress, file=sys.stderr)
     labelled = 0
+    threads = torch.get_num_threads()                # labelling here sets 1; the caller's is restored
     if settings["workers"] == 1 or len(todo) <= 1:
-        _init_worker(settings)
+        _init_labeller(settings)                     # in this process: Ctrl-C stays with it
         results = map(_label_shard, todo)
         pool = None
     else:
@@ -520,6 +526,7 @@ def label(settings: dict, progress: bool = True, log=print) -> Path:
         bar.close()
         if pool is not None:
             pool.terminate()
+        torch.set_num_threads(threads)
     log(f"spades-label: {labelled:,} new labels; {out} holds {shards} shards")
     return out
 

@@ -77,6 +77,15 @@ def plot(rows: list[dict], out: Path, title: str) -> Path:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
+    """The command line (Ctrl-C ends it with one line and status 130)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("learning_curve: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: Optional[list[str]] = None) -> int:
     from train.config import ConfigError, load_config
     from train.label import LabelError
 
