@@ -1,0 +1,116 @@
+"""Stepping through a game record, and asking an agent what it thinks at any step.
+
+:func:`record_frames` replays a record (``env.game_record()``, ``spades-play --record``, the web
+table's download) exactly, through :func:`spades_env.record.iter_replay`, and returns one frame
+per action plus the final position: every hand, the bids, the trick in progress, tricks taken,
+scores and the action about to be taken. A malformed record raises
+:class:`~spades_env.record.ReplayError` naming what is wrong.
+
+:func:`analyse` replays to one step and asks an agent about the seat to act there: a ``neural``
+agent gives its probability of every legal action (and its value estimate when the checkpoint
+has a critic that reads the seat's observation), ``search`` the mean play-out value of every
+candidate, any agent the action it would take.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+import agents as registry
+from spades_env.game import PHASE_NAMES
+from spades_env.record import ReplayError, iter_replay
+
+from .table import SEAT_NAMES, action_json, card_json, parse_agent_spec
+
+MAX_FRAMES = 20_000          # a record longer than this is refused (about 100 hands)
+
+
+def _frame(env, seat: Optional[int], action: Optional[int]) -> dict:
+    game = env.game
+    n = game.n
+    return {
+        "hand_number": game.hand_number, "phase": PHASE_NAMES[game.phase], "dealer": game.dealer,
+        "to_act": seat, "action": None if action is None else action_json(action),
+        "hands": [[card_json(c) for c in sorted((c for c in range(52) if game.hands[s] >> c & 1),
+                                                key=lambda c: (-(c // 13 == 3), -(c // 13), -(c % 13)))]
+                  for s in range(n)],
+        "bids": [None if b is None else int(b) for b in game.bids], "blind": [bool(b) for b in game.blind],
+        "trick": [{"seat": (game.trick_leader + i) % n, "card": card_json(c)} for i, c in enumerate(game.trick_cards)],
+        "tricks_won": list(game.tricks_taken), "scores": list(game.scores), "bags": list(game.bags),
+        "spades_broken": bool(game.spades_broken),
+    }
+
+
+def record_frames(record: Any) -> dict:
+    """The record's frames (one before every action, and the final position) and its summary."""
+    if not isinstance(record, dict):
+        raise ReplayError(f"a game record is a JSON object (spades-record), got {type(record).__name__}")
+    frames = []
+    env = None
+    for env, seat, action in iter_replay(record):
+        frames.append(_frame(env, seat, action))
+        if len(frames) > MAX_FRAMES:
+            raise ReplayError(f"game record: more than {MAX_FRAMES:,} actions; too long to inspect")
+    if env is None:
+        raise ReplayError("game record: it holds no action")
+    final = _frame(env, None, None)
+    frames.append(final)
+    rules = env.rules
+    return {"rules": rules.name, "players": rules.players, "seat_names": list(SEAT_NAMES[:rules.players]),
+            "partnerships": rules.partnerships, "frames": frames,
+            "hands": [{k: h.get(k) for k in ("bids", "tricks", "score_change", "scores", "bags") if k in h}
+                      for h in env.game_record()["hands"]],
+            "winner": env.game_record().get("winner")}
+
+
+def analyse(record: dict, step: int, spec: str) -> dict:
+    """What agent ``spec`` thinks at frame ``step`` (before that frame's action), for the seat to act."""
+    name, options = parse_agent_spec(spec)
+    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+        raise ReplayError(f"step={step!r}: expected a frame number (0 or more)")
+    for index, (env, seat, action) in enumerate(iter_replay(record)):
+        if index == step:
+            break
+    else:
+        raise ReplayError(f"step={step}: the record has no action there (the last frame is the final position)")
+    agent_name = env.possible_agents[seat]
+    obs = env.observe(agent_name)
+    info = env.infos[agent_name]
+    legal = [int(a) for a in np.flatnonzero(obs["action_mask"])]
+    agent = registry.make(name, **options)
+    result: dict[str, Any] = {"agent": spec, "seat": seat, "step": step, "recorded": action_json(action),
+                              "legal": [action_json(a) for a in legal]}
+    if name == "neural":
+        probabilities = agent.action_probabilities(obs)
+        result["probabilities"] = {str(a): float(probabilities[a]) for a in legal}
+        result["value"] = _critic_value(agent, obs)
+    choice = int(agent.act(obs, info))
+    result["choice"] = action_json(choice)
+    found = getattr(agent, "last_info", None) or {}
+    if "means" in found:
+        result["candidate_values"] = {str(c): float(m) for c, m in zip(found["candidates"], found["means"])}
+        result["worlds"] = found.get("worlds")
+    return result
+
+
+def _critic_value(agent, obs: dict) -> Optional[float]:
+    """The checkpoint's critic value of this observation (points per hand), where it has a
+    local critic; None for an exported model (policy only) or a central critic."""
+    if agent.checkpoint is None:
+        return None
+    import torch
+    from agents.neural import read_checkpoint
+    from agents.networks import ValueNet
+
+    data = read_checkpoint(agent.checkpoint)
+    arch, weights = data.get("critic_arch"), data.get("critic")
+    if not arch or not weights or arch.get("input_size") != len(obs["observation"]):
+        return None
+    critic = ValueNet(**arch)
+    critic.load_state_dict(weights)
+    scale = (data.get("config") or {}).get("reward_scale", 0.01)
+    with torch.no_grad():
+        value = float(critic(torch.as_tensor(np.asarray(obs["observation"], dtype=np.float32))[None])[0])
+    return value / scale

@@ -1,0 +1,62 @@
+"""How fast the web table answers: ``python -m web.latency [AGENT ...]``.
+
+Starts the server on a free local port, plays the first hand of six seeded games as North
+(always the first legal action) with AGENT (default ``heuristic``) as East, and times each of
+East's moves from the person's action request to the view that shows East's move, through
+HTTP exactly as the page does (long-polling ``GET /api/games/{id}?since=V``)."""
+
+from __future__ import annotations
+
+import socket
+import statistics
+import sys
+import tempfile
+import threading
+import time
+
+
+def measure(agent: str, games: int = 6) -> list[float]:
+    import httpx
+    import uvicorn
+
+    from web.server import create_app
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(tempfile.mkdtemp()), host="127.0.0.1", port=port,
+                                           log_level="warning"))
+    threading.Thread(target=server.run, daemon=True).start()
+    while not server.started:
+        time.sleep(0.05)
+    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120)
+    seconds = []
+    try:
+        for seed in range(games):
+            state = client.post("/api/games", json={"seat": 0, "agents": {"1": agent}, "seed": seed}).json()
+            while not state["over"] and not state["hands"]:
+                while state["to_act"] != state["seat"] and not state["over"]:
+                    state = client.get(f"/api/games/{state['id']}?since={state['version']}&wait=5").json()
+                if state["over"] or state["hands"]:
+                    break
+                began = time.perf_counter()
+                state = client.post(f"/api/games/{state['id']}/action", json={"action": state["legal"][0]["id"]}).json()
+                if state["to_act"] == 1:
+                    state = client.get(f"/api/games/{state['id']}?since={state['version']}&wait=30").json()
+                    seconds.append(time.perf_counter() - began)
+    finally:
+        server.should_exit = True
+    return seconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    for agent in (argv if argv is not None else sys.argv[1:]) or ["heuristic"]:
+        times = sorted(measure(agent))
+        print(f"{agent}: {len(times)} moves, median {1000 * statistics.median(times):.1f} ms, "
+              f"95th percentile {1000 * times[int(0.95 * len(times))]:.1f} ms, max {1000 * times[-1]:.1f} ms "
+              "(from the person's action to the agent's move in the view)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

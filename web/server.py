@@ -1,0 +1,349 @@
+"""``spades-web``: the table and the game inspector in a browser (Starlette on uvicorn).
+
+    spades-web                         # http://127.0.0.1:8000, opens a browser
+    spades-web --port 9000 --records runs/records --no-browser
+
+The page (``web/static/``: plain HTML, CSS and JavaScript, nothing fetched from elsewhere)
+talks to a small JSON API:
+
+- ``POST /api/games`` {seat, agents: {seat: spec}, rules, seed, pace} starts a whole game
+  (agent specs as in ``spades-eval``); ``GET /api/games/{id}?since=V`` returns the person's
+  view (waiting up to ``wait`` seconds for something newer than version V);
+  ``POST /api/games/{id}/action`` {action} plays the person's action, refused with the reason
+  when it is not legal; ``GET /api/games/{id}/record`` downloads the game record. Agents move
+  in worker threads, so a slow one (``search``) never holds up the page or other games.
+  A finished game's record is saved in the records folder.
+- ``GET /api/records`` lists the records folder; ``GET /api/records/{name}`` replays one into
+  frames; ``POST /api/inspect`` does the same for an uploaded record; ``POST /api/analyse``
+  {record_id, step, agent} asks an agent about the position at a frame (a neural policy's
+  probabilities, the search's candidate values). Only plain file names inside the records
+  folder can be read.
+
+The server binds to 127.0.0.1 unless ``--host`` says otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import secrets
+import sys
+import threading
+import time
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Optional
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from spades_env.record import RECORD_FORMAT, ReplayError, save_record
+from spades_env.rules import PRESET_NAMES
+
+from .table import TableError, TableGame
+
+STATIC = Path(__file__).parent / "static"
+MAX_GAMES = 64               # games kept at once (the oldest finished ones make room)
+MAX_RECORDS = 32             # uploaded records kept for analysis
+MAX_BODY = 4_000_000         # bytes of a request body
+MAX_WAIT = 10.0              # seconds a view request may wait for news
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+class WebState:
+    """The server's games and uploaded records, and the threads agents think in."""
+
+    def __init__(self, records_dir: Path, threads: int = 8) -> None:
+        self.records_dir = Path(records_dir)
+        self.games: "OrderedDict[str, TableGame]" = OrderedDict()
+        self.records: "OrderedDict[str, dict]" = OrderedDict()
+        self.lock = threading.Lock()
+        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="spades-web-agent")
+        self.advancing: set[str] = set()
+
+    def game(self, game_id: str) -> TableGame:
+        with self.lock:
+            game = self.games.get(game_id)
+        if game is None:
+            raise ApiError(404, f"no game {game_id!r} (it ended long ago or never existed): start a new one")
+        return game
+
+    def add_game(self, game: TableGame) -> None:
+        with self.lock:
+            if len(self.games) >= MAX_GAMES:
+                finished = [gid for gid, g in self.games.items() if g.over or g.error]
+                if not finished:
+                    raise ApiError(503, f"{MAX_GAMES} games are in progress: finish or delete one first")
+                del self.games[finished[0]]
+            self.games[game.id] = game
+
+    def kick(self, game: TableGame) -> None:
+        """Let the agents move in a worker thread (one at a time per game)."""
+        with self.lock:
+            if game.id in self.advancing:
+                return
+            self.advancing.add(game.id)
+
+        def run() -> None:
+            try:
+                game.advance()
+                if game.over:
+                    self.save_finished(game)
+            finally:
+                with self.lock:
+                    self.advancing.discard(game.id)
+                if game.to_act not in (None, game.seat) and not game.error:   # a move raced the flag
+                    self.kick(game)
+
+        self.pool.submit(run)
+
+    def save_finished(self, game: TableGame) -> Optional[Path]:
+        try:
+            return save_record(game.record(), self.records_dir / f"web-{game.id}.json")
+        except OSError:
+            return None
+
+    def remember_record(self, record: dict) -> str:
+        record_id = secrets.token_hex(8)
+        with self.lock:
+            self.records[record_id] = record
+            while len(self.records) > MAX_RECORDS:
+                self.records.popitem(last=False)
+        return record_id
+
+    def record_file(self, name: str) -> Path:
+        """A record file of the folder by plain name; nothing outside the folder."""
+        if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith(".") \
+                or not name.endswith(".json"):
+            raise ApiError(400, f"record name {name!r}: expected a plain file name ending in .json in the records folder")
+        folder = self.records_dir.resolve()
+        path = (folder / name).resolve()
+        if path.parent != folder:
+            raise ApiError(400, f"record name {name!r}: not in the records folder")
+        if not path.is_file():
+            raise ApiError(404, f"no record {name!r} in the records folder")
+        return path
+
+
+async def _json_body(request: Request) -> dict:
+    body = await request.body()
+    if len(body) > MAX_BODY:
+        raise ApiError(413, f"request body of {len(body):,} bytes: at most {MAX_BODY:,}")
+    try:
+        data = json.loads(body or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ApiError(400, f"the request body is not JSON ({exc})")
+    if not isinstance(data, dict):
+        raise ApiError(400, f"the request body should be a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _state(request: Request) -> WebState:
+    return request.app.state.web
+
+
+async def index(request: Request) -> Response:
+    return FileResponse(STATIC / "index.html")
+
+
+async def options(request: Request) -> Response:
+    import agents as registry
+    return JSONResponse({"rules": list(PRESET_NAMES), "agents": [a for a in registry.available() if a != "human"],
+                         "records_dir": str(_state(request).records_dir)})
+
+
+async def new_game(request: Request) -> Response:
+    data = await _json_body(request)
+    unknown = sorted(set(data) - {"seat", "agents", "rules", "seed", "pace"})
+    if unknown:
+        raise ApiError(400, f"unknown field(s) {unknown}: expected seat, agents, rules, seed, pace")
+    agents_by_seat = data.get("agents", {})
+    if not isinstance(agents_by_seat, dict):
+        raise ApiError(400, "agents: expected a mapping of seat number to agent spec, e.g. {\"0\": \"heuristic\"}")
+    seats = {}
+    for key, spec in agents_by_seat.items():
+        if not str(key).isdigit():
+            raise ApiError(400, f"agents: {key!r} is not a seat number")
+        seats[int(key)] = spec
+    seed = data.get("seed")
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+        raise ApiError(400, f"seed={seed!r}: expected an integer or null")
+    state = _state(request)
+    try:
+        game = await asyncio.get_running_loop().run_in_executor(
+            state.pool, lambda: TableGame(secrets.token_hex(6), data.get("seat", 2), seats,
+                                          data.get("rules", "standard"), seed, data.get("pace", 0.0)))
+    except TableError as exc:
+        raise ApiError(400, str(exc))
+    state.add_game(game)
+    state.kick(game)
+    return JSONResponse(game.view(), status_code=201)
+
+
+async def game_view(request: Request) -> Response:
+    game = _state(request).game(request.path_params["game_id"])
+    try:
+        since = int(request.query_params.get("since", -1))
+        wait = min(MAX_WAIT, max(0.0, float(request.query_params.get("wait", 0))))
+    except ValueError:
+        raise ApiError(400, "since and wait: expected numbers (a version, seconds)")
+    deadline = time.monotonic() + wait
+    while game.version <= since and time.monotonic() < deadline and not game.error:
+        await asyncio.sleep(0.02)
+    return JSONResponse(game.view())
+
+
+async def game_action(request: Request) -> Response:
+    state = _state(request)
+    game = state.game(request.path_params["game_id"])
+    data = await _json_body(request)
+    if "action" not in data:
+        raise ApiError(400, "expected {\"action\": <action id>}")
+    try:
+        game.play(data["action"])
+    except TableError as exc:
+        raise ApiError(409 if "turn" in str(exc) or "over" in str(exc) else 400, str(exc))
+    if game.over:
+        state.save_finished(game)
+    state.kick(game)
+    return JSONResponse(game.view())
+
+
+async def game_record(request: Request) -> Response:
+    game = _state(request).game(request.path_params["game_id"])
+    body = json.dumps(game.record(), indent=1)
+    return Response(body, media_type="application/json",
+                    headers={"Content-Disposition": f'attachment; filename="spades-{game.id}.json"'})
+
+
+async def delete_game(request: Request) -> Response:
+    state = _state(request)
+    game = state.game(request.path_params["game_id"])
+    with state.lock:
+        state.games.pop(game.id, None)
+    return JSONResponse({"deleted": game.id})
+
+
+async def list_records(request: Request) -> Response:
+    folder = _state(request).records_dir
+    files = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True) if folder.is_dir() else []
+    return JSONResponse({"folder": str(folder), "records": [
+        {"name": p.name, "bytes": p.stat().st_size, "modified": p.stat().st_mtime} for p in files[:500]]})
+
+
+async def _frames(state: WebState, record: Any) -> dict:
+    from .inspector import record_frames
+    try:
+        frames = await asyncio.get_running_loop().run_in_executor(state.pool, record_frames, record)
+    except ReplayError as exc:
+        raise ApiError(422, f"not a replayable game record ({RECORD_FORMAT}): {exc}")
+    frames["record_id"] = state.remember_record(record)
+    return frames
+
+
+async def open_record(request: Request) -> Response:
+    state = _state(request)
+    path = state.record_file(request.path_params["name"])
+    if path.stat().st_size > MAX_BODY:
+        raise ApiError(413, f"{path.name}: {path.stat().st_size:,} bytes, at most {MAX_BODY:,}")
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ApiError(422, f"{path.name}: not a JSON game record ({exc})")
+    result = await _frames(state, record)
+    result["name"] = path.name
+    return JSONResponse(result)
+
+
+async def inspect_upload(request: Request) -> Response:
+    data = await _json_body(request)
+    record = data.get("record", data)
+    return JSONResponse(await _frames(_state(request), record))
+
+
+async def analyse_step(request: Request) -> Response:
+    from .inspector import analyse
+    state = _state(request)
+    data = await _json_body(request)
+    with state.lock:
+        record = state.records.get(str(data.get("record_id")))
+    if record is None:
+        raise ApiError(404, "record_id: no such record here (open or upload it again)")
+    try:
+        result = await asyncio.get_running_loop().run_in_executor(
+            state.pool, analyse, record, data.get("step"), data.get("agent", "neural"))
+    except (ReplayError, TableError) as exc:
+        raise ApiError(400, str(exc))
+    except (TypeError, ValueError, FileNotFoundError) as exc:
+        raise ApiError(400, f"agent {data.get('agent')!r}: {exc}")
+    return JSONResponse(result)
+
+
+async def api_error(request: Request, exc: ApiError) -> Response:
+    return JSONResponse({"error": exc.message}, status_code=exc.status)
+
+
+def create_app(records_dir: str | Path = "records", threads: int = 8) -> Starlette:
+    """The ASGI app (for uvicorn, or Starlette's TestClient in the tests)."""
+    routes = [
+        Route("/", index),
+        Route("/api/options", options),
+        Route("/api/games", new_game, methods=["POST"]),
+        Route("/api/games/{game_id}", game_view),
+        Route("/api/games/{game_id}", delete_game, methods=["DELETE"]),
+        Route("/api/games/{game_id}/action", game_action, methods=["POST"]),
+        Route("/api/games/{game_id}/record", game_record),
+        Route("/api/records", list_records),
+        Route("/api/records/{name}", open_record),
+        Route("/api/inspect", inspect_upload, methods=["POST"]),
+        Route("/api/analyse", analyse_step, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    app = Starlette(routes=routes, exception_handlers={ApiError: api_error})
+    app.state.web = WebState(Path(records_dir), threads)
+    return app
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="spades-web", description="The Spades table and game inspector in a browser.")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.add_argument("--records", default="records", help="folder of game records to inspect; finished web "
+                                                             "games are saved there (default ./records)")
+    parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    args = parser.parse_args(argv)
+    if not 0 < args.port < 65536:
+        parser.error(f"--port {args.port}: expected 1..65535")
+    try:
+        import uvicorn
+    except ImportError:
+        print("spades-web: error: uvicorn is not installed (pip install 'spades-rl[web]')", file=sys.stderr)
+        return 2
+    url = f"http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:{args.port}/"
+    print(f"spades-web: serving the table at {url} (records: {Path(args.records).resolve()}); Ctrl-C stops it",
+          flush=True)
+    if not args.no_browser:
+        import webbrowser
+        threading.Timer(1.0, lambda: webbrowser.open(url)).start()
+    try:
+        uvicorn.run(create_app(args.records), host=args.host, port=args.port, log_level="warning")
+    except KeyboardInterrupt:
+        pass
+    except OSError as exc:
+        print(f"spades-web: error: cannot serve on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

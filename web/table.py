@@ -1,0 +1,267 @@
+"""One game at the web table: a person in one seat, agents in the others.
+
+A :class:`TableGame` owns a raw AEC env (whole games, any rules) and the agents of the other
+seats. The server asks it for the person's view (:meth:`TableGame.view`: only what that seat
+may see, with every legal action and, for each card that is not, the reason), applies the
+person's actions (:meth:`TableGame.play`, refused with the reason when illegal) and lets the
+agents move (:meth:`TableGame.advance`, run in a worker thread so that a slow agent never
+holds up the server). A lock keeps each game consistent; games share nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Optional
+
+import numpy as np
+
+import agents as registry
+from agents.human import HumanAgent
+from spades_env import spades_v0
+from spades_env.cards import RANK_LETTERS, SUIT_LETTERS, card_pretty
+from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, PHASE_NAMES, PHASE_PLAY,
+                             IllegalActionError, action_str)
+from spades_env.observation import decode_observation
+from spades_env.rules import make_rules
+
+SEAT_NAMES = ("North", "East", "South", "West")
+
+
+class TableError(ValueError):
+    """A request the table cannot carry out (says why)."""
+
+
+def parse_agent_spec(spec: Any) -> tuple[str, dict]:
+    """``"search:worlds=200,seed=3"`` -> ``("search", {...})``, checked against the registry.
+    The one parser of agent specs (``spades-eval``'s), so the web table takes the same specs."""
+    from train.evaluate import EvaluationError, parse_agent_spec as parse
+
+    if not isinstance(spec, str):
+        raise TableError(f"agent spec {spec!r}: expected a string such as 'heuristic' or 'search:worlds=200'")
+    try:
+        name, options = parse(spec)
+    except EvaluationError as exc:
+        raise TableError(str(exc)) from None
+    if name == "human":
+        raise TableError("agent spec 'human': the person's seat is chosen with 'seat'; the others are agents")
+    if name not in registry.available():
+        raise TableError(f"unknown agent {name!r} in {spec!r}; registered agents: "
+                         f"{', '.join(a for a in registry.available() if a != 'human')}")
+    return name, options
+
+
+def card_json(card: int) -> dict:
+    rank = RANK_LETTERS[card % 13]
+    return {"id": card, "rank": "10" if rank == "T" else rank, "suit": SUIT_LETTERS[card // 13],
+            "text": card_pretty(card)}
+
+
+def action_json(action: int) -> dict:
+    if action < 52:
+        return {"id": action, "kind": "card", "text": card_pretty(action), "card": card_json(action)}
+    if action == BLIND_NIL_ACTION:
+        return {"id": action, "kind": "blind_nil", "text": "blind nil"}
+    if action == LOOK_ACTION:
+        return {"id": action, "kind": "look", "text": "look at my cards"}
+    bid = action - BID_ACTION_BASE
+    return {"id": action, "kind": "bid", "bid": bid, "text": "nil" if bid == 0 else str(bid)}
+
+
+class TableGame:
+    """A whole game: ``seat`` is the person's (0-3: North, East, South, West), ``seats`` the
+    agent spec of every other seat, ``rules`` a preset name, a mapping or a ``Rules``."""
+
+    def __init__(self, game_id: str, seat: int, seats: dict[int, str], rules: Any = "standard",
+                 seed: Optional[int] = None, pace: float = 0.0) -> None:
+        try:
+            self.rules = make_rules(rules)
+        except Exception as exc:
+            raise TableError(f"rules: {exc}") from None
+        n = self.rules.players
+        if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < n:
+            raise TableError(f"seat={seat!r}: expected a seat number 0..{n - 1} ({', '.join(SEAT_NAMES[:n])})")
+        if not isinstance(pace, (int, float)) or isinstance(pace, bool) or not 0 <= pace <= 5:
+            raise TableError(f"pace={pace!r}: expected seconds between agents' moves, 0 to 5")
+        self.id, self.seat, self.pace = game_id, seat, float(pace)
+        self.specs: dict[int, str] = {}
+        self.agents: dict[int, Any] = {}
+        for other in range(n):
+            if other == seat:
+                continue
+            spec = seats.get(other, "heuristic")
+            name, options = parse_agent_spec(spec)
+            try:
+                self.agents[other] = registry.make(name, seed=None if seed is None else seed + other, **options)
+            except (TypeError, ValueError, FileNotFoundError) as exc:
+                raise TableError(f"seat {other} ({SEAT_NAMES[other]}): agent {spec!r}: {exc}") from None
+            self.specs[other] = spec
+        self.env = spades_v0.raw_env(rules=self.rules, episode="game")
+        self.env.reset(seed=seed)
+        self.names = self.env.possible_agents
+        self.explainer = HumanAgent(seat=0, rules=self.rules, unicode=True, color=False)
+        self.lock = threading.Lock()
+        self.version = 0              # bumped at every action: clients ask for what is newer
+        self.log: list[dict] = []     # public events, in order
+        self.thinking: Optional[int] = None
+        self.error: Optional[str] = None
+        self.created = time.time()
+        self._skip_done()
+
+    # ------------------------------------------------------------------ moves
+    def _skip_done(self) -> None:
+        env = self.env
+        while env.agents and (env.terminations[env.agent_selection] or env.truncations[env.agent_selection]):
+            env.step(None)
+
+    @property
+    def over(self) -> bool:
+        return not self.env.agents
+
+    @property
+    def to_act(self) -> Optional[int]:
+        return None if self.over else self.names.index(self.env.agent_selection)
+
+    def _apply(self, seat: int, action: int) -> None:
+        game = self.env.game
+        phase, hand_number = PHASE_NAMES[game.phase], game.hand_number
+        before_tricks = list(game.tricks_taken)
+        self.env.step(action)
+        event = {"seat": seat, "action": action_json(action), "phase": phase, "hand": hand_number}
+        game = self.env.game
+        if phase == "play" and (game.hand_number != hand_number or not game.trick_cards):
+            won = [s for s in range(len(before_tricks)) if game.tricks_taken[s] > before_tricks[s]] \
+                if game.hand_number == hand_number else []
+            event["trick_won_by"] = won[0] if won else None
+        self.log.append(event)
+        self.version += 1
+        self._skip_done()
+
+    def play(self, action: Any) -> None:
+        """The person's action; a :class:`TableError` with the reason when it is not legal now."""
+        with self.lock:
+            if self.over:
+                raise TableError("the game is over: start a new one")
+            if self.to_act != self.seat:
+                raise TableError(f"it is {SEAT_NAMES[self.to_act]}'s turn, not yours")
+            if not isinstance(action, int) or isinstance(action, bool):
+                raise TableError(f"action={action!r}: expected an action id (an integer 0..67)")
+            legal = self.env.legal_actions()
+            if action not in legal:
+                raise TableError(self.why_illegal(action))
+            try:
+                self._apply(self.seat, action)
+            except IllegalActionError as exc:      # the engine is the judge
+                raise TableError(str(exc)) from None
+
+    def advance(self) -> None:
+        """Let the agents move until it is the person's turn or the game is over (blocking: the
+        server runs it in a worker thread). An agent that fails stops the game with its error."""
+        while True:
+            with self.lock:
+                seat = self.to_act
+                if seat is None or seat == self.seat or self.error:
+                    self.thinking = None
+                    return
+                self.thinking = seat
+                obs = self.env.observe(self.env.agent_selection)
+                info = self.env.infos[self.env.agent_selection]
+                agent = self.agents[seat]
+            try:
+                action = int(agent.act(obs, info))          # outside the lock: the view stays readable
+            except Exception as exc:                          # noqa: BLE001 (shown to the person)
+                with self.lock:
+                    self.error = f"{SEAT_NAMES[seat]} ({self.specs[seat]}) failed: {type(exc).__name__}: {exc}"
+                    self.thinking = None
+                    self.version += 1
+                return
+            with self.lock:
+                self._apply(seat, action)
+            if self.pace:
+                time.sleep(self.pace)
+
+    # ------------------------------------------------------------------ explanations
+    def why_illegal(self, action: int) -> str:
+        env = self.env
+        obs = env.observe(self.names[self.seat])
+        view = decode_observation(obs["observation"])
+        if action < 52:
+            if view.phase != PHASE_PLAY and PHASE_NAMES[env.game.phase] != "passing":
+                return f"{card_pretty(action)}: this is the {PHASE_NAMES[env.game.phase]}, not the card play"
+            return self.explainer.explain_card(action, view)
+        if BID_ACTION_BASE <= action < BLIND_NIL_ACTION:
+            if PHASE_NAMES[env.game.phase] != "bidding":
+                return f"a bid is not expected now: this is the {PHASE_NAMES[env.game.phase]}"
+            return self.explainer.explain_bid(action - BID_ACTION_BASE, view)
+        if action in (BLIND_NIL_ACTION, LOOK_ACTION):
+            return ("blind nil is offered only before you look at your cards, to a side that trails by "
+                    f"{self.rules.blind_nil_min_deficit} or more" if self.rules.blind_nil else
+                    "blind nil is not played under these rules")
+        return f"action {action}: not an action id (0..67)"
+
+    # ------------------------------------------------------------------ the person's view
+    def view(self) -> dict:
+        """Everything the person's seat may see, as JSON: no other hand, ever (except at the end
+        of a hand, the cards already played)."""
+        with self.lock:
+            env, game = self.env, self.env.game
+            n = self.rules.players
+            me = self.names[self.seat]
+            obs = env.observe(me)
+            legal = [int(a) for a in np.flatnonzero(obs["action_mask"])] if self.to_act == self.seat else []
+            hand = [c for c in range(52) if game.hands[self.seat] >> c & 1]
+            looked = bool(game.looked[self.seat])
+            unseen = not looked and PHASE_NAMES[game.phase] in ("blind_nil_decision",)
+            cards = sorted(hand, key=lambda c: (-(c // 13 == 3), -(c // 13), -(c % 13)))
+            reasons = {}
+            if self.to_act == self.seat and not unseen:
+                for c in cards:
+                    if c not in legal:
+                        reasons[c] = self.why_illegal(c)
+            record = env.game_record()
+            return {
+                "id": self.id, "version": self.version, "seat": self.seat, "players": n,
+                "seat_names": list(SEAT_NAMES[:n]), "rules": self.rules.name,
+                "partnerships": self.rules.partnerships, "agents": {str(s): v for s, v in self.specs.items()},
+                "phase": PHASE_NAMES[game.phase], "hand_number": game.hand_number, "dealer": game.dealer,
+                "to_act": self.to_act, "thinking": self.thinking, "over": self.over, "error": self.error,
+                "hand": [] if unseen else [card_json(c) for c in cards],
+                "hand_hidden": unseen, "hand_size": len(hand),
+                "legal": [action_json(a) for a in legal], "illegal_reasons": {str(k): v for k, v in reasons.items()},
+                "bids": [None if b is None else int(b) for b in game.bids],
+                "blind": [bool(b) for b in game.blind],
+                "trick": [{"seat": (game.trick_leader + i) % n, "card": card_json(c)}
+                          for i, c in enumerate(game.trick_cards)],
+                "tricks_won": list(game.tricks_taken),
+                "scores": list(game.scores), "bags": list(game.bags),
+                "spades_broken": bool(game.spades_broken),
+                "last_trick": self._last_trick(),
+                "hands": [{k: h.get(k) for k in ("bids", "tricks", "score_change", "scores", "bags") if k in h}
+                          for h in record["hands"] if h.get("complete")],
+                "winner": record.get("winner"),
+                "log": self.log[-40:],
+            }
+
+    def _last_trick(self) -> Optional[dict]:
+        """The last completed trick (its cards and winner), from the public log."""
+        cards, winner = [], None
+        for event in reversed(self.log):
+            if event["phase"] != "play":
+                if cards:
+                    break
+                continue
+            if "trick_won_by" in event and cards:
+                break
+            cards.append({"seat": event["seat"], "card": event["action"]["card"]})
+            if "trick_won_by" in event:
+                winner = event["trick_won_by"]
+        if not cards or winner is None and len(cards) < self.rules.players:
+            return None
+        return {"cards": list(reversed(cards)), "winner": winner}
+
+    def record(self) -> dict:
+        with self.lock:
+            return self.env.game_record()
+
+    def describe(self, action: int) -> str:
+        return action_str(action)
