@@ -89,7 +89,7 @@ def test_an_illegal_card_is_refused_with_the_reason(client):
     ({"seat": 7}, 400, "seat=7: expected a seat number 0..3"),
     ({"seat": 2, "agents": {"0": "serch"}}, 400, "unknown agent 'serch'"),
     ({"seat": 2, "agents": {"0": "human"}}, 400, "the person's seat is chosen"),
-    ({"seat": 2, "rules": "chess"}, 400, "unknown rules preset 'chess'"),
+    ({"seat": 2, "rules": "chess"}, 400, "rules='chess': unknown rules preset"),
     ({"seat": 2, "seed": "x"}, 400, "seed='x': expected an integer"),
     ({"seat": 2, "colour": "red"}, 400, "unknown field(s) ['colour']"),
     ({"seat": 2, "agents": {"0": "neural:checkpoint=/no/such.pt"}}, 400, "not found"),
@@ -227,3 +227,31 @@ def test_the_command_refuses_a_bad_port():
     with pytest.raises(SystemExit) as stop:
         main(["--port", "70000", "--no-browser"])
     assert stop.value.code == 2
+
+
+def test_rules_come_as_a_preset_or_settings_never_as_a_path(client, tmp_path):
+    secret = tmp_path / "house.yaml"
+    secret.write_text("preset: standard\ntarget_score: 300\n")
+    refused = client.post("/api/games", json={"seat": 2, "rules": str(secret)})
+    assert refused.status_code == 400 and "unknown rules preset" in refused.json()["error"]
+    made = client.post("/api/games", json={"seat": 2, "rules_yaml": secret.read_text()})
+    assert made.status_code == 201 and made.json()["target_score"] == 300
+    assert client.post("/api/games", json={"seat": 2, "rules": {"preset": "standard", "target_score": 250}}).status_code == 201
+    bad = client.post("/api/games", json={"seat": 2, "rules_yaml": "target_score: [1"})
+    assert bad.status_code == 400 and "not valid YAML" in bad.json()["error"]
+    wrong = client.post("/api/games", json={"seat": 2, "rules_yaml": "preset: standard\nbag_limt: 5\n"})
+    assert wrong.status_code == 400 and "bag_limt" in wrong.json()["error"]
+
+
+def test_a_file_of_several_records_is_opened_one_at_a_time(client, tmp_path):
+    folder = tmp_path / "records"
+    folder.mkdir()
+    records = [_finished_record(seed) for seed in (1, 2, 3)]
+    (folder / "eval.json").write_text(json.dumps(records))        # as spades-eval --records writes
+    first = client.get("/api/records/eval.json").json()
+    assert first["count"] == 3 and first["index"] == 0
+    third = client.get("/api/records/eval.json?index=2").json()
+    assert third["frames"][0]["hands"] != first["frames"][0]["hands"]
+    assert client.get("/api/records/eval.json?index=3").status_code == 400
+    uploaded = client.post("/api/inspect", json={"record": records, "index": 1}).json()
+    assert uploaded["index"] == 1 and uploaded["count"] == 3

@@ -152,3 +152,15 @@ def test_a_record_is_opened_stepped_and_analysed(server, browser):
     assert "neural would play" in text and "%" in text
     _screenshot(page, "web_inspect.png")
     page.close()
+
+
+def test_the_table_fits_a_phone_screen(server, browser):
+    url, _ = server
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    page.goto(url)
+    page.click("#start")
+    page.wait_for_selector("#hand .card")
+    assert page.locator("#hand .card").count() == 13
+    overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 0, f"the page is {overflow}px wider than a phone's screen"
+    page.close()

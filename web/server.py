@@ -164,9 +164,17 @@ async def options(request: Request) -> Response:
 
 async def new_game(request: Request) -> Response:
     data = await _json_body(request)
-    unknown = sorted(set(data) - {"seat", "agents", "rules", "seed", "pace"})
+    unknown = sorted(set(data) - {"seat", "agents", "rules", "rules_yaml", "seed", "pace"})
     if unknown:
-        raise ApiError(400, f"unknown field(s) {unknown}: expected seat, agents, rules, seed, pace")
+        raise ApiError(400, f"unknown field(s) {unknown}: expected seat, agents, rules, rules_yaml, seed, pace")
+    if "rules_yaml" in data:                 # the text of a rules file, uploaded by the page
+        import yaml
+        try:
+            data["rules"] = yaml.safe_load(str(data["rules_yaml"])) or {}
+        except yaml.YAMLError as exc:
+            raise ApiError(400, f"rules_yaml: not valid YAML ({str(exc).splitlines()[0]})")
+        if not isinstance(data["rules"], dict):
+            raise ApiError(400, "rules_yaml: expected a mapping of rule settings (as in configs/rules/*.yaml)")
     agents_by_seat = data.get("agents", {})
     if not isinstance(agents_by_seat, dict):
         raise ApiError(400, "agents: expected a mapping of seat number to agent spec, e.g. {\"0\": \"heuristic\"}")
@@ -241,13 +249,31 @@ async def list_records(request: Request) -> Response:
         {"name": p.name, "bytes": p.stat().st_size, "modified": p.stat().st_mtime} for p in files[:500]]})
 
 
-async def _frames(state: WebState, record: Any) -> dict:
+def _pick_record(record: Any, index: Any) -> tuple[Any, int, int]:
+    """One record of a file or upload that holds one (a JSON object) or several (``spades-eval
+    --records`` writes a list): (the record, its index, how many there are)."""
+    if not isinstance(record, list):
+        return record, 0, 1
+    if not record:
+        raise ApiError(422, "the file holds an empty list of records")
+    try:
+        k = int(index or 0)
+    except (TypeError, ValueError):
+        raise ApiError(400, f"index={index!r}: expected a record number")
+    if not 0 <= k < len(record):
+        raise ApiError(400, f"index={k}: the file holds records 0..{len(record) - 1}")
+    return record[k], k, len(record)
+
+
+async def _frames(state: WebState, record: Any, index: Any = 0) -> dict:
     from .inspector import record_frames
+    record, index, count = _pick_record(record, index)
     try:
         frames = await asyncio.get_running_loop().run_in_executor(state.pool, record_frames, record)
     except ReplayError as exc:
         raise ApiError(422, f"not a replayable game record ({RECORD_FORMAT}): {exc}")
     frames["record_id"] = state.remember_record(record)
+    frames["index"], frames["count"] = index, count
     return frames
 
 
@@ -260,7 +286,7 @@ async def open_record(request: Request) -> Response:
         record = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ApiError(422, f"{path.name}: not a JSON game record ({exc})")
-    result = await _frames(state, record)
+    result = await _frames(state, record, request.query_params.get("index", 0))
     result["name"] = path.name
     return JSONResponse(result)
 
@@ -268,7 +294,7 @@ async def open_record(request: Request) -> Response:
 async def inspect_upload(request: Request) -> Response:
     data = await _json_body(request)
     record = data.get("record", data)
-    return JSONResponse(await _frames(_state(request), record))
+    return JSONResponse(await _frames(_state(request), record, data.get("index", 0)))
 
 
 async def analyse_step(request: Request) -> Response:

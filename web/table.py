@@ -51,6 +51,22 @@ def parse_agent_spec(spec: Any) -> tuple[str, dict]:
     return name, options
 
 
+def table_rules(rules: Any):
+    """The rules of a request: a preset name, or a mapping of rule settings (what a rules YAML
+    file holds, optionally with ``preset``). Never a path: a request must not open files."""
+    from spades_env.rules import PRESET_NAMES, RulesError
+
+    if isinstance(rules, str) and rules not in PRESET_NAMES:
+        raise TableError(f"rules={rules!r}: unknown rules preset; presets: {', '.join(PRESET_NAMES)}, or a mapping "
+                         "of rule settings (a rules file's contents)")
+    if not isinstance(rules, (str, dict)):
+        raise TableError(f"rules={rules!r}: expected a preset name or a mapping of rule settings")
+    try:
+        return make_rules(rules)
+    except (RulesError, TypeError, ValueError) as exc:
+        raise TableError(f"rules: {exc}") from None
+
+
 def card_json(card: int) -> dict:
     rank = RANK_LETTERS[card % 13]
     return {"id": card, "rank": "10" if rank == "T" else rank, "suit": SUIT_LETTERS[card // 13],
@@ -74,10 +90,7 @@ class TableGame:
 
     def __init__(self, game_id: str, seat: int, seats: dict[int, str], rules: Any = "standard",
                  seed: Optional[int] = None, pace: float = 0.0) -> None:
-        try:
-            self.rules = make_rules(rules)
-        except Exception as exc:
-            raise TableError(f"rules: {exc}") from None
+        self.rules = table_rules(rules)
         n = self.rules.players
         if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < n:
             raise TableError(f"seat={seat!r}: expected a seat number 0..{n - 1} ({', '.join(SEAT_NAMES[:n])})")
@@ -222,6 +235,7 @@ class TableGame:
             return {
                 "id": self.id, "version": self.version, "seat": self.seat, "players": n,
                 "seat_names": list(SEAT_NAMES[:n]), "rules": self.rules.name,
+                "target_score": self.rules.target_score,
                 "partnerships": self.rules.partnerships, "agents": {str(s): v for s, v in self.specs.items()},
                 "phase": PHASE_NAMES[game.phase], "hand_number": game.hand_number, "dealer": game.dealer,
                 "to_act": self.to_act, "thinking": self.thinking, "over": self.over, "error": self.error,

@@ -63,7 +63,7 @@ function scoreTable(state) {
   const head = el("tr", {}, el("th", {}, "Hand"), ...sides.map((side) => el("th", {}, label(side))));
   const rows = (state.hands || []).map((hand, i) => el("tr", {}, el("td", {}, `${i + 1}`),
     ...sides.map((_, k) => el("td", {}, `${hand.score_change ? signed(hand.score_change[k]) : ""} → ${hand.scores ? hand.scores[k] : ""}`))));
-  const now = el("tr", {}, el("td", {}, el("b", {}, "Score (bags)")),
+  const now = el("tr", {}, el("td", {}, el("b", {}, state.target_score ? `Score (bags), game to ${state.target_score}` : "Score (bags)")),
     ...sides.map((_, k) => el("td", {}, el("b", {}, `${state.scores[k]} (${state.bags[k]})`))));
   const contract = el("tr", {}, el("td", {}, "This hand: bid / won"),
     ...sides.map((side) => {
@@ -99,11 +99,12 @@ async function startGame(event) {
   agents[(seat + 1) % players] = $("agent-left").value.trim() || "heuristic";
   agents[(seat + 3) % players] = $("agent-right").value.trim() || "heuristic";
   const seedText = $("seed").value.trim();
+  const request = { seat, agents, seed: seedText === "" ? null : Number(seedText), pace: Number($("pace").value) };
+  const rulesFile = $("rules-file").files[0];
+  if (rulesFile) request.rules_yaml = await rulesFile.text(); else request.rules = $("rules").value;
   say($("message"), "Dealing…");
   try {
-    play.state = await api("POST", "/api/games", {
-      seat, agents, rules: $("rules").value, seed: seedText === "" ? null : Number(seedText), pace: Number($("pace").value),
-    });
+    play.state = await api("POST", "/api/games", request);
     play.id = play.state.id;
     say($("message"), "");
     renderPlay();
@@ -222,7 +223,7 @@ function renderPlay() {
 }
 
 // ------------------------------------------------------------------------------------- Inspect
-const view = { data: null, step: 0 };
+const view = { data: null, step: 0, source: null };
 
 async function loadRecordList() {
   try {
@@ -235,18 +236,19 @@ async function loadRecordList() {
   }
 }
 
-async function openRecordFile(name) {
+async function openRecordFile(name, index = 0) {
   if (!name) return;
   say($("inspect-message"), "Replaying…");
   try {
-    showRecord(await api("GET", `/api/records/${encodeURIComponent(name)}`));
+    view.source = { name };
+    showRecord(await api("GET", `/api/records/${encodeURIComponent(name)}?index=${index}`));
     say($("inspect-message"), `${name}: ${view.data.frames.length - 1} actions`);
   } catch (error) {
     say($("inspect-message"), error.message, "error");
   }
 }
 
-async function uploadRecord(file) {
+async function uploadRecord(file, index = 0) {
   let record;
   try {
     record = JSON.parse(await file.text());
@@ -255,7 +257,8 @@ async function uploadRecord(file) {
     return;
   }
   try {
-    showRecord(await api("POST", "/api/inspect", { record }));
+    view.source = { file };
+    showRecord(await api("POST", "/api/inspect", { record, index }));
     say($("inspect-message"), `${file.name}: ${view.data.frames.length - 1} actions`);
   } catch (error) {
     say($("inspect-message"), error.message, "error");
@@ -265,6 +268,9 @@ async function uploadRecord(file) {
 function showRecord(data) {
   view.data = data;
   view.step = 0;
+  $("record-index-box").classList.toggle("hidden", !(data.count > 1));
+  $("record-index").max = data.count - 1;
+  $("record-index").value = data.index;
   $("viewer").classList.remove("hidden");
   $("step").max = data.frames.length - 1;
   $("view-seat").replaceChildren(el("option", { value: "-1" }, "every hand (spectator)"),
@@ -354,6 +360,11 @@ document.addEventListener("DOMContentLoaded", () => {
   $("last").addEventListener("click", () => go(Infinity));
   $("step").addEventListener("input", (e) => go(Number(e.target.value)));
   $("view-seat").addEventListener("change", renderFrame);
+  $("record-index").addEventListener("change", (e) => {
+    const index = Number(e.target.value);
+    if (view.source && view.source.name) openRecordFile(view.source.name, index);
+    else if (view.source && view.source.file) uploadRecord(view.source.file, index);
+  });
   $("analyse").addEventListener("click", analyse);
   document.addEventListener("keydown", (e) => {
     if ($("inspect").classList.contains("hidden") || e.target.tagName === "INPUT") return;
