@@ -23,9 +23,8 @@ import textwrap
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-import yaml
-
 import agents
+from agents.specs import AgentSpecError, parse_agent_spec
 from spades_env import RulesError, save_record, spades_v0
 from spades_env.cards import parse_card
 from spades_env.game import (PHASE_BIDDING, PHASE_BLIND_DECISION, PHASE_PASSING, PHASE_PLAY,
@@ -46,18 +45,6 @@ def parse_seat(text: str) -> int:
         return int(word)
     raise argparse.ArgumentTypeError(f"{text!r} is not a seat: use 0-3 or north/east/south/west "
                                      f"(North=0, East=1, South=2, West=3)")
-
-
-def parse_agent_spec(spec: str) -> tuple[str, dict[str, Any]]:
-    """``"heuristic"`` or ``"name:key=value,key=value"`` (values read as YAML scalars)."""
-    name, _, rest = spec.partition(":")
-    options: dict[str, Any] = {}
-    for item in filter(None, (part.strip() for part in rest.split(","))):
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip():
-            raise ValueError(f"agent spec {spec!r}: expected name:key=value,key=value")
-        options[key.strip()] = yaml.safe_load(value)
-    return name.strip(), options
 
 
 def default_agent() -> str:
@@ -335,8 +322,8 @@ def build_parser() -> argparse.ArgumentParser:
 def make_player(spec: str, seed: int, what: str, parser: argparse.ArgumentParser) -> Any:
     try:
         name, options = parse_agent_spec(spec)
-    except (ValueError, yaml.YAMLError) as exc:
-        parser.error(f"{what} {spec!r}: {exc}")
+    except AgentSpecError as exc:
+        parser.error(f"{what}: {exc}")
     if name == "human":
         parser.error(f"{what} human: only one person can sit at this terminal")
     options.setdefault("seed", seed)

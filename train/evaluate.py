@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, Union
 
 import agents as agent_registry
+from agents.specs import AgentSpecError, parse_value  # noqa: F401 (parse_value: re-exported)
+from agents.specs import parse_agent_spec as _parse_agent_spec
 from spades_env import spades_v0
 from spades_env.game import IllegalActionError
 from spades_env.rules import Rules, RulesError, make_rules
@@ -55,47 +57,13 @@ class EvaluationError(ValueError):
 # Agent specs and teams
 # ---------------------------------------------------------------------------------------------
 
-def parse_value(text: str) -> Any:
-    """An option value: ``true``/``false`` (also yes/no/on/off), ``none``/``null``, int, float,
-    or the string itself."""
-    low = text.lower()
-    if low in ("true", "yes", "on"):
-        return True
-    if low in ("false", "no", "off"):
-        return False
-    if low in ("none", "null"):
-        return None
-    for convert in (int, float):
-        try:
-            return convert(text)
-        except ValueError:
-            pass
-    return text
-
-
 def parse_agent_spec(spec: str) -> tuple[str, dict[str, Any]]:
-    """``"search:worlds=20,seed=3"`` -> ``("search", {"worlds": 20, "seed": 3})``."""
-    if not isinstance(spec, str) or not spec.strip():
-        raise EvaluationError(f"agent spec {spec!r}: expected a registry name, optionally with "
-                              "options: NAME or NAME:key=value,key=value")
-    name, sep, rest = spec.strip().partition(":")
-    name = name.strip()
-    if not name:
-        raise EvaluationError(f"agent spec {spec!r}: no agent name before ':'")
-    options: dict[str, Any] = {}
-    if sep:
-        if not rest.strip():
-            raise EvaluationError(f"agent spec {spec!r}: nothing after ':' (expected NAME:key=value,...)")
-        for item in rest.split(","):
-            key, eq, value = item.partition("=")
-            key = key.strip()
-            if not eq or not key.isidentifier():
-                raise EvaluationError(f"agent spec {spec!r}: option {item.strip()!r} is not key=value "
-                                      "(expected NAME:key=value,key=value)")
-            if key in options:
-                raise EvaluationError(f"agent spec {spec!r}: option {key!r} is given twice")
-            options[key] = parse_value(value.strip())
-    return name, options
+    """``"search:worlds=20,seed=3"`` -> ``("search", {"worlds": 20, "seed": 3})``
+    (:func:`agents.specs.parse_agent_spec`, its errors as :class:`EvaluationError`)."""
+    try:
+        return _parse_agent_spec(spec)
+    except AgentSpecError as exc:
+        raise EvaluationError(str(exc)) from None
 
 
 def split_spec_list(items: Sequence[str]) -> list[str]:

@@ -33,21 +33,17 @@ class TableError(ValueError):
 
 
 def parse_agent_spec(spec: Any) -> tuple[str, dict]:
-    """``"search:worlds=200,seed=3"`` -> ``("search", {...})``, checked against the registry.
-    The one parser of agent specs (``spades-eval``'s), so the web table takes the same specs."""
-    from train.evaluate import EvaluationError, parse_agent_spec as parse
+    """:func:`agents.specs.parse_agent_spec`, checked against the registry (the person's seat
+    is not an agent's), its errors as :class:`TableError`."""
+    from agents.specs import AgentSpecError, check_agent_name, parse_agent_spec as parse
 
-    if not isinstance(spec, str):
-        raise TableError(f"agent spec {spec!r}: expected a string such as 'heuristic' or 'search:worlds=200'")
     try:
         name, options = parse(spec)
-    except EvaluationError as exc:
+        if name == "human":
+            raise AgentSpecError("agent spec 'human': the person's seat is chosen with 'seat'; the others are agents")
+        check_agent_name(name, spec)
+    except AgentSpecError as exc:
         raise TableError(str(exc)) from None
-    if name == "human":
-        raise TableError("agent spec 'human': the person's seat is chosen with 'seat'; the others are agents")
-    if name not in registry.available():
-        raise TableError(f"unknown agent {name!r} in {spec!r}; registered agents: "
-                         f"{', '.join(a for a in registry.available() if a != 'human')}")
     return name, options
 
 
