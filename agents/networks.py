@@ -24,11 +24,11 @@ from typing import Optional
 import torch
 from torch import nn
 
+from spades_env.cards import NUM_CARDS
+from spades_env.game import NUM_ACTIONS
 from spades_env.observation import layout_for_size
 
-NUM_CARDS = 52
-NUM_OTHER_ACTIONS = 16          # bids 0..13 (ids 52..65), blind nil (66), look (67)
-NUM_ACTIONS = NUM_CARDS + NUM_OTHER_ACTIONS
+NUM_OTHER_ACTIONS = NUM_ACTIONS - NUM_CARDS     # bids 0..13 (ids 52..65), blind nil (66), look (67)
 MASKED_LOGIT = -1e9
 
 

@@ -24,7 +24,8 @@ from typing import Any, Optional
 
 import torch
 
-from .game import (NUM_ACTIONS, PHASE_NAMES, PHASE_BIDDING, PHASE_BLIND_DECISION, PHASE_HAND_OVER, PHASE_PASSING,
+from .cards import NUM_CARDS, NUM_RANKS, SPADES
+from .game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, NUM_ACTIONS, PHASE_NAMES, PHASE_BIDDING, PHASE_BLIND_DECISION, PHASE_HAND_OVER, PHASE_PASSING,
                    PHASE_PLAY, parse_deal)
 from .observation import BID_SLOTS, SIDE_SLOTS, layout_for
 from .rewards import RewardScheme
@@ -34,6 +35,8 @@ from .vector_device import (OBS_DTYPES, RECOMPILE_LIMIT, allow_recompiles, compi
                             obs_dtype_of, usable_device)
 
 I64 = torch.int64
+NUM_BIDS = BLIND_NIL_ACTION - BID_ACTION_BASE        # nil and 1..13
+FIRST_SPADE = SPADES * NUM_RANKS                      # the two of spades' id
 F32 = torch.float32
 F64 = torch.float64
 NUM_SEATS = 4
@@ -143,8 +146,8 @@ class SpadesVectorEnv:
         dev = self.device
         self._generator = torch.Generator(device=dev)
         self._generator.manual_seed(seed if seed is not None else torch.seed() % (2 ** 62))
-        self._ranges = {k: torch.arange(k, dtype=I64, device=dev) for k in (4, 6, 14, 32, 52)}
-        self._card_bits = torch.ones(52, dtype=I64, device=dev) << self._ranges[52]
+        self._ranges = {k: torch.arange(k, dtype=I64, device=dev) for k in (4, 6, 14, 32, NUM_CARDS)}
+        self._card_bits = torch.ones(NUM_CARDS, dtype=I64, device=dev) << self._ranges[NUM_CARDS]
         self._shifts32 = torch.arange(32, dtype=torch.int32, device=dev)
         self._suit_masks = torch.tensor([((1 << 13) - 1) << (13 * s) for s in range(4)], dtype=I64, device=dev)
         self._seat_range = torch.arange(NUM_SEATS, dtype=I64, device=dev)
@@ -202,7 +205,7 @@ class SpadesVectorEnv:
         are drawn that many at a time (a deal's shuffle needs ~1 KB while it is drawn)."""
         if count > DEAL_CHUNK:
             return torch.cat([self.draw_deals(min(DEAL_CHUNK, count - start)) for start in range(0, count, DEAL_CHUNK)])
-        keys = torch.rand(count, 52, generator=self._generator, device=self.device)
+        keys = torch.rand(count, NUM_CARDS, generator=self._generator, device=self.device)
         dealers = torch.randint(0, 4, (count, 1), generator=self._generator, device=self.device)
         if self._native is not None:            # the same deals, ranked in C
             return self._native.deal_from_keys(keys, dealers)
@@ -508,7 +511,7 @@ class SpadesVectorEnv:
             "received": self._planes(received),
             "tricks_taken": self._one_hot(g(s.tricks_taken), 14),
             "trick_leader": self._one_hot(((leader - frame) & 3)[:, None], 4) * in_play,
-            "current_trick": self._one_hot(g(s.trick), 52),             # -1 (no card) matches nothing
+            "current_trick": self._one_hot(g(s.trick), NUM_CARDS),             # -1 (no card) matches nothing
             "played": self._planes(g(s.played)),
             "voids": ((g(s.voids)[..., None] >> self._ranges[4]) & 1).to(F32).reshape(B, 16),
             "spades_broken": s.broken.to(F32)[:, None],
@@ -613,12 +616,12 @@ class SpadesVectorEnv:
         seat_rows = lambda name, rows, width: [(blocks[name].offset + r * width, width, rows[r])  # noqa: E731
                                                for r in range(4)]
         pieces = [
-            (blocks["hand"].offset, 52, mine(s.hands) * mine(s.looked)),
+            (blocks["hand"].offset, NUM_CARDS, mine(s.hands) * mine(s.looked)),
             (blocks["phase"].offset, 6, one << s.phase),
             (blocks["dealer"].offset, 4, rel_bit(s.dealer)),
             (blocks["to_act"].offset, 4, torch.where(done, 0, rel_bit(s.to_act))),
-            (blocks["passed"].offset, 52, mine(s.passed)),
-            (blocks["received"].offset, 52, mine(s.received)),
+            (blocks["passed"].offset, NUM_CARDS, mine(s.passed)),
+            (blocks["received"].offset, NUM_CARDS, mine(s.received)),
             (blocks["trick_leader"].offset, 4, torch.where(in_play, rel_bit(leader), 0)),
             (blocks["spades_broken"].offset, 1, s.broken),
         ]
@@ -626,8 +629,8 @@ class SpadesVectorEnv:
                                      | (blind[:, r] << 14) for r in range(4)], BID_SLOTS)
         pieces += seat_rows("tricks_taken", [one << taken[:, r] for r in range(4)], 14)
         pieces += seat_rows("current_trick", [torch.where(trick[:, r] >= 0, one << trick[:, r].clamp(min=0), 0)
-                                              for r in range(4)], 52)
-        pieces += seat_rows("played", [played[:, r] for r in range(4)], 52)
+                                              for r in range(4)], NUM_CARDS)
+        pieces += seat_rows("played", [played[:, r] for r in range(4)], NUM_CARDS)
         pieces += seat_rows("voids", [voids[:, r] for r in range(4)], 4)
         float_start = blocks["sides"].offset                            # the last blocks: sides, game
         words = self._pack_words(sorted(pieces, key=lambda p: p[0]), float_start)
@@ -690,7 +693,8 @@ class SpadesVectorEnv:
         """``legal_mask(s)`` as (B, 68) 0/1 uint8 cells, from packed bit words."""
         bids = torch.where(s.phase == PHASE_BIDDING, self._legal_bid_bits(s, s.to_act), 0)
         blind = torch.where(s.phase == PHASE_BLIND_DECISION, 3, torch.zeros_like(s.phase))
-        words = self._pack_words([(0, 52, self._legal_cards(s)), (52, 14, bids), (66, 2, blind)], NUM_ACTIONS)
+        words = self._pack_words([(0, NUM_CARDS, self._legal_cards(s)), (BID_ACTION_BASE, NUM_BIDS, bids),
+                                  (BLIND_NIL_ACTION, 2, blind)], NUM_ACTIONS)
         return self._unpack_bits(words, NUM_ACTIONS, torch.uint8)
 
     def state_tensor(self, s: Optional[VecState] = None) -> torch.Tensor:
@@ -836,7 +840,7 @@ class SpadesVectorEnv:
         led = torch.where(leading, suit, s.led_suit)
         void_bit = torch.where(~leading & (suit != led), torch.ones_like(led) << led, torch.zeros_like(led))
         voids = torch.where(seat_oh & is_play[:, None], s.voids | void_bit[:, None], s.voids)
-        beats = leading | ((suit == _suit(s.win_card)) & (card > s.win_card)) | ((suit == 3) & (s.win_card < 39))
+        beats = leading | ((suit == _suit(s.win_card)) & (card > s.win_card)) | ((suit == SPADES) & (s.win_card < FIRST_SPADE))
         win_card = torch.where(is_play & beats, card, s.win_card)
         win_seat = torch.where(is_play & beats, seat, s.win_seat)
         trick = torch.where(seat_oh & is_play[:, None], card[:, None].expand(B, 4), s.trick)
@@ -870,11 +874,11 @@ class SpadesVectorEnv:
         s = s.replace(hands=hands, passed=passed, received=received, pass_pos=pass_pos)
 
         # -- bids and the blind-nil decision
-        bid_value = torch.where(is_blind, torch.zeros_like(a), a - 52)
-        makes_bid = is_bid | (is_blind & (a == 66))
-        looks = is_blind & (a == 67)
+        bid_value = torch.where(is_blind, torch.zeros_like(a), a - BID_ACTION_BASE)
+        makes_bid = is_bid | (is_blind & (a == BLIND_NIL_ACTION))
+        looks = is_blind & (a == LOOK_ACTION)
         bids = torch.where(seat_oh & makes_bid[:, None], bid_value[:, None].expand(B, 4), s.bids)
-        blind = torch.where(seat_oh & (is_blind & (a == 66))[:, None], torch.ones_like(s.blind), s.blind)
+        blind = torch.where(seat_oh & (is_blind & (a == BLIND_NIL_ACTION))[:, None], torch.ones_like(s.blind), s.blind)
         looked = torch.where(seat_oh & looks[:, None], torch.ones_like(s.looked), s.looked)
         bidding_over = makes_bid & (seat == s.dealer)
         looked = torch.where(bidding_over[:, None], torch.ones_like(looked), looked)
@@ -1075,7 +1079,7 @@ def _ratio(numerator: torch.Tensor, denominator: int) -> torch.Tensor:
 
 def _suit(card: torch.Tensor) -> torch.Tensor:
     """Suits of cards 0..51 (``card // 13`` without an integer division, cheaper when compiled)."""
-    return (card >= 13).to(I64) + (card >= 26).to(I64) + (card >= 39).to(I64)
+    return (card >= NUM_RANKS).to(I64) + (card >= 2 * NUM_RANKS).to(I64) + (card >= FIRST_SPADE).to(I64)
 
 
 def _by_side(t: torch.Tensor) -> torch.Tensor:
