@@ -4,6 +4,7 @@ a labelled set, keeping the weights that do best on a held-out part."""
 from __future__ import annotations
 
 import copy
+import sys
 from typing import Callable
 
 import torch
@@ -46,3 +47,10 @@ def fit_keep_best(policy: torch.nn.Module, train_rows: torch.Tensor,
             best_state = copy.deepcopy(policy.state_dict())
     policy.load_state_dict(best_state)
     return best_loss, best_score, best_epoch
+
+
+def progress_bar(total: int, desc: str, enabled: bool, initial: int = 0, unit: str = "dec"):
+    """The tqdm bar every training phase shows (on stderr; ``enabled`` False: none)."""
+    from tqdm import tqdm
+    return tqdm(total=total, initial=initial, desc=desc, unit=unit, unit_scale=True, disable=not enabled,
+                dynamic_ncols=True, file=sys.stderr)

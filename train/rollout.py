@@ -14,6 +14,10 @@ from typing import Optional
 
 import torch
 
+# Who chooses a seat's action on a table (a code per (table, seat)): the learning policy, a
+# past policy from the pool, or the heuristic.
+LEARNER, POOL, HEURISTIC = 0, 1, 2
+
 
 def agent_actions(agent, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """An AEC-env agent (``act(obs, info)``, e.g. the heuristic) choosing at each row of batched
