@@ -126,6 +126,11 @@ def test_expert_rounds_label_fit_evaluate_and_resume(tmp_path, capsys):
     assert [r["fraction"] for r in rows] == [0.5, 1.0] and rows[0]["rows"] < rows[1]["rows"]
     assert rows[0]["fit_value_start"] == rows[1]["fit_value_start"]        # one held-out set, one start
     assert out.with_suffix(".png").stat().st_size > 0
+    assert learning_curve(["--labels", *folders, "--init", str(round_1 / "student.pt"), "--fractions", "1",
+                           "--set", "expert_epochs=1", "--set", "minibatch_size=64", "--hinted",
+                           "--out", str(tmp_path / "hinted")]) == 0
+    hinted = json.loads((tmp_path / "hinted.json").read_text())["rows"][0]
+    assert hinted["fit_value_start"] == rows[1]["fit_value_start"]     # the residual starts at zero
     assert learning_curve(["--labels", *folders, "--init", str(round_1 / "student.pt"), "--fractions", "0",
                            "--out", str(out)]) == 2
 

@@ -27,9 +27,34 @@ import torch
 from agents.neural import ModelError, policy_from_checkpoint, read_checkpoint
 
 
+class HintedPolicy(torch.nn.Module):
+    """A policy plus a residual network that also reads the heuristic's choice at the position
+    (one-hot over the 68 actions, from the native heuristic): can knowing the heuristic's card
+    help the network follow the search? The residual starts at zero, so the fit starts from the
+    policy's own logits."""
+
+    def __init__(self, policy: torch.nn.Module, obs_size: int, hidden: int = 256) -> None:
+        super().__init__()
+        self.policy = policy
+        self.residual = torch.nn.Sequential(torch.nn.Linear(obs_size + 68, hidden), torch.nn.ReLU(),
+                                            torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
+                                            torch.nn.Linear(hidden, 68))
+        torch.nn.init.zeros_(self.residual[-1].weight)
+        torch.nn.init.zeros_(self.residual[-1].bias)
+
+    def forward(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        from agents.native_heuristic import choose_actions
+        with torch.no_grad():
+            choice = torch.as_tensor(choose_actions(obs.detach().cpu().numpy(), mask.cpu().numpy())).long()
+            hint = torch.nn.functional.one_hot(choice, 68).to(obs.dtype).to(obs.device)
+        logits = self.policy(obs, mask) + self.residual(torch.cat([obs, hint], 1))
+        return logits.masked_fill(~mask, -1e9)
+
+
 def learning_curve(labels: list[str], init: str, fractions: list[float], cfg, seed: int = 0,
-                   log=print) -> list[dict]:
-    """One fit per fraction of the training rows (nested subsets), each from ``init``."""
+                   log=print, hinted: bool = False) -> list[dict]:
+    """One fit per fraction of the training rows (nested subsets), each from ``init`` (with
+    ``hinted``, wrapped in a :class:`HintedPolicy`)."""
     from train.expert_iteration import fit_to_search_values
     from train.label import load_labels
 
@@ -39,6 +64,9 @@ def learning_curve(labels: list[str], init: str, fractions: list[float], cfg, se
     rows = []
     for fraction in fractions:
         policy, _ = policy_from_checkpoint(start, init)
+        if hinted:
+            torch.manual_seed(seed)
+            policy = HintedPolicy(policy, policy.arch["obs_size"])
         policy.train()
         limit = max(1, round(fraction * training_rows))
         began = time.perf_counter()
@@ -98,6 +126,8 @@ def _main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="override a field")
     parser.add_argument("--out", required=True, help="path prefix of the .json and .png written")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--hinted", action="store_true", help="fit a HintedPolicy: the policy plus a residual "
+                                                               "network that also reads the heuristic's choice")
     args = parser.parse_args(argv)
     try:
         fractions = [float(x) for x in args.fractions.split(",")]
@@ -111,13 +141,14 @@ def _main(argv: Optional[list[str]] = None) -> int:
         torch.set_num_threads(args.threads)
     try:
         cfg = load_config(args.config, args.set)
-        rows = learning_curve(args.labels, args.init, sorted(fractions), cfg, seed=cfg.seed)
+        rows = learning_curve(args.labels, args.init, sorted(fractions), cfg, seed=cfg.seed, hinted=args.hinted)
     except (ConfigError, LabelError, ModelError, FileNotFoundError) as exc:
         print(f"learning_curve: error: {exc}", file=sys.stderr)
         return 2
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    settings = {"labels": args.labels, "init": args.init, "overrides": args.set, "config": args.config}
+    settings = {"labels": args.labels, "init": args.init, "overrides": args.set, "config": args.config,
+                "hinted": args.hinted}
     out.with_suffix(".json").write_text(json.dumps({"settings": settings, "rows": rows}, indent=2))
     plot(rows, out.with_suffix(".png"), "Fit to search values: nested subsets, one held-out set")
     print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.png')}")
