@@ -155,3 +155,25 @@ def test_good_deal_tensors_are_taken():
     deals = _deal_rows()
     env.reset(deals=deals)
     assert torch.equal(env.state.deal, deals)
+
+
+@pytest.mark.skipif(__import__("spades_env.native", fromlist=["x"]).unavailable_reason() is not None,
+                    reason="no native library")
+def test_the_c_entry_points_check_their_own_arguments():
+    """Called wrongly (by another caller, or a bug on the Python side) the C code returns an error
+    code instead of writing anywhere: null pointers and counts out of range, and an action that is
+    not an action id reaching the step unchecked (check_actions=False), which steps no table."""
+    from spades_env import native
+    lib = native.load()
+    assert lib.spades_random_legal(None, None, None, 4, 68, 1) == -10
+    assert lib.spades_deal_from_keys(None, None, None, -1, 1) == -10
+    assert lib.spades_step_all(None, None, None, None, 1, 0, None) == -10
+    env = SpadesVectorEnv(8, backend="native", check_actions=False, seed=0)
+    env.reset(seed=0)
+    before = env.state_dict()
+    actions = torch.full((8,), 60, dtype=torch.int64)
+    actions[5] = 99
+    with pytest.raises(native.NativeEngineError, match=r"action 99 at table 5: not an action id"):
+        env.step(actions)
+    after = env.state_dict()
+    assert all(torch.equal(before["state"][k], after["state"][k]) for k in before["state"])   # nothing stepped

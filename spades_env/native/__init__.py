@@ -72,6 +72,9 @@ REWARD_KINDS = {"team_score": 0, "team_diff": 1, "win": 2}
 SPADES_LEAD = {"broken": 0, "any": 1, "forced_only": 2}
 
 
+BAD_ACTION = -1000        # engine.c's SPADES_BAD_ACTION: the first bad table b comes back as -1000 - b
+
+
 class NativeEngineError(RuntimeError):
     """The C engine could not be built or loaded, or cannot run this env."""
 
@@ -172,11 +175,11 @@ def load() -> ctypes.CDLL:
                                     f"{expected}")
         lib.spades_native_init()
         lib.spades_step_all.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int64] * 2 + [ctypes.c_void_p]
-        lib.spades_step_all.restype = None
+        lib.spades_step_all.restype = ctypes.c_int64
         lib.spades_random_legal.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 3
-        lib.spades_random_legal.restype = None
+        lib.spades_random_legal.restype = ctypes.c_int64
         lib.spades_deal_from_keys.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 2
-        lib.spades_deal_from_keys.restype = None
+        lib.spades_deal_from_keys.restype = ctypes.c_int64
         lib.spades_native_check_layout.argtypes = [ctypes.c_void_p]
         lib.spades_native_check_layout.restype = ctypes.c_int
         _LIBRARY = lib
@@ -289,8 +292,15 @@ class NativeStepper:
         pointers[first] = actions.data_ptr()
         for i, t in enumerate((obs, mask, rewards, done, final_scores, winner, self.need), start=first + 6):
             pointers[i] = t.data_ptr()
-        self.lib.spades_step_all(self.params_ptr, self.dparams_ptr, self.pointers_address, self.sizes_address,
-                                 usable_threads(self.threads), int(env._pool_ptr), new_ptr.data_ptr())
+        status = self.lib.spades_step_all(self.params_ptr, self.dparams_ptr, self.pointers_address,
+                                          self.sizes_address, usable_threads(self.threads), int(env._pool_ptr),
+                                          new_ptr.data_ptr())
+        if status <= BAD_ACTION:
+            table = BAD_ACTION - int(status)
+            raise NativeEngineError(f"action {int(actions[table])} at table {table}: not an action id (0..67); "
+                                    "no table was stepped")
+        if status:
+            raise NativeEngineError(f"the C step refused its arguments (code {status})")
         return new_ptr, obs, mask, rewards, done.view(torch.bool), final_scores, winner
 
 
@@ -311,8 +321,10 @@ def random_legal(mask: torch.Tensor, uniform: torch.Tensor, threads: int = 1) ->
     if uniform.numel() != rows:
         raise NativeEngineError(f"random_legal: {uniform.numel()} uniforms for {rows} rows")
     out = torch.empty(rows, dtype=torch.int64)
-    (_LIBRARY or load()).spades_random_legal(mask.data_ptr(), uniform.data_ptr(), out.data_ptr(), rows, width,
-                                             usable_threads(threads))
+    status = (_LIBRARY or load()).spades_random_legal(mask.data_ptr(), uniform.data_ptr(), out.data_ptr(), rows,
+                                                      width, usable_threads(threads))
+    if status:
+        raise NativeEngineError(f"random_legal: the C code refused its arguments (code {status})")
     return out
 
 
@@ -331,5 +343,8 @@ def deal_from_keys(keys: torch.Tensor, dealers: torch.Tensor, threads: int = 1) 
     if dealers.shape[0] != count:
         raise NativeEngineError(f"deal_from_keys: {dealers.shape[0]} dealers for {count} deals")
     out = torch.empty(count, 5, dtype=torch.int64)
-    load().spades_deal_from_keys(keys.data_ptr(), dealers.data_ptr(), out.data_ptr(), count, usable_threads(threads))
+    status = load().spades_deal_from_keys(keys.data_ptr(), dealers.data_ptr(), out.data_ptr(), count,
+                                          usable_threads(threads))
+    if status:
+        raise NativeEngineError(f"deal_from_keys: the C code refused its arguments (code {status})")
     return out

@@ -694,9 +694,23 @@ void spades_step_start(const i64 *params, const double *dparams, void *const *pt
 /* One step of every table: both passes, with `threads` OpenMP threads sharing the tables in
  * slices (table order), or one after the other where the library was built without OpenMP.
  * Writes the pool pointer after the step to *new_offset. */
-void spades_step_all(const i64 *params, const double *dparams, void *const *ptrs, const i64 *sizes, i64 threads,
-                     i64 pool_offset, i64 *new_offset) {
+/* The entry points check their own arguments (a caller other than the Python side, or a bug
+ * there, gets an error code, never a wild write): SPADES_BAD_ARGUMENTS for null pointers or
+ * counts out of range; spades_step_all returns SPADES_BAD_ACTION - b for the first table b
+ * whose action is not an action id (0..67), before any table is stepped. */
+#define SPADES_BAD_ARGUMENTS (-10)
+#define SPADES_BAD_ACTION (-1000)
+
+i64 spades_step_all(const i64 *params, const double *dparams, void *const *ptrs, const i64 *sizes, i64 threads,
+                    i64 pool_offset, i64 *new_offset) {
+    if (!params || !dparams || !ptrs || !sizes || !new_offset) return SPADES_BAD_ARGUMENTS;
     i64 B = sizes[N_BATCH];
+    if (B < 0 || sizes[N_POOL] < 0 || sizes[N_QUEUE] < 0 || threads < 0 || pool_offset < 0) return SPADES_BAD_ARGUMENTS;
+    for (int k = 0; k < PTR_COUNT; k++)          /* the deal inputs may be absent; nothing else */
+        if (!ptrs[k] && (k < X_POOL || k > X_FIXED_START_DEALER)) return SPADES_BAD_ARGUMENTS;
+    const i64 *actions = (const i64 *)ptrs[X_ACTIONS];
+    for (i64 b = 0; b < B; b++)
+        if (actions[b] < 0 || actions[b] >= 68) return SPADES_BAD_ACTION - b;
 #ifdef _OPENMP
     i64 counts[64];
     if (threads > 64) threads = 64;
@@ -718,13 +732,14 @@ void spades_step_all(const i64 *params, const double *dparams, void *const *ptrs
                 *new_offset = total;
             }
         }
-        return;
+        return 0;
     }
 #endif
     (void)threads;
     i64 need = spades_step_play(params, dparams, ptrs, sizes, 0, B);
     spades_step_start(params, dparams, ptrs, sizes, 0, B, pool_offset);
     *new_offset = pool_offset + need;
+    return 0;
 }
 
 /* A uniformly random legal action per row of a (B, 68) 0/1 byte mask: the k-th legal action,
@@ -782,7 +797,8 @@ static void random_legal_rows(const uint8_t *mask, const float *uniform, i64 *ou
     }
 }
 
-void spades_random_legal(const uint8_t *mask, const float *uniform, i64 *out, i64 rows, i64 width, i64 threads) {
+i64 spades_random_legal(const uint8_t *mask, const float *uniform, i64 *out, i64 rows, i64 width, i64 threads) {
+    if (!mask || !uniform || !out || rows < 0 || width < 1 || threads < 0) return SPADES_BAD_ARGUMENTS;
 #ifdef _OPENMP
     if (threads > 1 && rows >= 256) {
 #pragma omp parallel num_threads((int)(threads < 64 ? threads : 64))
@@ -790,11 +806,12 @@ void spades_random_legal(const uint8_t *mask, const float *uniform, i64 *out, i6
             i64 t = omp_get_thread_num(), n = omp_get_num_threads();
             random_legal_rows(mask, uniform, out, width, rows * t / n, rows * (t + 1) / n);
         }
-        return;
+        return 0;
     }
 #endif
     (void)threads;
     random_legal_rows(mask, uniform, out, width, 0, rows);   /* no OpenMP call at all on one thread */
+    return 0;
 }
 
 /* Deals from random keys, as SpadesVectorEnv.draw_deals does in torch: card c goes to seat
@@ -819,7 +836,8 @@ static void deal_rows(const float *keys, const i64 *dealers, i64 *out, i64 lo, i
     }
 }
 
-void spades_deal_from_keys(const float *keys, const i64 *dealers, i64 *out, i64 count, i64 threads) {
+i64 spades_deal_from_keys(const float *keys, const i64 *dealers, i64 *out, i64 count, i64 threads) {
+    if (!keys || !dealers || !out || count < 0 || threads < 0) return SPADES_BAD_ARGUMENTS;
 #ifdef _OPENMP
     if (threads > 1 && count >= 256) {
 #pragma omp parallel num_threads((int)(threads < 64 ? threads : 64))
@@ -827,9 +845,10 @@ void spades_deal_from_keys(const float *keys, const i64 *dealers, i64 *out, i64 
             i64 t = omp_get_thread_num(), n = omp_get_num_threads();
             deal_rows(keys, dealers, out, count * t / n, count * (t + 1) / n);
         }
-        return;
+        return 0;
     }
 #endif
     (void)threads;
     deal_rows(keys, dealers, out, 0, count);
+    return 0;
 }
