@@ -131,6 +131,13 @@ def test_expert_rounds_label_fit_evaluate_and_resume(tmp_path, capsys):
                            "--out", str(tmp_path / "hinted")]) == 0
     hinted = json.loads((tmp_path / "hinted.json").read_text())["rows"][0]
     assert hinted["fit_value_start"] == rows[1]["fit_value_start"]     # the residual starts at zero
+    assert learning_curve(["--labels", *folders, "--measure-labels", *folders, "--init", str(round_1 / "student.pt"),
+                           "--fractions", "1", "--set", "expert_epochs=1", "--set", "minibatch_size=64",
+                           "--out", str(tmp_path / "measured")]) == 0
+    measured = json.loads((tmp_path / "measured.json").read_text())["rows"][0]
+    assert measured["fit_value_start"] == rows[1]["fit_value_start"]
+    assert learning_curve(["--labels", *folders, "--measure-labels", folders[0], "--init",
+                           str(round_1 / "student.pt"), "--out", str(tmp_path / "mismatch")]) == 2
     assert learning_curve(["--labels", *folders, "--init", str(round_1 / "student.pt"), "--fractions", "0",
                            "--out", str(out)]) == 2
 

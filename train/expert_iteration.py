@@ -194,16 +194,18 @@ def fit_round(trainer: "Trainer", folders: list[Path]) -> dict:
 
 def fit_to_search_values(policy: torch.nn.Module, data: dict, cfg: Any, generator: torch.Generator,
                          log: Callable[[str], None] = print, source: str = "the labels",
-                         train_limit: Optional[int] = None) -> dict:
+                         train_limit: Optional[int] = None, measure_values: Optional[torch.Tensor] = None) -> dict:
     """Fit ``policy`` (in place) to the improved policies of the labelled decisions in ``data``
     (:func:`train.label.load_labels`) with the ``expert_*`` settings of ``cfg``; the held-out
     tenth of the deals measures it. ``train_limit``: fit only that many training rows (the first
     of a fixed random order, so smaller sets are nested in larger ones: a learning curve).
-    Returns what the fit measured."""
+    ``measure_values``: other values of the same rows (e.g. labelled with more worlds) that
+    the held-out measures use instead of the fitted ones. Returns what the fit measured."""
     dev = next(policy.parameters()).device
     obs, legal = data["obs"].to(dev), data["mask"].to(dev)
-    values = data["values"].to(dev).float()
-    has_values = (~torch.isnan(values) & legal).any(1)
+    fitted_values = data["values"].to(dev).float()
+    values = fitted_values if measure_values is None else measure_values.to(dev).float()
+    has_values = (~torch.isnan(fitted_values) & legal).any(1) & (~torch.isnan(values) & legal).any(1)
     held_out = (data["deal"].to(dev) % 10) == 9
     if not bool((held_out & has_values).any()) or bool(held_out.all()):    # too few deals: every tenth row
         held_out = torch.arange(obs.shape[0], device=dev) % 10 == 9
@@ -212,7 +214,7 @@ def fit_to_search_values(policy: torch.nn.Module, data: dict, cfg: Any, generato
         start_logits = torch.cat([policy(obs[rows].float(), legal[rows]) for rows in every.split(8192)])
         target = torch.softmax(start_logits, 1)
         rows = has_values.nonzero()[:, 0]
-        target[rows] = improved_policy(start_logits[rows], values[rows], legal[rows], cfg.expert_target,
+        target[rows] = improved_policy(start_logits[rows], fitted_values[rows], legal[rows], cfg.expert_target,
                                        cfg.expert_scale, cfg.expert_value_floor, cfg.expert_tie)
     train_rows = (~held_out).nonzero()[:, 0]
     if train_limit is not None:

@@ -52,13 +52,21 @@ class HintedPolicy(torch.nn.Module):
 
 
 def learning_curve(labels: list[str], init: str, fractions: list[float], cfg, seed: int = 0,
-                   log=print, hinted: bool = False) -> list[dict]:
+                   log=print, hinted: bool = False, measure_labels: Optional[list[str]] = None) -> list[dict]:
     """One fit per fraction of the training rows (nested subsets), each from ``init`` (with
-    ``hinted``, wrapped in a :class:`HintedPolicy`)."""
+    ``hinted``, wrapped in a :class:`HintedPolicy`). ``measure_labels``: label folders of the
+    same positions valued otherwise (e.g. with more worlds), whose values measure the fits."""
     from train.expert_iteration import fit_to_search_values
-    from train.label import load_labels
+    from train.label import LabelError, load_labels
 
     data = load_labels(labels)
+    measure = None
+    if measure_labels:
+        other = load_labels(measure_labels)
+        if other["obs"].shape != data["obs"].shape or not torch.equal(other["obs"], data["obs"]):
+            raise LabelError(f"--measure-labels {measure_labels}: not the same positions as --labels (label both "
+                             "with the same student, opponents, seed and --follow-teacher 0)")
+        measure = other["values"]
     training_rows = int(((data["deal"] % 10) != 9).sum())
     start = read_checkpoint(init)
     rows = []
@@ -71,7 +79,7 @@ def learning_curve(labels: list[str], init: str, fractions: list[float], cfg, se
         limit = max(1, round(fraction * training_rows))
         began = time.perf_counter()
         fit = fit_to_search_values(policy, data, cfg, torch.Generator().manual_seed(seed), log=lambda line: None,
-                                   source=f"{fraction:g} of the labels", train_limit=limit)
+                                   source=f"{fraction:g} of the labels", train_limit=limit, measure_values=measure)
         row = {"fraction": fraction, "rows": limit, "seconds": round(time.perf_counter() - began, 1), **fit}
         log(f"{fraction:>6.3f} of the labels ({limit:,} rows): favourite cards worth {fit['fit_value']:+.3f} "
             f"points (start {fit['fit_value_start']:+.3f}, search's best {fit['fit_value_best']:+.3f}), "
@@ -126,6 +134,8 @@ def _main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="override a field")
     parser.add_argument("--out", required=True, help="path prefix of the .json and .png written")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--measure-labels", nargs="+", metavar="DIR", help="label folders of the same positions "
+                        "valued otherwise (e.g. more worlds): their values measure the fits")
     parser.add_argument("--hinted", action="store_true", help="fit a HintedPolicy: the policy plus a residual "
                                                                "network that also reads the heuristic's choice")
     args = parser.parse_args(argv)
@@ -141,14 +151,15 @@ def _main(argv: Optional[list[str]] = None) -> int:
         torch.set_num_threads(args.threads)
     try:
         cfg = load_config(args.config, args.set)
-        rows = learning_curve(args.labels, args.init, sorted(fractions), cfg, seed=cfg.seed, hinted=args.hinted)
+        rows = learning_curve(args.labels, args.init, sorted(fractions), cfg, seed=cfg.seed, hinted=args.hinted,
+                              measure_labels=args.measure_labels)
     except (ConfigError, LabelError, ModelError, FileNotFoundError) as exc:
         print(f"learning_curve: error: {exc}", file=sys.stderr)
         return 2
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     settings = {"labels": args.labels, "init": args.init, "overrides": args.set, "config": args.config,
-                "hinted": args.hinted}
+                "hinted": args.hinted, "measure_labels": args.measure_labels}
     out.with_suffix(".json").write_text(json.dumps({"settings": settings, "rows": rows}, indent=2))
     plot(rows, out.with_suffix(".png"), "Fit to search values: nested subsets, one held-out set")
     print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.png')}")
