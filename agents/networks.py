@@ -12,9 +12,7 @@ counts in their head (:class:`CardFeatures`: for every card whether it is unseen
 cards of its suit are above and below it, whether it is a master card, which card wins the trick
 so far and which of one's cards would beat it, suit lengths and known voids), and the card head
 scores each card from the trunk's features together with that card's own features, with weights
-shared by all 52 cards. With ``belief_hidden`` a :class:`BeliefNet`, fitted separately on deals
-whose hands are known (``python -m train.belief``), adds for every unseen card the probability
-that each other seat holds it.
+shared by all 52 cards.
 """
 
 from __future__ import annotations
@@ -112,51 +110,24 @@ class CardFeatures(nn.Module):
         return per_card, summary
 
 
-class BeliefNet(nn.Module):
-    """Where the unseen cards are: from the policy's trunk input (the observation and the card
-    features), logits (B, 52, n - 1) of which other seat (relative 1..n-1) holds each card. It is
-    trained on labelled positions of known deals (:func:`train.belief.fit_belief`), and the policy
-    reads its probabilities as inputs (no gradient flows back into it from the policy's losses)."""
-
-    def __init__(self, input_size: int, hidden: int, others: int) -> None:
-        super().__init__()
-        self.others = others
-        self.net = mlp([input_size, hidden, hidden, NUM_CARDS * others], last_activation=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x).reshape(x.shape[0], NUM_CARDS, self.others)
-
-
 class PolicyNet(nn.Module):
     """Shared trunk, a card head and a bidding head; ``forward`` returns masked logits (B, 68).
 
     ``card_features``: the trunk also reads :class:`CardFeatures` and the card head scores each
     card from the trunk's output and the card's own features (weights shared across cards, plus a
-    learned embedding per card). ``belief_hidden`` (with ``card_features``): a :class:`BeliefNet`
-    of that width estimates which other seat holds each unseen card; the trunk reads those
-    probabilities and the card head reads each card's own (zero for cards not unseen)."""
+    learned embedding per card)."""
 
     PARTS = ("all", "cards", "bids")      # what :meth:`part_parameters` can name
 
     def __init__(self, obs_size: int, hidden: int = 256, layers: int = 2, head_hidden: int = 128,
-                 card_features: bool = False, belief_hidden: int = 0) -> None:
+                 card_features: bool = False) -> None:
         super().__init__()
         self.arch = {"obs_size": obs_size, "hidden": hidden, "layers": layers, "head_hidden": head_hidden}
         if card_features:
             self.arch["card_features"] = True
-        if belief_hidden:
-            if not card_features:
-                raise ValueError("belief_hidden needs card_features (the belief reads the card features)")
-            self.arch["belief_hidden"] = belief_hidden
         self.features = CardFeatures(obs_size) if card_features else None
         extra = 0 if self.features is None else NUM_CARDS * self.features.per_card_size + self.features.summary_size
-        self.belief = None
         per_card_size = 0 if self.features is None else self.features.per_card_size
-        if belief_hidden:
-            others = self.features.n - 1
-            self.belief = BeliefNet(obs_size + extra, belief_hidden, others)
-            extra += NUM_CARDS * others
-            per_card_size += others
         self.trunk = mlp([obs_size + extra] + [hidden] * layers)
         if self.features is None:
             self.card_head = mlp([hidden, head_hidden, NUM_CARDS], last_activation=False)
@@ -193,8 +164,7 @@ class PolicyNet(nn.Module):
         return (arch.get("obs_size") == self.arch["obs_size"]
                 and bool(arch.get("card_features")) == bool(self.arch.get("card_features"))
                 and all(isinstance(arch.get(k), int) and 1 <= arch[k] <= self.arch[k]
-                        for k in ("hidden", "layers", "head_hidden"))
-                and arch.get("belief_hidden", 0) in (0, self.arch.get("belief_hidden", 0)))
+                        for k in ("hidden", "layers", "head_hidden")))
 
     @torch.no_grad()
     def load_grown(self, state: dict, arch: dict) -> None:
@@ -202,8 +172,7 @@ class PolicyNet(nn.Module):
         logits: every old weight is copied into the leading block of its larger counterpart, the
         new units keep their random initialisation but no old unit reads them (those weights are
         zero), and trunk layers beyond the old depth start as the identity (their input has been
-        through a ReLU, so ``relu(x) = x``). Training then grows into the new units. A belief this
-        policy has and the smaller one lacks keeps its weights; nothing reads it until trained."""
+        through a ReLU, so ``relu(x) = x``). Training then grows into the new units."""
         if not self.can_grow_from(arch):
             raise ValueError(f"load_grown: a policy of shape {arch} cannot grow into {self.arch} (same "
                              "observation size and card features, hidden/layers/head_hidden no larger)")
@@ -219,8 +188,6 @@ class PolicyNet(nn.Module):
             else:
                 new[:old.shape[0]] = old
         for name, new in own.items():
-            if name.startswith("belief."):
-                continue
             if name not in state:                # a trunk layer beyond the old depth
                 if new.dim() == 2:
                     new.copy_(torch.eye(*new.shape))
@@ -231,25 +198,8 @@ class PolicyNet(nn.Module):
         """The trunk's output (B, hidden), and the per-card features (None without them)."""
         if self.features is None:
             return self.trunk(obs), None
-        inputs, per_card = self._card_inputs(obs)
-        if self.belief is None:
-            return self.trunk(inputs), per_card
-        with torch.no_grad():
-            where = torch.softmax(self.belief(inputs), 2) * per_card[:, :, 1:2]    # unseen cards only
-        return self.trunk(torch.cat([inputs, where.flatten(1)], 1)), torch.cat([per_card, where], 2)
-
-    def _card_inputs(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The observation with the card features (what the trunk and the belief read), and the
-        per-card features."""
         per_card, summary = self.features(obs)
-        return torch.cat([obs, per_card.flatten(1), summary], 1), per_card
-
-    def belief_logits(self, obs: torch.Tensor) -> torch.Tensor:
-        """The belief's logits (B, 52, n - 1): which other seat holds each card (meaningful for the
-        unseen ones)."""
-        if self.belief is None:
-            raise ValueError("this policy has no belief (belief_hidden = 0)")
-        return self.belief(self._card_inputs(obs)[0])
+        return self.trunk(torch.cat([obs, per_card.flatten(1), summary], 1)), per_card
 
     def forward(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         return self.heads(*self.embed(obs), mask)

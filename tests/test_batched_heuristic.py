@@ -14,9 +14,25 @@ from spades_env import spades_v0
 from spades_env.game import BLIND_NIL_ACTION, PHASE_PASSING, PHASE_PLAY
 from spades_env.observation import decode_observation, layout_for_size
 from spades_env.vector import SpadesVectorEnv
-from train.choice_values import nil_situations
 
 from helpers_vector import TEST_DEVICE
+
+
+def nil_situations(obs: torch.Tensor) -> torch.Tensor:
+    """Which nil is at stake at each decision: 1 the seat's own intact nil (bid nil, no trick
+    taken yet), 2 its partner's, 3 an opponent's, 0 none (in that order of priority)."""
+    out = torch.zeros(obs.shape[0], dtype=torch.long)
+    for i, row in enumerate(obs.numpy()):
+        view = decode_observation(row)
+        intact = [view.bids[s] == 0 and view.tricks_taken[s] == 0 for s in range(view.players)]
+        partner = 2 if view.partnerships and view.players == 4 else None
+        if intact[0]:
+            out[i] = 1
+        elif partner is not None and intact[partner]:
+            out[i] = 2
+        elif any(intact[s] for s in range(1, view.players) if s != partner):
+            out[i] = 3
+    return out
 
 
 def per_row(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

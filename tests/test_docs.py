@@ -67,3 +67,11 @@ def test_the_readme_is_a_short_front_door():
     first_screen = "\n".join(text.splitlines()[:40])
     assert "spades-train --config configs/quickstart.yaml" in first_screen
     assert "python -m pytest -q" in first_screen
+
+
+def test_the_training_docs_list_every_config_field_as_the_code_says():
+    from train.config import fields_markdown
+    text = (ROOT / "docs" / "training.md").read_text()
+    table = text.split("<!-- fields:start -->\n", 1)[1].split("\n<!-- fields:end -->", 1)[0]
+    assert table == fields_markdown(), ("docs/training.md's field table is out of date: regenerate it with "
+                                        "train.config.fields_markdown()")

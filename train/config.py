@@ -124,9 +124,6 @@ class TrainConfig:
     card_features: bool = _f(False, "the policy also reads derived card-counting features (unseen cards above "
                                      "and below each card, master cards, the trick's winner, voids) and scores "
                                      "each card with weights shared by all cards (agents.networks.CardFeatures)")
-    belief_hidden: int = _f(0, "with card_features: width of a belief network that estimates which other seat "
-                               "holds each unseen card, read by the policy (0: none); train it on labelled "
-                               "deals with python -m train.belief, then init_from that model")
     critic: str = _f("local", "'local': the critic sees the seat's observation; 'central': also the full "
                               "state, all hands included (training only; the policy never sees it)")
 
@@ -167,17 +164,6 @@ class TrainConfig:
     distill_keep: str = _f("score", "which weights a distillation keeps: 'score' (the epoch, or the starting weights, "
                                     "that match most held-out labels, or whose favourite cards are worth most on "
                                     "them with distill_value_temperature), 'loss' (lowest held-out loss) or 'last'")
-    distill_prior: str = _f("start", "with distill_value_temperature, what the play-out values are added to on the "
-                                     "card decisions: 'start' (the starting policy's logits: pi_start * exp(value "
-                                     "/ T)) or 'heuristic' (the heuristic's card there, worth distill_prior_bonus "
-                                     "points more: greedy play keeps the heuristic's card unless the fitted "
-                                     "values find one better by more than the bonus, as the search player does)")
-    distill_prior_bonus: float = _f(0.5, "with distill_prior: heuristic, the points added to the heuristic's card")
-    distill_augment_suits: bool = _f(False, "with distill_value_temperature: every time a decision is fitted, "
-                                            "relabel its three side suits in one of their 6 orders at random "
-                                            "(observation, mask and values alike; the starting policy's logits "
-                                            "recomputed there), so that each label teaches all three suits; "
-                                            "refused where the rules set a side suit apart (two of clubs)")
     bid_value_deals: int = _f(0, "Monte-Carlo bid values (train/bid_values.py), before PPO: per round, this many "
                                  "bidding decisions have every bid played out on copies of their deal (the policy "
                                  "playing the rest greedily) and the bidding head alone is fitted to the results "
@@ -314,19 +300,11 @@ class TrainConfig:
         if self.expert_target not in ("completed_q", "best"):
             raise ConfigError(f"expert_target={self.expert_target!r}: expected 'completed_q' or 'best'")
         self._check_expert_specs()
-        if self.belief_hidden < 0:
-            raise ConfigError(f"belief_hidden={self.belief_hidden!r}: expected 0 (no belief) or a positive width")
-        if self.belief_hidden and not self.card_features:
-            raise ConfigError(f"belief_hidden={self.belief_hidden!r} needs card_features: true (the belief reads "
-                              "the card features)")
         if self.max_updates is not None and self.max_updates < 0:
             raise ConfigError(f"max_updates={self.max_updates!r}: expected 0 or more, or null")
         if self.distill_value_temperature is not None and not self.distill_value_temperature > 0:
             raise ConfigError(f"distill_value_temperature={self.distill_value_temperature!r}: expected a positive "
                               "number or null")
-        if self.distill_augment_suits and self.distill_value_temperature is None:
-            raise ConfigError("distill_augment_suits=true relabels valued decisions: it needs "
-                              "distill_value_temperature (labels of spades-label --teacher playout)")
         if self.target_kl is not None and not self.target_kl > 0:
             raise ConfigError(f"target_kl={self.target_kl!r}: expected a positive number or null")
         if self.env_backend not in ("torch", "native", "auto"):
@@ -341,15 +319,6 @@ class TrainConfig:
             raise ConfigError(f"critic={self.critic!r}: expected 'local' or 'central'")
         if self.policy_parts not in ("all", "cards", "bids"):
             raise ConfigError(f"policy_parts={self.policy_parts!r}: expected 'all', 'cards' or 'bids'")
-        if self.distill_prior not in ("start", "heuristic"):
-            raise ConfigError(f"distill_prior={self.distill_prior!r}: expected 'start' or 'heuristic'")
-        if self.distill_prior != "start" and self.distill_value_temperature is None:
-            raise ConfigError(f"distill_prior={self.distill_prior!r} shapes a fit to play-out values: it needs "
-                              "distill_value_temperature (labels of spades-label --teacher playout)")
-        if self.distill_prior != "start" and self.distill_augment_suits:
-            raise ConfigError(f"distill_prior={self.distill_prior!r} does not combine with distill_augment_suits")
-        if not self.distill_prior_bonus >= 0:
-            raise ConfigError(f"distill_prior_bonus={self.distill_prior_bonus!r}: expected points >= 0")
         if self.distill_keep not in ("score", "loss", "last"):
             raise ConfigError(f"distill_keep={self.distill_keep!r}: expected 'score', 'loss' or 'last'")
         if self.learn_precision not in ("float32", "bfloat16", "auto"):
@@ -473,6 +442,17 @@ def load_config(path: Optional[str | Path] = None, overrides: Sequence[str] = ()
         name, value = parse_override(item)
         values[name] = value
     return config_from_dict(values, source)
+
+
+def fields_markdown() -> str:
+    """Every field as a Markdown table (field, default, meaning): docs/training.md holds it,
+    and a test keeps the two the same."""
+    rows = ["| field | default | meaning |", "|---|---|---|"]
+    for name, f in FIELDS.items():
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        meaning = " ".join(f.metadata["help"].split()).replace("|", "\\|")
+        rows.append(f"| `{name}` | `{default!r}` | {meaning} |")
+    return "\n".join(rows)
 
 
 def describe_fields() -> str:

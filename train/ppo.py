@@ -101,8 +101,7 @@ class Trainer(WarmStarts):
         self.obs_size = self.env.obs_size
         self._rollout_storage: Optional[Rollout] = None     # reused by every collect()
         self.state_size = self.env.state_tensor().shape[1] if cfg.critic == "central" else None
-        self.policy = PolicyNet(self.obs_size, cfg.hidden, cfg.layers, cfg.head_hidden, cfg.card_features,
-                                cfg.belief_hidden).to(dev)
+        self.policy = PolicyNet(self.obs_size, cfg.hidden, cfg.layers, cfg.head_hidden, cfg.card_features).to(dev)
         self.critic = ValueNet(self.obs_size + (self.state_size or 0), cfg.hidden, cfg.layers).to(dev)
         self.optimizer = torch.optim.Adam(list(self.policy.parameters()) + list(self.critic.parameters()),
                                           lr=cfg.learning_rate, eps=1e-5)
@@ -129,12 +128,8 @@ class Trainer(WarmStarts):
         self.run_path = cfg.run_path
         self.checkpoint_dir = self.run_path / "checkpoints"
         self._assign(torch.ones(B, dtype=torch.bool, device=dev))
-        start_arch = self._init_from(Path(cfg.init_from)) if cfg.init_from and not resume else {}
-        if cfg.belief_hidden and not resume and not start_arch.get("belief_hidden"):
-            why = "init_from has no belief" if cfg.init_from else "no init_from"
-            self.log(f"belief_hidden={cfg.belief_hidden}: {why}"
-                     ", so the belief starts untrained and nothing trains it here (fit it first with python -m "
-                     "train.belief, then init_from that model)")
+        if cfg.init_from and not resume:
+            self._init_from(Path(cfg.init_from))
         resume_update = None
         if resume:
             path = self.checkpoint_dir / "last.pt" if resume is True else Path(resume)
@@ -211,8 +206,7 @@ class Trainer(WarmStarts):
     def _load_pool_nets(self) -> None:
         cfg = self.config
         while len(self.pool_nets) < len(self.pool_weights):
-            net = PolicyNet(self.obs_size, cfg.hidden, cfg.layers, cfg.head_hidden, cfg.card_features,
-                            cfg.belief_hidden)
+            net = PolicyNet(self.obs_size, cfg.hidden, cfg.layers, cfg.head_hidden, cfg.card_features)
             self.pool_nets.append(net.to(self.device))
         for net, weights in zip(self.pool_nets, self.pool_weights):
             net.load_state_dict(weights)

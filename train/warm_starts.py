@@ -8,16 +8,12 @@ Expert iteration, the rounds after them, is :mod:`train.expert_iteration`.
 
 from __future__ import annotations
 
-import copy
-import itertools
 import time
-from typing import Callable, Optional
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
 
-from agents.networks import NUM_CARDS
-from spades_env.observation import layout_for_size
 from spades_env.vector import SpadesVectorEnv
 
 from .config import ConfigError
@@ -165,9 +161,8 @@ class WarmStarts:
     def _distill_values(self, data: dict, held_out: torch.Tensor) -> dict:
         """``distill`` with play-out values (``distill_value_temperature`` T): on every decision with
         values the centred logits of the legal actions are fitted to the starting policy's centred
-        logits plus the centred values / T (a softmax policy pi_start * exp(value / T); with
-        ``distill_prior: heuristic`` the heuristic's card worth ``distill_prior_bonus`` points
-        takes the starting policy's place); on the others (bids) to the starting policy's logits
+        logits plus the centred values / T (a softmax policy pi_start * exp(value / T)); on the
+        others (bids) to the starting policy's logits
         (ten times their summed squared error, so that they stay as they were). The weights that
         ``distill_keep`` names are kept (by default the epoch, the starting weights included,
         whose favourite cards are worth most on the held-out deals: mean value, points per
@@ -183,22 +178,15 @@ class WarmStarts:
         cells = torch.where(has_values[:, None], valued & mask, mask)         # what each row's loss compares
         count = cells.sum(1, keepdim=True).clamp(min=1)
 
-        def centred(x: torch.Tensor, rows: torch.Tensor, row_cells: Optional[torch.Tensor] = None) -> torch.Tensor:
-            row_cells = cells[rows] if row_cells is None else row_cells
+        def centred(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+            row_cells = cells[rows]
             x = torch.where(row_cells, x, torch.zeros_like(x))
             return torch.where(row_cells, x - x.sum(1, keepdim=True) / count[rows], torch.zeros_like(x))
 
         every = torch.arange(obs.shape[0], device=dev)
         with torch.no_grad():
             start_logits = torch.cat([self.policy(obs[rows].float(), mask[rows]) for rows in every.split(8192)])
-            target = centred(start_logits, every)
-            if cfg.distill_prior == "heuristic":
-                bonus = torch.zeros_like(values)
-                rows = has_values.nonzero()[:, 0]
-                choices = self._heuristic_choices(obs[rows].cpu(), mask[rows].cpu()).to(dev)
-                bonus[rows, choices] = cfg.distill_prior_bonus
-                target = torch.where(has_values[:, None], centred(bonus / cfg.distill_value_temperature, every), target)
-            target = target + centred(torch.nan_to_num(values) / cfg.distill_value_temperature, every)
+            target = centred(start_logits, every) + centred(torch.nan_to_num(values) / cfg.distill_value_temperature, every)
         norm = torch.where(has_values, count[:, 0].float(), 0.1)    # valued rows: the mean; others: 10 x the sum
         train_rows = (~held_out).nonzero()[:, 0].to(dev)
         test_rows = (held_out & has_values.cpu()).nonzero()[:, 0].to(dev)
@@ -206,10 +194,6 @@ class WarmStarts:
         def loss_of(rows: torch.Tensor) -> torch.Tensor:
             fitted = centred(self.policy(obs[rows].float(), mask[rows]), rows)
             return ((fitted - target[rows]) ** 2).sum(1) / norm[rows]
-
-        train_loss = loss_of
-        if cfg.distill_augment_suits:
-            train_loss = self._suit_relabelled_loss(obs, mask, values, cells, centred, norm)
 
         def held_out_fit() -> tuple[float, float]:
             """(loss, mean play-out value of the favourite card) on the held-out valued decisions."""
@@ -222,61 +206,18 @@ class WarmStarts:
             return float(torch.cat(losses).mean()), float(torch.cat(picked).mean())
 
         start = held_out_fit()
-        prior = ("the starting policy" if cfg.distill_prior == "start"
-                 else f"the heuristic's card + {cfg.distill_prior_bonus:g} points")
-        self.log(f"distillation by values (T = {cfg.distill_value_temperature:g} points, added to {prior}): "
+        self.log(f"distillation by values (T = {cfg.distill_value_temperature:g} points, added to the starting "
+                 "policy's logits): "
                  f"{int(has_values.sum()):,} valued decisions and {int((~has_values).sum()):,} others, "
                  f"{test_rows.numel():,} valued ones held out; there the policy's favourite cards are worth "
                  f"{start[1]:+.3f} points")
         best_loss, best_value, best_epoch = self._fit_keep_best(
-            train_rows, lambda rows: train_loss(rows).mean(), held_out_fit, start,
+            train_rows, lambda rows: loss_of(rows).mean(), held_out_fit, start,
             lambda loss, value: f"held-out loss {loss:.4f}, favourite cards worth {value:+.3f} points")
         self.log(f"distillation: kept epoch {best_epoch} (favourite cards worth {best_value:+.3f} points on the "
                  f"held-out decisions, loss {best_loss:.4f})")
         self.distilled = True
         return {"distill_value": best_value, "distill_loss": best_loss, "distill_epoch": best_epoch}
-
-    def _heuristic_choices(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """The heuristic's action at each of these decisions (``distill_prior: heuristic``), read
-        from the observations alone."""
-        self.log(f"distillation: the heuristic's choices at {obs.shape[0]:,} decisions ...")
-        began = time.perf_counter()
-        choices = self.heuristic.act_batch(obs.float(), mask.bool())
-        self.log(f"distillation: the heuristic's choices done ({time.perf_counter() - began:.0f} s)")
-        return choices
-
-    def _suit_relabelled_loss(self, obs: torch.Tensor, mask: torch.Tensor, values: torch.Tensor,
-                              cells: torch.Tensor, centred: Callable, norm: torch.Tensor) -> Callable:
-        """``distill_augment_suits``: the value fit's loss on rows whose three side suits are
-        relabelled at random (one of the 6 orders per row, a fresh draw every time). The target is
-        rebuilt there: a frozen copy of the starting policy's centred logits on the relabelled
-        observation plus the relabelled values / T."""
-        rules, dev, cfg = self.env.rules, self.device, self.config
-        if rules.two_of_clubs_leads or rules.players == 3:
-            raise ConfigError(f"distill_augment_suits=true: under the rules {cfg.rules!r} the clubs are not like "
-                              "the other side suits (the two of clubs leads or is removed)")
-        layout = layout_for_size(obs.shape[1])
-        orders = [layout.suit_permutation(order + (3,)) for order in itertools.permutations(range(3))]
-        obs_index = torch.stack([torch.as_tensor(o, dtype=torch.long) for o, _ in orders]).to(dev)
-        action_index = torch.stack([torch.cat([torch.as_tensor(c, dtype=torch.long),
-                                               torch.arange(NUM_CARDS, values.shape[1])]) for _, c in orders]).to(dev)
-        start_policy = copy.deepcopy(self.policy).eval()
-        for p in start_policy.parameters():
-            p.requires_grad_(False)
-
-        def relabelled_loss(rows: torch.Tensor) -> torch.Tensor:
-            order = torch.randint(0, len(orders), (rows.numel(),), generator=self.generator, device=dev)
-            row_obs = obs[rows].gather(1, obs_index[order]).float()
-            actions = action_index[order]
-            row_mask, row_cells = mask[rows].gather(1, actions), cells[rows].gather(1, actions)
-            row_values = torch.nan_to_num(values[rows].gather(1, actions))
-            with torch.no_grad():
-                target = (centred(start_policy(row_obs, row_mask), rows, row_cells)
-                          + centred(row_values / cfg.distill_value_temperature, rows, row_cells))
-            fitted = centred(self.policy(row_obs, row_mask), rows, row_cells)
-            return ((fitted - target) ** 2).sum(1) / norm[rows]
-
-        return relabelled_loss
 
     def value_bids(self) -> dict:
         """One round of Monte-Carlo bid values (:mod:`train.bid_values`): collect, fit the bidding head."""
