@@ -308,7 +308,7 @@ def test_fractions_are_rounded_like_the_aec_env_even_through_a_reciprocal():
     """The observation's fractions (tricks / 13, bags / limit, scores / target, hands / max) equal
     Python's division rounded to float32, also where a device divides through the reciprocal
     (CUDA does for a constant divisor; float32 that way is one ulp off for 7/13): emulated here."""
-    from spades_env.vector import _ratio
+    from spades_env.vector_encoding import _ratio
 
     numerators = torch.arange(-2000, 2001)
     for denominator in (13, 3, 7, 10, 100, 250, 300, 500, 1000):
