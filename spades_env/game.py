@@ -49,6 +49,11 @@ class IllegalActionError(ValueError):
     """An action that is not legal in the current state."""
 
 
+# Starting scores beyond this are refused by both engines alike (scores move by at most a few
+# hundred points a hand, so no game in play comes near it).
+SCORE_LIMIT = 10 ** 9
+
+
 class DealError(ValueError):
     """A malformed reset option: the deal, the dealer, the scores or the bags."""
 
@@ -198,6 +203,9 @@ class SpadesGame:
         checked = [_as_action_id(v) for v in values]
         if len(values) != sides or any(v is None for v in checked):
             raise DealError(f"{name}={values!r}: {expected}")
+        if name == "scores" and any(abs(v) > SCORE_LIMIT for v in checked):
+            raise DealError(f"scores={values!r}: each starting score must lie within -{SCORE_LIMIT:,}..{SCORE_LIMIT:,} "
+                            "(the batched engine keeps scores in 64-bit integers and float32 observations)")
         return checked
 
     def _draw_deal(self) -> list[int]:

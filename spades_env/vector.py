@@ -26,7 +26,7 @@ import torch
 
 from .cards import NUM_CARDS, SPADES
 from .game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, NUM_ACTIONS, PHASE_NAMES, PHASE_BIDDING,
-                   PHASE_BLIND_DECISION, PHASE_PASSING, PHASE_PLAY, parse_deal)
+                   PHASE_BLIND_DECISION, PHASE_PASSING, PHASE_PLAY, SCORE_LIMIT, parse_deal)
 from .observation import layout_for
 from .rewards import RewardScheme
 from .rules import Rules, RulesError, make_rules
@@ -306,10 +306,17 @@ class SpadesVectorEnv(VectorEncoding):
         B, dev = self.num_envs, self.device
         if value is None:
             return torch.zeros(B, 2, dtype=I64, device=dev)
-        t = torch.as_tensor(value, device=dev)
-        if t.dtype.is_floating_point or t.dtype == torch.bool:
+        try:
+            t = torch.as_tensor(value, device=dev)
+        except (TypeError, ValueError, RuntimeError, OverflowError) as exc:
+            raise VectorEnvError(f"{name}={value!r:.80}: expected integers per partnership "
+                                 f"({type(exc).__name__}: {str(exc).splitlines()[0]})") from None
+        if t.dtype.is_floating_point or t.dtype == torch.bool or t.dtype.is_complex:
             raise VectorEnvError(f"{name}: expected integers per partnership, got {t.dtype}")
         t = t.to(I64)
+        if name == "scores" and bool((t.abs() > SCORE_LIMIT).any()):
+            raise VectorEnvError(f"scores: each starting score must lie within -{SCORE_LIMIT:,}..{SCORE_LIMIT:,}, as "
+                                 "in the AEC env")
         if t.shape == (2,):
             t = t.expand(B, 2)
         if t.shape != (B, 2):

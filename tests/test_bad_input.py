@@ -95,3 +95,18 @@ def test_spades_label_names_a_student_file_that_is_not_a_model(tmp_path, capsys)
     assert main(["--student", str(bad), "--out", str(tmp_path / "labels"), "--deals", "2", "--workers", "1"]) == 2
     err = capsys.readouterr().err
     assert "spades-label: error: student=" in err and "not a spades model" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("scores", [[10 ** 12, 0], [0, -(10 ** 9) - 1], [2 ** 63, 0]])
+def test_huge_starting_scores_are_refused_alike_by_both_engines(scores):
+    env = spades_v0.env()
+    env.reset(seed=0)
+    with pytest.raises(DealError, match=r"each starting score must lie within"):
+        env.reset(seed=1, options={"scores": scores})
+    vector = SpadesVectorEnv(2)
+    with pytest.raises(VectorEnvError, match=r"scores"):
+        vector.reset(seed=0, scores=scores)
+    # the largest allowed score is played the same way by both
+    env.reset(seed=1, options={"scores": [10 ** 9, -(10 ** 9)]})
+    vector.reset(seed=1, scores=[10 ** 9, -(10 ** 9)])
+    assert vector.state.scores[0].tolist() == [10 ** 9, -(10 ** 9)]
