@@ -443,7 +443,7 @@ class SpadesGame:
         if self.phase >= PHASE_HAND_OVER:
             raise IllegalActionError(f"action {action!r}: no action is expected, the {phase}")
         legal = ", ".join(f"{a} ({action_str(a)})" for a in self.legal_actions())
-        shown = action_str(action) if isinstance(action, int) else "not an action id"
+        shown = action_str(action) if _as_action_id(action) is not None else "not an action id"
         raise IllegalActionError(f"illegal action {action!r} ({shown}) for seat {self.to_act} "
                                  f"in phase {phase}; legal actions: {legal}")
 
