@@ -220,3 +220,17 @@ def check_no_peeking(make_agent, deals: Sequence[list[list[int]]], scores: Seque
             actions.append(action)
             env.step(action)
     return checked, changed
+
+
+def heuristic_hand_record(seed: int = 0) -> dict:
+    """The game record of one hand played by the heuristic on every seat (a record to open,
+    replay and inspect in tests)."""
+    import agents
+    from spades_env import spades_v0
+    env = spades_v0.raw_env(episode="hand")
+    env.reset(seed=seed)
+    bot = agents.make("heuristic")
+    for _ in env.agent_iter():
+        obs, _, term, trunc, info = env.last()
+        env.step(None if term or trunc else bot.act(obs, info))
+    return env.game_record()

@@ -16,6 +16,8 @@ from spades_env import spades_v0  # noqa: E402
 from spades_env.record import replay  # noqa: E402
 from web.server import create_app  # noqa: E402
 
+from helpers import heuristic_hand_record  # noqa: E402
+
 
 @pytest.fixture
 def client(tmp_path):
@@ -154,21 +156,10 @@ def test_a_heuristic_move_arrives_within_a_tenth_of_a_second(client):
     assert time.perf_counter() - began < 0.1 * 3      # one move within ~0.1 s (slack for a loaded CI)
 
 
-def _finished_record(seed=0):
-    import agents
-    env = spades_v0.raw_env(episode="hand")
-    env.reset(seed=seed)
-    bot = agents.make("heuristic")
-    for _ in env.agent_iter():
-        obs, _, term, trunc, info = env.last()
-        env.step(None if term or trunc else bot.act(obs, info))
-    return env.game_record()
-
-
 def test_records_open_step_and_analyse(client, tmp_path):
     folder = tmp_path / "records"
     folder.mkdir()
-    record = _finished_record()
+    record = heuristic_hand_record()
     (folder / "game.json").write_text(json.dumps(record))
     listed = client.get("/api/records").json()["records"]
     assert [r["name"] for r in listed] == ["game.json"]
@@ -195,7 +186,7 @@ def test_records_open_step_and_analyse(client, tmp_path):
 
 @pytest.mark.parametrize("name", ["../secret.json", "..%2Fsecret.json", ".hidden.json", "notes.txt", "%2Fetc%2Fpasswd"])
 def test_no_path_outside_the_records_folder(client, tmp_path, name):
-    (tmp_path / "secret.json").write_text(json.dumps(_finished_record()))
+    (tmp_path / "secret.json").write_text(json.dumps(heuristic_hand_record()))
     response = client.get(f"/api/records/{name}")
     assert response.status_code in (400, 404)
     assert "frames" not in response.text
@@ -245,7 +236,7 @@ def test_rules_come_as_a_preset_or_settings_never_as_a_path(client, tmp_path):
 def test_a_file_of_several_records_is_opened_one_at_a_time(client, tmp_path):
     folder = tmp_path / "records"
     folder.mkdir()
-    records = [_finished_record(seed) for seed in (1, 2, 3)]
+    records = [heuristic_hand_record(seed) for seed in (1, 2, 3)]
     (folder / "eval.json").write_text(json.dumps(records))        # as spades-eval --records writes
     first = client.get("/api/records/eval.json").json()
     assert first["count"] == 3 and first["index"] == 0

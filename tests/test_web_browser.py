@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import heuristic_hand_record
+
 pytest.importorskip("uvicorn")
 sync_api = pytest.importorskip("playwright.sync_api")
 
@@ -115,21 +117,9 @@ def test_a_person_plays_a_whole_hand_by_clicking(server, browser):
     page.close()
 
 
-def _record():
-    import agents
-    from spades_env import spades_v0
-    env = spades_v0.raw_env(episode="hand")
-    env.reset(seed=4)
-    bot = agents.make("heuristic")
-    for _ in env.agent_iter():
-        obs, _, term, trunc, info = env.last()
-        env.step(None if term or trunc else bot.act(obs, info))
-    return env.game_record()
-
-
 def test_a_record_is_opened_stepped_and_analysed(server, browser):
     url, records = server
-    (records / "heuristic-hand.json").write_text(json.dumps(_record()))
+    (records / "heuristic-hand.json").write_text(json.dumps(heuristic_hand_record(4)))
     page = browser.new_page(viewport={"width": 1000, "height": 1000})
     page.goto(url)
     page.click("#tab-inspect")
