@@ -59,8 +59,6 @@ from .fitting import fit_keep_best
 if TYPE_CHECKING:      # pragma: no cover
     from .ppo import Trainer
 
-TARGETS = ("completed_q", "best")
-SPECIAL_OPPONENTS = ("self", "previous")   # the round's own policy, the previous round's
 ROUND_COLUMNS = ("round", "labels", "label_s", "fit_s", "fit_epoch", "fit_value_start", "fit_value",
                  "fit_agreement_start", "fit_agreement")
 
@@ -131,7 +129,7 @@ def label_round(trainer: "Trainer", round_: int, student: Path) -> tuple[list[Pa
     """Label the round's deals, split between ``expert_opponents`` by their shares (resumable);
     returns the label folders and the labels they hold."""
     from train.evaluate import derive_seed
-    from train.label import label, load_labels
+    from train.label import label
 
     cfg = trainer.config
     folder = round_folder(trainer, round_)
@@ -152,7 +150,8 @@ def label_round(trainer: "Trainer", round_: int, student: Path) -> tuple[list[Pa
                     "workers": cfg.expert_workers or max(1, len(os.sched_getaffinity(0)))}
         label(settings, progress=cfg.progress, log=trainer.log)
         folders.append(out)
-        labels += int(load_labels(out)["teacher"].numel())
+        labels += sum(int(torch.load(shard, weights_only=True)["teacher"].numel())   # shard by shard: light
+                      for shard in sorted(out.glob("shard_*.pt")))
     return folders, labels
 
 
