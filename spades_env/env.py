@@ -13,7 +13,7 @@ from pettingzoo import AECEnv
 
 from .cards import NUM_CARDS
 from .game import NUM_ACTIONS, PHASE_NAMES, PHASE_PLAY, DealError, SpadesGame, action_str
-from .observation import ObservationEncoder
+from .observation import ObservationEncoder, observation_bounds
 from .rewards import RewardScheme
 from .rules import EPISODE_CHOICES, Rules, RulesError, make_rules
 
@@ -90,12 +90,7 @@ class SpadesEnv(AECEnv):
         self._buffer = self._encoder.buffer
         self._gather = list(self._encoder.gather)  # a list of rows: indexing a 2-D array costs a view
         self.observation_layout = self._encoder.layout
-        size = self.observation_layout.obs_size
-        low = np.zeros(size, dtype=np.float32)
-        high = np.ones(size, dtype=np.float32)
-        for unbounded in ("sides", "game"):  # scores and the rules' constants
-            block = self.observation_layout.obs_blocks[unbounded].slice
-            low[block], high[block] = -np.inf, np.inf
+        low, high = observation_bounds(self.observation_layout, self.rules)   # finite, from the rules
         obs_space = spaces.Dict({
             "observation": spaces.Box(low=low, high=high, dtype=np.float32),
             "action_mask": spaces.Box(low=0, high=1, shape=(NUM_ACTIONS,), dtype=np.int8),

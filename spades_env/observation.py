@@ -192,6 +192,43 @@ def layout_for(rules: Rules) -> Layout:
     return layout
 
 
+def observation_bounds(layout: "Layout", rules) -> tuple[np.ndarray, np.ndarray]:
+    """Finite (low, high) of every observation cell under ``rules``: 0/1 for the one-hot and
+    card cells, a range holding each constant of the ``game`` block, and for the ``sides`` block the range
+    that scores within twice ``SCORE_LIMIT`` give (starting scores are refused beyond
+    ``SCORE_LIMIT``; a hand moves a score by a few hundred points, so a game would need millions
+    of hands to leave the range)."""
+    from .game import SCORE_LIMIT
+
+    size = layout.obs_size
+    low = np.zeros(size, dtype=np.float32)
+    high = np.ones(size, dtype=np.float32)
+    target = float(rules.target_score)
+    reach = 2.0 * SCORE_LIMIT / target            # |score| / target at most
+    mercy = rules.mercy_score / target if rules.mercy_score is not None else None
+    per_side = [(-reach, reach),                                   # score / target
+                (-1.0 if rules.bags_from_score_digit else 0.0, 1.0),   # bags / bag_limit (a score's
+                                                                   # last digit is negative below 0)
+                (1.0 - reach, 1.0 + reach),                        # (target - score) / target
+                ((-reach - mercy, reach - mercy) if mercy is not None else (0.0, 1.0)),   # 0 without mercy
+                (0.0, 1.0),                                        # may bid blind nil
+                (0.0, 2.0),                                        # tricks counted toward the contract / T
+                (0.0, 2.0)]                                        # contract / T
+    sides = layout.obs_blocks["sides"]
+    for side in range(sides.size // SIDE_SLOTS):
+        for k, (lo, hi) in enumerate(per_side):
+            low[sides.offset + side * SIDE_SLOTS + k] = lo
+            high[sides.offset + side * SIDE_SLOTS + k] = hi
+    game = layout.obs_blocks["game"].offset
+    constants = [rules.target_score / 1000.0, rules.mercy_score / 1000.0 if rules.mercy_score is not None else 0.0,
+                 float(rules.mercy_score is not None), rules.bag_limit / 100.0]
+    for k, value in enumerate(constants):            # a range that holds the constant (equal bounds
+        low[game + k] = min(0.0, value)              # make gymnasium's checker warn)
+        high[game + k] = max(1.0, value)
+    low[game + 4], high[game + 4] = 0.0, 1.0                       # hands played / max_hands
+    return low, high
+
+
 class ObservationEncoder:
     """Keeps the global vector in step with a :class:`SpadesGame`.
 

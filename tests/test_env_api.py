@@ -1165,3 +1165,29 @@ def test_raw_env_encoder_is_the_observation_encoder_it_fills():
     seat = env.agent_name_mapping[env.agent_selection]
     buffer = env.encoder.buffer
     assert np.array_equal(env.observe(env.agent_selection)["observation"], buffer.take(env.encoder.gather[seat]))
+
+
+@pytest.mark.parametrize("preset", ["standard", "basic", "tournament", "openspiel", "cutthroat"])
+def test_observation_bounds_are_finite_and_hold(preset):
+    """The observation space has finite bounds derived from the rules (no gymnasium warning), and
+    every observation of random games, from 0-0 and from extreme starting scores, lies inside."""
+    import random as _random
+
+    import numpy as np
+
+    env = spades_v0.raw_env(rules=preset, episode="game")
+    space = env.observation_space(env.possible_agents[0])["observation"]
+    assert np.isfinite(space.low).all() and np.isfinite(space.high).all()
+    rng = _random.Random(0)
+    sides = 2 if env.rules.partnerships else env.rules.players
+    for start in ([0] * sides, [10 ** 9] + [-(10 ** 9)] * (sides - 1), [-400] * sides):
+        env.reset(seed=rng.randrange(1000), options={"scores": start})
+        for step, agent in enumerate(env.agent_iter(max_iter=400)):
+            obs, _, term, trunc, _ = env.last()
+            assert space.contains(obs["observation"]), [
+                (i, float(v)) for i, v in enumerate(obs["observation"])
+                if not space.low[i] <= v <= space.high[i]][:5]
+            if term or trunc:
+                env.step(None)
+                continue
+            env.step(rng.choice(np.flatnonzero(obs["action_mask"]).tolist()))
