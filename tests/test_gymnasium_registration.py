@@ -78,3 +78,20 @@ def test_the_gymnasium_checker_has_nothing_to_say_about_the_spaces():
         check_env(env.unwrapped, skip_render_check=True)
     # the checker's random actions are often illegal: the env says so, and that is all it says
     assert [str(w.message) for w in caught if "illegal learner action" not in str(w.message)] == []
+
+
+def test_masks_on_an_autoreset_step_are_as_documented():
+    """gymnasium's vector envs reset a finished sub-env on its next step (next-step autoreset):
+    the terminal step's mask is all zeros; the next step ignores its action, returns the new
+    episode's first observation with a non-empty mask, reward 0 and not terminated."""
+    envs = gymnasium.vector.SyncVectorEnv([lambda: gymnasium.make("spades_env/Spades-v0")])
+    obs, infos = envs.reset(seed=3)
+    for _ in range(300):
+        action = np.array([int(np.flatnonzero(infos["action_mask"][0])[0])])
+        obs, rewards, terminated, truncated, infos = envs.step(action)
+        if terminated[0]:
+            break
+    assert terminated[0] and not infos["action_mask"][0].any()
+    obs, rewards, terminated, truncated, infos = envs.step(np.array([12345]))   # any action: ignored
+    assert not terminated[0] and rewards[0] == 0 and infos["action_mask"][0].any()
+    envs.close()
