@@ -101,7 +101,8 @@ class TableGame:
             spec = seats.get(other, "heuristic")
             name, options = parse_agent_spec(spec)
             try:
-                self.agents[other] = registry.make(name, seed=None if seed is None else seed + other, **options)
+                options.setdefault("seed", None if seed is None else seed + other)   # a spec's own seed wins
+                self.agents[other] = registry.make(name, **options)
             except (TypeError, ValueError, FileNotFoundError) as exc:
                 raise TableError(f"seat {other} ({SEAT_NAMES[other]}): agent {spec!r}: {exc}") from None
             self.specs[other] = spec
