@@ -245,3 +245,10 @@ def test_a_file_of_several_records_is_opened_one_at_a_time(client, tmp_path):
     assert client.get("/api/records/eval.json?index=3").status_code == 400
     uploaded = client.post("/api/inspect", json={"record": records, "index": 1}).json()
     assert uploaded["index"] == 1 and uploaded["count"] == 3
+
+
+def test_the_last_trick_of_a_hand_names_its_winner(client):
+    state = client.post("/api/games", json={"seat": 2, "seed": 21}).json()
+    state = _play_heuristically(client, state, hands=1)
+    last = [e for e in state["log"] if e["phase"] == "play"][-1]
+    assert last["trick_won_by"] in (0, 1, 2, 3)

@@ -140,9 +140,11 @@ class TableGame:
         event = {"seat": seat, "action": action_json(action), "phase": phase, "hand": hand_number}
         game = self.env.game
         if phase == "play" and (game.hand_number != hand_number or not game.trick_cards):
-            won = [s for s in range(len(before_tricks)) if game.tricks_taken[s] > before_tricks[s]] \
-                if game.hand_number == hand_number else []
-            event["trick_won_by"] = won[0] if won else None
+            if game.hand_number == hand_number:
+                won = [s for s in range(len(before_tricks)) if game.tricks_taken[s] > before_tricks[s]]
+                event["trick_won_by"] = won[0] if won else None
+            else:                                   # the hand's last trick: the next hand has begun
+                event["trick_won_by"] = self.env.game_record()["hands"][hand_number - 1]["tricks"][-1]["winner"]
         self.log.append(event)
         self.version += 1
         self._skip_done()
