@@ -71,6 +71,13 @@ def browser():
         browser.close()
 
 
+def _wait_for_news(page, shown_version):
+    """After a click: wait until the page shows a newer state than ``shown_version`` (so that the
+    next look at the table does not find the buttons of the state just acted on)."""
+    page.wait_for_function("(v) => document.querySelector('#controls').dataset.version !== v",
+                           arg=shown_version, timeout=20000)
+
+
 def _screenshot(page, name):
     folder = os.environ.get("SPADES_WEB_SCREENSHOTS")
     if folder:
@@ -95,10 +102,12 @@ def test_a_person_plays_a_whole_hand_by_clicking(server, browser):
                                "document.querySelectorAll('#scoreboard tbody tr').length > 2", timeout=20000)
         if page.locator("#scoreboard tbody tr").count() > 2:          # a row for the finished hand
             break
+        shown = page.get_attribute("#controls", "data-version")
         bids = page.locator("#controls [data-action]")
         if bids.count():
             bids.nth(min(3, bids.count() - 1)).click()
             bid = True
+            _wait_for_news(page, shown)
             continue
         illegal = page.locator("#hand .card.illegal")
         if not explained and illegal.count():
@@ -110,7 +119,7 @@ def test_a_person_plays_a_whole_hand_by_clicking(server, browser):
             explained = True
             _screenshot(page, "web_play.png")
         page.locator("#hand .card.legal").first.click()
-        page.wait_for_timeout(50)
+        _wait_for_news(page, shown)
     assert bid, "no bid was made by clicking"
     assert explained, "no illegal card was clicked and explained in this hand"
     assert page.locator("#scoreboard tbody tr").count() > 2, "the hand was not scored"

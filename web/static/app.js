@@ -219,6 +219,7 @@ function renderPlay() {
     controls.push(el("a", { href: `/api/games/${state.id}/record`, download: `spades-${state.id}.json`, class: "or" }, "record so far"));
   }
   $("controls").replaceChildren(...controls);
+  $("controls").dataset.version = String(state.version);    // which state the page shows (tests wait on it)
   $("scoreboard").replaceChildren(scoreTable(state));
 }
 
