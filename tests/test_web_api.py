@@ -252,3 +252,23 @@ def test_the_last_trick_of_a_hand_names_its_winner(client):
     state = _play_heuristically(client, state, hands=1)
     last = [e for e in state["log"] if e["phase"] == "play"][-1]
     assert last["trick_won_by"] in (0, 1, 2, 3)
+
+
+def test_a_game_can_be_forgotten_and_huge_bodies_are_refused(client):
+    state = client.post("/api/games", json={"seat": 2, "seed": 2}).json()
+    assert client.delete(f"/api/games/{state['id']}").json() == {"deleted": state["id"]}
+    assert client.get(f"/api/games/{state['id']}").status_code == 404
+    huge = client.post("/api/inspect", content=b"{" + b" " * 4_100_000 + b"}",
+                       headers={"Content-Type": "application/json"})
+    assert huge.status_code == 413 and "at most" in huge.json()["error"]
+
+
+def test_too_many_games_in_progress_are_refused(client, monkeypatch):
+    import web.server
+    monkeypatch.setattr(web.server, "MAX_GAMES", 2)
+    first = client.post("/api/games", json={"seat": 2, "seed": 1}).json()
+    client.post("/api/games", json={"seat": 2, "seed": 2})
+    refused = client.post("/api/games", json={"seat": 2, "seed": 3})
+    assert refused.status_code == 503 and "in progress" in refused.json()["error"]
+    client.delete(f"/api/games/{first['id']}")
+    assert client.post("/api/games", json={"seat": 2, "seed": 3}).status_code == 201
