@@ -341,8 +341,7 @@ class TrainConfig:
 
     def _check_expert_specs(self) -> None:
         """The expert iteration's agent specs name registered agents, the shares are sane."""
-        import agents as registry
-        from train.evaluate import EvaluationError, parse_agent_spec
+        from agents.specs import AgentSpecError, check_agent_name, parse_agent_spec
 
         shares = self.expert_opponents
         if (not isinstance(shares, dict) or not shares
@@ -358,11 +357,9 @@ class TrainConfig:
         for field_name, spec in specs:
             try:
                 name, _ = parse_agent_spec(spec)
-            except EvaluationError as exc:
+                check_agent_name(name, spec)
+            except AgentSpecError as exc:
                 raise ConfigError(f"{field_name}: {exc}") from None
-            if name not in registry.available():
-                raise ConfigError(f"{field_name}: unknown agent {name!r} in {spec!r}; registered agents: "
-                                  f"{', '.join(registry.available())}")
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}

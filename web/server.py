@@ -45,7 +45,7 @@ from starlette.staticfiles import StaticFiles
 from spades_env.record import RECORD_FORMAT, ReplayError, save_record
 from spades_env.rules import PRESET_NAMES
 
-from .table import TableError, TableGame
+from .table import NotYourTurn, TableError, TableGame
 
 STATIC = Path(__file__).parent / "static"
 MAX_GAMES = 64               # games kept at once (the oldest finished ones make room)
@@ -220,7 +220,7 @@ async def game_action(request: Request) -> Response:
     try:
         game.play(data["action"])
     except TableError as exc:
-        raise ApiError(409 if "turn" in str(exc) or "over" in str(exc) else 400, str(exc))
+        raise ApiError(409 if isinstance(exc, NotYourTurn) else 400, str(exc))
     if game.over:
         state.save_finished(game)
     state.kick(game)

@@ -32,6 +32,10 @@ class TableError(ValueError):
     """A request the table cannot carry out (says why)."""
 
 
+class NotYourTurn(TableError):
+    """The person acted out of turn, or after the game ended."""
+
+
 def parse_agent_spec(spec: Any) -> tuple[str, dict]:
     """:func:`agents.specs.parse_agent_spec`, checked against the registry (the person's seat
     is not an agent's), its errors as :class:`TableError`."""
@@ -153,9 +157,9 @@ class TableGame:
         """The person's action; a :class:`TableError` with the reason when it is not legal now."""
         with self.lock:
             if self.over:
-                raise TableError("the game is over: start a new one")
+                raise NotYourTurn("the game is over: start a new one")
             if self.to_act != self.seat:
-                raise TableError(f"it is {SEAT_NAMES[self.to_act]}'s turn, not yours")
+                raise NotYourTurn(f"it is {SEAT_NAMES[self.to_act]}'s turn, not yours")
             if not isinstance(action, int) or isinstance(action, bool):
                 raise TableError(f"action={action!r}: expected an action id (an integer 0..67)")
             legal = self.env.legal_actions()
