@@ -88,6 +88,49 @@ def test_bad_input_is_refused():
         env.step(np.zeros(4) + 0.5)
     with pytest.raises(VectorEnvError, match="seat=5"):
         SpadesGymVectorEnv(4, seat=5)
-    with pytest.raises(VectorEnvError, match="expected a batched policy"):
-        SpadesGymVectorEnv(4, opponents="heuristic")
+    with pytest.raises(VectorEnvError, match="expected 'random', 'heuristic' or a batched policy"):
+        SpadesGymVectorEnv(4, opponents=42)
+    with pytest.raises(VectorEnvError, match="partner='learner'"):
+        SpadesGymVectorEnv(4, opponents="learner")
     assert isinstance(env.engine, SpadesVectorEnv)
+
+
+def test_partner_learner_makes_every_decision_of_the_side_a_step():
+    env = SpadesGymVectorEnv(16, seat=1, opponents="heuristic", partner="learner", seed=3)
+    obs, info = env.reset(seed=3)
+    rng = np.random.default_rng(0)
+    seen = set()
+    for _ in range(60):
+        seen.update(env.engine.to_act.tolist())
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in info["action_mask"]])
+        obs, reward, terminated, truncated, info = env.step(actions)
+    assert seen == {1, 3}
+
+
+@pytest.mark.parametrize("opponents", ["random", "heuristic"])
+def test_the_fast_path_and_the_reference_give_the_same_steps(opponents):
+    """The view on the C loop and on the masked steps (native=False): the same arrays."""
+    runs = []
+    for native in (True, False):
+        env = SpadesGymVectorEnv(32, seat=2, opponents=opponents, seed=4, native=native)
+        obs, info = env.reset(seed=4)
+        rng = np.random.default_rng(1)
+        trail = [obs]
+        for _ in range(80):
+            actions = np.array([rng.choice(np.flatnonzero(m)) for m in info["action_mask"]])
+            obs, reward, terminated, truncated, info = env.step(actions)
+            trail += [obs, reward, terminated, info["action_mask"]]
+        runs.append(trail)
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_gymnasiums_vector_env_checks_pass():
+    from gymnasium.utils.env_checker import data_equivalence
+    env = SpadesGymVectorEnv(8, seat=0, opponents="heuristic", seed=0)
+    assert isinstance(env, __import__("gymnasium").vector.VectorEnv)
+    first = env.reset(seed=11)
+    again = env.reset(seed=11)
+    assert data_equivalence(first, again)            # reset(seed) is deterministic
+    assert env.single_observation_space.contains(first[0][0])
+    assert env.action_space.shape == (8,)

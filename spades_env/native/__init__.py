@@ -180,6 +180,8 @@ def load() -> ctypes.CDLL:
         lib.spades_random_legal.restype = ctypes.c_int64
         lib.spades_deal_from_keys.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 2
         lib.spades_deal_from_keys.restype = ctypes.c_int64
+        lib.spades_step_until.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int64] * 2 + [ctypes.c_void_p] * 9
+        lib.spades_step_until.restype = ctypes.c_int64
         lib.spades_native_check_layout.argtypes = [ctypes.c_void_p]
         lib.spades_native_check_layout.restype = ctypes.c_int
         _LIBRARY = lib
@@ -260,9 +262,10 @@ class NativeStepper:
         """:func:`deal_from_keys` on this stepper's threads."""
         return deal_from_keys(keys, dealers, self.threads)
 
-    def step(self, actions: torch.Tensor):
-        """One step of every table, in place on ``env.state``; returns what ``_full_step`` returns
-        after the state: (pool pointer, observation, mask (uint8), rewards, done, final scores, winner)."""
+    def _point(self, actions: torch.Tensor, rewards: torch.Tensor, done: torch.Tensor, final_scores: torch.Tensor,
+               winner: torch.Tensor) -> None:
+        """Set the pointers of the state, the deal inputs, the actions and the per-move buffers
+        (the observation and mask are the caller's to set)."""
         env = self.env
         pointers = self.pointers
         if env.state is not self._state:               # a new state (VecState is frozen): its pointers
@@ -278,6 +281,15 @@ class NativeStepper:
             for i, t in enumerate(inputs, start=len(STATE_FIELDS) + 1):     # after the actions, as in BUFFERS
                 pointers[i] = None if t is None else t.data_ptr()
             self.sizes[1], self.sizes[2] = inputs[0].shape[0], inputs[1].shape[1]
+        first = len(STATE_FIELDS)                      # the buffers, in the order of BUFFERS
+        pointers[first] = actions.data_ptr()
+        for i, t in enumerate((rewards, done, final_scores, winner, self.need), start=first + 8):
+            pointers[i] = t.data_ptr()
+
+    def step(self, actions: torch.Tensor):
+        """One step of every table, in place on ``env.state``; returns what ``_full_step`` returns
+        after the state: (pool pointer, observation, mask (uint8), rewards, done, final scores, winner)."""
+        env = self.env
         if not actions.is_contiguous():
             actions = actions.contiguous()
         B = env.num_envs
@@ -288,10 +300,9 @@ class NativeStepper:
         final_scores = torch.empty(B, 2, dtype=torch.int64)
         winner = torch.empty(B, dtype=torch.int64)
         new_ptr = torch.empty((), dtype=torch.int64)
-        first = len(STATE_FIELDS)                      # the buffers, in the order of BUFFERS
-        pointers[first] = actions.data_ptr()
-        for i, t in enumerate((obs, mask, rewards, done, final_scores, winner, self.need), start=first + 6):
-            pointers[i] = t.data_ptr()
+        self._point(actions, rewards, done, final_scores, winner)
+        self.pointers[len(STATE_FIELDS) + 6] = obs.data_ptr()
+        self.pointers[len(STATE_FIELDS) + 7] = mask.data_ptr()
         status = self.lib.spades_step_all(self.params_ptr, self.dparams_ptr, self.pointers_address,
                                           self.sizes_address, usable_threads(self.threads), int(env._pool_ptr),
                                           new_ptr.data_ptr())
@@ -302,6 +313,44 @@ class NativeStepper:
         if status:
             raise NativeEngineError(f"the C step refused its arguments (code {status})")
         return new_ptr, obs, mask, rewards, done.view(torch.bool), final_scores, winner
+
+    def step_until(self, actions: torch.Tensor, seat_kind: torch.Tensor, heuristic_layout: Optional[torch.Tensor],
+                   rng: torch.Tensor):
+        """The caller's actions at every table, then the other seats' moves until a caller's seat is to
+        act at every table, in one C call (``engine.c`` spades_step_until). ``seat_kind``: (4,) int64,
+        -1 for the caller's seats, 0 random, 1 heuristic (reading ``heuristic_layout``); ``rng``: (B,)
+        int64 random states, advanced in place. Returns (pool pointer, observation, mask (uint8),
+        rewards (B, 4) summed over the moves, ended (B,), final scores, winner, other seats' moves)."""
+        env = self.env
+        B = env.num_envs
+        actions = actions.to(torch.int64).clone()              # the loop writes the other seats' moves here
+        scratch = (torch.empty(B, 4, dtype=torch.float64), torch.empty(B, dtype=torch.uint8),
+                   torch.empty(B, 2, dtype=torch.int64), torch.empty(B, dtype=torch.int64))
+        self._point(actions, *scratch)
+        obs = torch.empty(B, env.obs_size, dtype=torch.float32)
+        mask = torch.empty(B, 68, dtype=torch.uint8)
+        self.pointers[len(STATE_FIELDS) + 6] = obs.data_ptr()
+        self.pointers[len(STATE_FIELDS) + 7] = mask.data_ptr()
+        rewards = torch.empty(B, 4, dtype=torch.float64)
+        ended = torch.empty(B, dtype=torch.uint8)
+        final_scores = torch.empty(B, 2, dtype=torch.int64)
+        winner = torch.empty(B, dtype=torch.int64)
+        moves = torch.empty(B, dtype=torch.int64)
+        new_ptr = torch.empty((), dtype=torch.int64)
+        if rng.dtype != torch.int64 or not rng.is_contiguous() or rng.shape != (B,):
+            raise NativeEngineError(f"step_until: expected ({B},) int64 random states")
+        status = self.lib.spades_step_until(
+            self.params_ptr, self.dparams_ptr, self.pointers_address, self.sizes_address, usable_threads(self.threads),
+            int(env._pool_ptr), new_ptr.data_ptr(), seat_kind.data_ptr(),
+            None if heuristic_layout is None else heuristic_layout.data_ptr(), rng.data_ptr(), rewards.data_ptr(),
+            ended.data_ptr(), final_scores.data_ptr(), winner.data_ptr(), moves.data_ptr())
+        if status <= BAD_ACTION:
+            table = BAD_ACTION - int(status)
+            raise NativeEngineError(f"action {int(actions[table])} at table {table}: not an action id (0..67); "
+                                    "no table was stepped")
+        if status:
+            raise NativeEngineError(f"the C play-until loop refused its arguments or stopped (code {status})")
+        return new_ptr, obs, mask, rewards, ended.view(torch.bool), final_scores, winner, moves
 
 
 def random_legal(mask: torch.Tensor, uniform: torch.Tensor, threads: int = 1) -> torch.Tensor:

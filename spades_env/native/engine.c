@@ -17,6 +17,8 @@
  */
 #include <stdint.h>
 #include <string.h>
+
+#include "heuristic.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -579,6 +581,20 @@ int spades_native_check_layout(const i64 *p) {
 #define CARDS ((((uint64_t)1) << 52) - 1)
 #define ONE ((uint64_t)1)
 
+/* The legal actions of the player to act at table b as bits: actions 0..63 in *low, 64..67 in *high. */
+static inline void legal_actions(const Ctx *c, i64 b, uint64_t *low, uint64_t *high) {
+    i64 phase = I(S_PHASE)[b];
+    *low = (uint64_t)legal_cards(c, b) & CARDS;
+    *high = 0;
+    if (phase == BIDDING) {
+        uint64_t bid_bits = (uint64_t)legal_bid_bits(c, I(S_BIDS) + 4 * b, I(S_TO_ACT)[b], I(S_DEALER)[b]);
+        *low |= bid_bits << 52;
+        *high = bid_bits >> 12;
+    } else if (phase == BLIND_DECISION) {
+        *high = 3 << 2;
+    }
+}
+
 /* The observation and mask of the player to act at table b. */
 static void observe_one(const Ctx *c, i64 b) {
     const i64 *p = c->p;
@@ -637,14 +653,8 @@ static void observe_one(const Ctx *c, i64 b) {
     game[4] = p[P_MAX_HANDS] ? ratio(I(S_HAND_NUMBER)[b] - (phase < HAND_OVER), p[P_MAX_HANDS]) : 0.0f;
 
     /* the mask: 68 actions as bits (52 cards, 14 bids, blind nil, look), then one byte each */
-    uint64_t low = (uint64_t)legal_cards(c, b) & CARDS, high = 0;     /* actions 0..63, 64..67 */
-    if (phase == BIDDING) {
-        uint64_t bid_bits = (uint64_t)legal_bid_bits(c, bids, f, I(S_DEALER)[b]);
-        low |= bid_bits << 52;
-        high = bid_bits >> 12;
-    } else if (phase == BLIND_DECISION) {
-        high = 3 << 2;
-    }
+    uint64_t low, high;
+    legal_actions(c, b, &low, &high);
     uint8_t *m = (uint8_t *)c->ptr[X_MASK] + 68 * b;
 #ifdef __AVX2__
     /* each byte of a 32-bit half spread over 8 bytes, then each of those bytes keeps its own bit */
@@ -739,6 +749,203 @@ i64 spades_step_all(const i64 *params, const double *dparams, void *const *ptrs,
     i64 need = spades_step_play(params, dparams, ptrs, sizes, 0, B);
     spades_step_start(params, dparams, ptrs, sizes, 0, B, pool_offset);
     *new_offset = pool_offset + need;
+    return 0;
+}
+
+/* ---- Playing the other seats: spades_step_until
+ *
+ * The caller plays some seats (the learner's); the loop plays the others, so that one call takes
+ * every table from the learner's decision to its next one. Round 0 applies the caller's actions
+ * at every table; each later round moves the tables whose player to act is not the caller's
+ * (the others are held as they are), until none is. New hands are dealt after each round, pool
+ * rows in table order, as spades_step_all deals them. Only then are the observations and masks
+ * written: one per learner decision, where stepping seat by seat writes one per move. The
+ * rewards of every move (B x 4), whether an episode ended (B), and the final scores and winner
+ * of that episode (or the latest ones) are accumulated into the caller's buffers.
+ * spades_env/vector_gym.py has the readable reference (masked steps of the torch engine); the
+ * tests check that both agree exactly. */
+enum { SEAT_CALLER = -1, SEAT_RANDOM = 0, SEAT_HEURISTIC = 1 };
+enum { UNTIL_MAX_ROUNDS = 64 };
+#define SPADES_NO_DECISION (-20)             /* the loop could not decide a move, or did not end */
+
+typedef struct {
+    const i64 *seat_kind;          /* 4 SEAT_* codes */
+    const i64 *heuristic_layout;   /* spades_heuristic_decide's observation layout */
+    uint64_t *rng;                 /* (B,) each table's random state (splitmix64), advanced per random move */
+    double *rewards;               /* (B, 4) accumulated */
+    uint8_t *ended;                /* (B,) 1 once an episode ended */
+    i64 *final_scores;             /* (B, 2) */
+    i64 *winner;                   /* (B,) */
+    i64 *moves;                    /* (B,) how many moves the loop made for the other seats */
+} Until;
+
+/* A uniform float in [0, 1) from the table's splitmix64 stream: its top 24 bits, times 2^-24. */
+static inline float next_uniform(uint64_t *state) {
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return (float)(z >> 40) * (1.0f / 16777216.0f);
+}
+
+static inline int is_callers(const Until *u, const Ctx *c, i64 b) {
+    return u->seat_kind[I(S_TO_ACT)[b] & 3] == SEAT_CALLER;
+}
+
+/* The move of the seat to act at table b (not the caller's): -1 if none can be decided. */
+static i64 other_move(const Ctx *c, const Until *u, i64 b) {
+    if (u->seat_kind[I(S_TO_ACT)[b] & 3] == SEAT_HEURISTIC) {
+        observe_one(c, b);            /* the table's row of the output: overwritten once the loop ends */
+        i64 a = spades_heuristic_decide((const float *)c->ptr[X_OBS] + OBS_SIZE * b,
+                                        (const uint8_t *)c->ptr[X_MASK] + 68 * b, u->heuristic_layout);
+        return a >= 0 && a < 68 ? a : -1;
+    }
+    uint64_t low, high;                /* random: the k-th legal action, k = floor(u * count), as random_legal */
+    legal_actions(c, b, &low, &high);
+    i64 first = __builtin_popcountll(low), count = first + __builtin_popcountll(high);
+    if (count == 0) return -1;
+    i64 k = (i64)(next_uniform(u->rng + b) * (float)count);
+    if (k > count - 1) k = count - 1;
+    int in_high = k >= first;
+    uint64_t rest = in_high ? high : low;
+    for (k = in_high ? k - first : k; k > 0; k--) rest &= rest - 1;
+    return __builtin_ctzll(rest) + (in_high ? 64 : 0);
+}
+
+/* One round at tables lo..hi-1 (round 0: every table, the caller's actions); returns how many
+ * need a new hand, or SPADES_NO_DECISION if a move could not be decided. */
+static i64 until_round(const Ctx *c, const Until *u, i64 lo, i64 hi, int first) {
+    uint8_t *needs = (uint8_t *)c->ptr[X_NEED];
+    const uint8_t *done = (const uint8_t *)c->ptr[X_DONE];
+    i64 need = 0;
+    for (i64 b = lo; b < hi; b++) {
+        if (!first) {
+            if (is_callers(u, c, b)) {
+                needs[b] = 0;
+                continue;
+            }
+            i64 a = other_move(c, u, b);
+            if (a < 0) return SPADES_NO_DECISION;
+            I(X_ACTIONS)[b] = a;
+            u->moves[b] += 1;
+        }
+        play_one(c, b);
+        const double *r = (const double *)c->ptr[X_REWARDS] + 4 * b;
+        for (int s = 0; s < 4; s++) u->rewards[4 * b + s] += r[s];
+        if (!u->ended[b]) {        /* the scores at the episode's end, or the latest */
+            u->final_scores[2 * b] = I(X_FINAL_SCORES)[2 * b];
+            u->final_scores[2 * b + 1] = I(X_FINAL_SCORES)[2 * b + 1];
+            u->winner[b] = I(X_WINNER)[b];
+        }
+        u->ended[b] |= done[b];
+        need += needs[b];
+    }
+    return need;
+}
+
+static void until_deal(const Ctx *c, i64 lo, i64 hi, i64 pool_offset) {
+    const uint8_t *needs = (const uint8_t *)c->ptr[X_NEED];
+    for (i64 b = lo; b < hi; b++)
+        if (needs[b]) start_one(c, b, pool_offset++);
+}
+
+static i64 until_waiting(const Ctx *c, const Until *u, i64 lo, i64 hi) {
+    i64 waiting = 0;
+    for (i64 b = lo; b < hi; b++) waiting += !is_callers(u, c, b);
+    return waiting;
+}
+
+static void until_observe(const Ctx *c, i64 lo, i64 hi) {
+    for (i64 b = lo; b < hi; b++) observe_one(c, b);
+}
+
+/* The buffers are those of spades_step_all (rewards, done, final scores and winner are the
+ * loop's scratch); `seat_kind`: 4 SEAT_* codes, at least one SEAT_CALLER; `heuristic_layout`
+ * (needed if a seat is SEAT_HEURISTIC); `rng` (B); `rewards` (B x 4), `ended` (B),
+ * `final_scores` (B x 2), `winner` (B), `moves` (B): outputs, zeroed here. Returns 0, an argument
+ * error (SPADES_BAD_ARGUMENTS, SPADES_BAD_ACTION - b), or SPADES_NO_DECISION. */
+i64 spades_step_until(const i64 *params, const double *dparams, void *const *ptrs, const i64 *sizes, i64 threads,
+                      i64 pool_offset, i64 *new_offset, const i64 *seat_kind, const i64 *heuristic_layout,
+                      uint64_t *rng, double *rewards, uint8_t *ended, i64 *final_scores, i64 *winner, i64 *moves) {
+    if (!params || !dparams || !ptrs || !sizes || !new_offset || !seat_kind || !rng || !rewards || !ended
+        || !final_scores || !winner || !moves)
+        return SPADES_BAD_ARGUMENTS;
+    i64 B = sizes[N_BATCH];
+    if (B < 0 || sizes[N_POOL] < 0 || sizes[N_QUEUE] < 0 || threads < 0 || pool_offset < 0) return SPADES_BAD_ARGUMENTS;
+    for (int k = 0; k < PTR_COUNT; k++)
+        if (!ptrs[k] && (k < X_POOL || k > X_FIXED_START_DEALER)) return SPADES_BAD_ARGUMENTS;
+    int callers = 0;
+    for (int s = 0; s < 4; s++) {
+        if (seat_kind[s] < SEAT_CALLER || seat_kind[s] > SEAT_HEURISTIC) return SPADES_BAD_ARGUMENTS;
+        callers += seat_kind[s] == SEAT_CALLER;
+        if (seat_kind[s] == SEAT_HEURISTIC && (!heuristic_layout || !spades_heuristic_layout_ok(heuristic_layout)))
+            return SPADES_BAD_ARGUMENTS;
+    }
+    if (!callers) return SPADES_BAD_ARGUMENTS;
+    const i64 *actions = (const i64 *)ptrs[X_ACTIONS];
+    for (i64 b = 0; b < B; b++)
+        if (actions[b] < 0 || actions[b] >= 68) return SPADES_BAD_ACTION - b;
+    memset(rewards, 0, (size_t)B * 4 * sizeof *rewards);
+    memset(ended, 0, (size_t)B);
+    memset(moves, 0, (size_t)B * sizeof *moves);
+    Until until = {seat_kind, heuristic_layout, rng, rewards, ended, final_scores, winner, moves};
+    const Until *u = &until;
+    Ctx ctx = make_ctx(params, dparams, ptrs, sizes);
+    const Ctx *c = &ctx;
+    i64 status = 0, offset = pool_offset;
+#ifdef _OPENMP
+    i64 counts[64], waiting[64];
+    if (threads > 64) threads = 64;
+    if (threads > B) threads = B;
+    if (threads > 1) {
+#pragma omp parallel num_threads((int)threads)
+        {
+            int t = omp_get_thread_num(), n = omp_get_num_threads();
+            i64 lo = B * t / n, hi = B * (t + 1) / n;
+            int failed = 1;                            /* the same in every thread: they see the same counts */
+            for (int round = 0; round < UNTIL_MAX_ROUNDS; round++) {
+                counts[t] = until_round(c, u, lo, hi, round == 0);
+#pragma omp barrier
+                int refused = 0;
+                i64 mine = offset, dealt = 0;
+                for (int i = 0; i < n; i++) {
+                    refused |= counts[i] < 0;
+                    if (i < t) mine += counts[i];
+                    dealt += counts[i];
+                }
+                if (refused) break;
+                until_deal(c, lo, hi, mine);
+                waiting[t] = until_waiting(c, u, lo, hi);
+#pragma omp barrier
+                i64 total = 0;
+                for (int i = 0; i < n; i++) total += waiting[i];
+#pragma omp barrier                                    /* every thread has read offset and waiting */
+#pragma omp single
+                offset += dealt;                       /* (a barrier ends the single) */
+                if (!total) {
+                    failed = 0;
+                    break;
+                }
+            }
+            if (!failed) until_observe(c, lo, hi);
+#pragma omp single
+            status = failed ? SPADES_NO_DECISION : 0;
+        }
+        *new_offset = offset;
+        return status;
+    }
+#endif
+    (void)threads;
+    for (int round = 0;; round++) {
+        if (round == UNTIL_MAX_ROUNDS) return SPADES_NO_DECISION;
+        i64 need = until_round(c, u, 0, B, round == 0);
+        if (need < 0) return SPADES_NO_DECISION;
+        until_deal(c, 0, B, offset);
+        offset += need;
+        if (!until_waiting(c, u, 0, B)) break;
+    }
+    until_observe(c, 0, B);
+    *new_offset = offset;
     return 0;
 }
 

@@ -600,6 +600,12 @@ static int64_t decide_row(const float *o, const uint8_t *m, const int64_t *layou
     return view_from_obs(o, layout, &v) ? spades_heuristic_act(&v, legal) : HEUR_ERR_BAD_OBS;
 }
 
+int64_t spades_heuristic_decide(const float *obs, const uint8_t *mask, const int64_t *layout) {
+    return decide_row(obs, mask, layout);
+}
+
+int spades_heuristic_layout_ok(const int64_t *layout) { return layout_is_sane(layout); }
+
 /* The heuristic at every row of observations (rows x obs_size float32) and masks (rows x 68,
  * nonzero = legal). out[r] is the action, or a negative HEUR_ERR_* code for that row. Returns
  * 0, or HEUR_ERR_BAD_OBS if the layout itself is malformed (nothing is written then). */

@@ -39,4 +39,12 @@ enum { HEUR_ERR_NO_LEGAL = -1, HEUR_ERR_BAD_VIEW = -2, HEUR_ERR_BAD_OBS = -3 };
 /* The heuristic's action (0..67), or a negative HEUR_ERR_* code. */
 int spades_heuristic_act(const SeatView *v, const uint64_t legal[2]);
 
+/* The heuristic's action for one observation row (float32, in the layout `layout` describes, as
+ * spades_heuristic_from_obs takes it) and its mask (68 bytes, nonzero = legal): 0..67, or a
+ * negative HEUR_ERR_* code. The batched engine's play-until loop calls it for the seats it plays. */
+int64_t spades_heuristic_decide(const float *obs, const uint8_t *mask, const int64_t *layout);
+/* 1 if `layout` describes an observation the decoder can read (checked once by the callers of
+ * spades_heuristic_decide, which does not check it), else 0. */
+int spades_heuristic_layout_ok(const int64_t *layout);
+
 #endif
