@@ -73,7 +73,9 @@ class SpadesEnv(AECEnv):
         if episode not in EPISODE_CHOICES:
             raise RulesError(f"episode={episode!r}: expected one of {', '.join(EPISODE_CHOICES)}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode={render_mode!r}: expected None, 'ansi' or 'human'")
+            hint = (" (stable-baselines3's make_vec_env asks for 'rgb_array' unless env_kwargs sets render_mode=None)"
+                    if render_mode == "rgb_array" else "")
+            raise ValueError(f"render_mode={render_mode!r}: expected None, 'ansi' or 'human'{hint}")
         self.episode = episode
         self.render_mode = render_mode
         self._human = render_mode == "human"

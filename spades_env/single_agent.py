@@ -22,7 +22,6 @@ their legal actions, drawn from the env's ``np_random`` (so a seeded reset is de
 
 from __future__ import annotations
 
-import copy
 import operator
 import warnings
 from typing import Any, Callable, Mapping, Optional
@@ -31,7 +30,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from .env import SpadesEnv
+from .env import NO_WINNER, SpadesEnv
 from .game import NUM_ACTIONS, IllegalActionError, action_str
 
 Policy = Any  # an object with act(obs, info) -> int, or a callable f(obs, info) -> int
@@ -48,6 +47,10 @@ class UniformRandomPolicy:
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
         legal = np.flatnonzero(obs["action_mask"])
         return int(legal[self.rng.integers(len(legal))])
+
+
+NO_ILLEGAL_ACTION = -1       # info["illegal_action"] when the episode did not end on an illegal action
+OUT_OF_RANGE_ACTION = -2     # ... when it ended on something that is not an action id (0..67)
 
 
 def _policy_function(policy: Policy, seat: int) -> Callable[[dict, dict], Any]:
@@ -84,7 +87,8 @@ class SpadesSingleAgentEnv(gymnasium.Env):
         seed: used by the first ``reset()`` when it is given no seed.
         illegal_action: what an illegal learner action does. ``"terminate"`` (default, as in
             ``spades_v0.env()``) ends the episode with reward ``illegal_reward`` and sets
-            ``info["illegal_action"]``; ``"raise"`` raises the engine's ``IllegalActionError``
+            ``info["illegal_action"]`` to it (-2 if it is not an action id; -1 at every other
+            step); ``"raise"`` raises the engine's ``IllegalActionError``
             (naming the action, phase and legal actions) and leaves the state unchanged.
         illegal_reward: the learner's reward for an illegal action under ``"terminate"``.
         **env_kwargs: passed to the AEC env (``render_mode``, ``reward_scale``, ``win_bonus``,
@@ -94,7 +98,10 @@ class SpadesSingleAgentEnv(gymnasium.Env):
     decision (PettingZoo's cumulative reward for that agent), so the rewards of an episode sum
     to what the AEC env paid that seat. The action mask of the current decision is
     :meth:`action_masks` (bool, for ``MaskablePPO``) and ``info["action_mask"]`` (int8, usable
-    as ``action_space.sample(mask=...)``); it is all zero once the episode is over.
+    as ``action_space.sample(mask=...)``); it is all zero once the episode is over. Every
+    ``info`` has the same keys, shapes and types (``action_mask``, ``scores``, ``bags``,
+    ``winner``, ``hands_played``, ``game_over``, ``illegal_action``), so libraries that batch
+    infos or fix their layout at the first step (gymnasium's vector envs, Tianshou) take them.
     A policy that returns an illegal action for another seat raises ``IllegalActionError``
     naming that seat.
     """
@@ -240,10 +247,18 @@ class SpadesSingleAgentEnv(gymnasium.Env):
         aec = self.aec_env
         view = aec.observe(self.agent)
         self._mask = view["action_mask"]
-        info = aec.infos[self.agent]
-        info = copy.deepcopy(info) if info else {}
-        info["action_mask"] = self._mask.copy()
-        return view["observation"], float(aec._cumulative_rewards[self.agent]), info
+        return view["observation"], float(aec._cumulative_rewards[self.agent]), self._info()
+
+    def _info(self, illegal_action: int = NO_ILLEGAL_ACTION) -> dict:
+        """The same keys, shapes and types at every step (RL libraries batch infos, and some fix
+        their layout at the first step): the learner's mask, the game's scores, bags, winner
+        (-1 until there is one), hands played and whether the game is over (the AEC env's
+        final info when the episode ends), and the illegal action that ended it (-1: none)."""
+        game = self.aec_env.game
+        return {"action_mask": self._mask.copy(), "scores": [int(v) for v in game.scores],
+                "bags": [int(v) for v in game.bags], "winner": NO_WINNER if game.winner is None else int(game.winner),
+                "hands_played": int(game.hand_number), "game_over": bool(game.game_over),
+                "illegal_action": int(illegal_action)}
 
     def _is_legal(self, action: Any) -> bool:
         checked = _as_action(action)
@@ -251,13 +266,13 @@ class SpadesSingleAgentEnv(gymnasium.Env):
 
     def _end_on_illegal_action(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         """End the episode with ``illegal_reward``, as PettingZoo's TerminateIllegalWrapper does."""
-        warnings.warn("SpadesSingleAgentEnv: an illegal learner action ended the episode with "
-                      "illegal_reward (see info['illegal_action']); pass illegal_action='raise' to "
+        legal = ", ".join(str(a) for a in np.flatnonzero(self._mask))
+        warnings.warn(f"SpadesSingleAgentEnv: the illegal learner action {action!r:.40} (legal: {legal}) ended the "
+                      "episode with illegal_reward (see info['illegal_action']); pass illegal_action='raise' to "
                       "get an error instead", stacklevel=3)
         aec = self.aec_env
-        info = {"illegal_action": action, "phase": aec.phase,
-                "legal_actions": [int(a) for a in np.flatnonzero(self._mask)],
-                "action_mask": np.zeros(NUM_ACTIONS, dtype=np.int8)}
-        self._mask = info["action_mask"].copy()
+        checked = _as_action(action)
+        self._mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
         self._episode_over = True
+        info = self._info(checked if checked is not None and 0 <= checked < NUM_ACTIONS else OUT_OF_RANGE_ACTION)
         return aec.observe(self.agent)["observation"], self.illegal_reward, True, False, info

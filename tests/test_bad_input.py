@@ -110,3 +110,18 @@ def test_huge_starting_scores_are_refused_alike_by_both_engines(scores):
     env.reset(seed=1, options={"scores": [10 ** 9, -(10 ** 9)]})
     vector.reset(seed=1, scores=[10 ** 9, -(10 ** 9)])
     assert vector.state.scores[0].tolist() == [10 ** 9, -(10 ** 9)]
+
+
+def test_ray_options_without_ray_say_what_to_install(monkeypatch, capsys, tmp_path):
+    """--ray where Ray is not importable (hidden here even where it is installed): exit 2 and
+    the extra to install, before anything is played or written."""
+    import sys
+
+    from train import evaluation_cli, label
+    monkeypatch.setitem(sys.modules, "ray", None)          # `import ray` raises ImportError
+    assert evaluation_cli.main(["--team-a", "random", "--team-b", "random", "--deals", "2", "--ray", "--quiet"]) == 2
+    assert "pip install 'spades-rl[ray]'" in capsys.readouterr().err
+    assert label.main(["--teacher", "heuristic", "--deals", "2", "--out", str(tmp_path / "labels"), "--ray",
+                       "--no-progress"]) == 2
+    assert "pip install 'spades-rl[ray]'" in capsys.readouterr().err
+    assert not list((tmp_path / "labels").glob("shard_*"))

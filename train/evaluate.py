@@ -529,9 +529,52 @@ def default_workers() -> int:
     return max(1, os.cpu_count() or 1)
 
 
+_RAY_WORKERS: dict[str, "_Worker"] = {}
+
+
+def _ray_play_tasks(shared: tuple[str, list[MatchConfig]], tasks: list[tuple[int, int]]):
+    """A Ray task: the units ``tasks`` of the matches (one ``_Worker`` per match set and process)."""
+    token, configs = shared
+    worker = _RAY_WORKERS.get(token)
+    if worker is None:
+        import torch
+        torch.set_num_threads(1)                  # one task per CPU already
+        _RAY_WORKERS.clear()
+        worker = _RAY_WORKERS[token] = _Worker(configs)
+    return [(m, unit, worker.play_unit(m, unit)) for m, unit in tasks]
+
+
+def _execute_on_ray(configs: Sequence[MatchConfig], tasks: list[tuple[int, int]], results: list, address: str,
+                    workers: int, bar) -> None:
+    """``_execute`` over a Ray cluster (:mod:`train.ray_cluster`): the same units, the same outcomes."""
+    import uuid
+
+    from .ray_cluster import LOCAL, RayUnavailable, chunked, connect, map_unordered
+    try:
+        ray = connect(address, workers if address == LOCAL else None)
+    except RayUnavailable as exc:
+        raise EvaluationError(str(exc)) from None
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    size = max(1, min(16, len(tasks) // (cpus * 8)))
+    try:
+        for batch in map_unordered(ray, _ray_play_tasks, chunked(tasks, size), shared=(uuid.uuid4().hex, list(configs))):
+            for m, u, outcomes in batch:
+                results[m][u] = outcomes
+                bar.update()
+    except ray.exceptions.RayTaskError as exc:
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, (EvaluationError, IllegalActionError)):
+            raise cause from None
+        raise EvaluationError(f"a Ray task failed: {str(cause or exc).splitlines()[0]}") from None
+    except ray.exceptions.RayError as exc:
+        raise EvaluationError(f"the Ray cluster failed ({type(exc).__name__}: {str(exc).splitlines()[0]}); the match "
+                              "was not finished") from None
+
+
 def _execute(configs: Sequence[MatchConfig], workers: int, progress: bool,
-             desc: str = "spades-eval") -> list[list[list[PlayOutcome]]]:
-    """Play every unit of every match; outcomes are returned by match and unit (deal order)."""
+             desc: str = "spades-eval", ray: Optional[str] = None) -> list[list[list[PlayOutcome]]]:
+    """Play every unit of every match; outcomes are returned by match and unit (deal order).
+    ``ray``: a Ray cluster's address (``"local"``: start one here) to play them on instead."""
     from tqdm import tqdm
 
     tasks = [(m, u) for m, config in enumerate(configs) for u in range(config.units)]
@@ -540,7 +583,9 @@ def _execute(configs: Sequence[MatchConfig], workers: int, progress: bool,
     unit = "deal" if configs[0].mode == "hands" else "game"
     with tqdm(total=len(tasks), disable=not progress, file=sys.stderr, unit=unit, desc=desc,
               dynamic_ncols=True) as bar:
-        if workers == 1:
+        if ray is not None:
+            _execute_on_ray(configs, tasks, results, ray, workers, bar)
+        elif workers == 1:
             worker = _Worker(configs)
             for m, u in tasks:
                 results[m][u] = worker.play_unit(m, u)
@@ -809,7 +854,7 @@ def evaluate(team_a: TeamSpec, team_b: TeamSpec, deals: Optional[int] = None, *,
              games: Optional[int] = None, mode: Optional[str] = None, duplicate: bool = False,
              rules: Any = "standard", seed: int = 0, workers: Optional[int] = None,
              progress: bool = False, start_scores: Optional[Sequence[int]] = None,
-             confidence: float = 0.95, keep_records: bool = False) -> MatchResult:
+             confidence: float = 0.95, keep_records: bool = False, ray: Optional[str] = None) -> MatchResult:
     """Play team A (seats 0+2) against team B (seats 1+3) and summarize.
 
     Args:
@@ -827,6 +872,8 @@ def evaluate(team_a: TeamSpec, team_b: TeamSpec, deals: Optional[int] = None, *,
             blind nil be offered in hands mode).
         confidence: level of every interval.
         keep_records: keep every play's game record in ``result.records``.
+        ray: play on a Ray cluster at this address (``"local"``: start one here, ``workers`` CPUs);
+            the same result (:mod:`train.ray_cluster`).
     """
     config = _match_config(team_a, team_b, deals, games, mode, duplicate, rules, seed, start_scores, keep_records)
     if not 0 < confidence < 1:
@@ -834,7 +881,8 @@ def evaluate(team_a: TeamSpec, team_b: TeamSpec, deals: Optional[int] = None, *,
     workers = _check_workers(workers)
     _check_agents_build([config])
     start = time.perf_counter()
-    outcomes = _execute([config], workers, progress, desc=f"{config.team_a.label} vs {config.team_b.label}")[0]
+    outcomes = _execute([config], workers, progress, desc=f"{config.team_a.label} vs {config.team_b.label}",
+                        ray=ray)[0]
     elapsed = time.perf_counter() - start
     return summarize(config, outcomes, confidence, elapsed, min(workers, config.units))
 
@@ -890,7 +938,7 @@ def crossplay(agents: Sequence[Any], reference: Any = None, deals: Optional[int]
               games: Optional[int] = None, mode: Optional[str] = None, duplicate: bool = False,
               rules: Any = "standard", seed: int = 0, workers: Optional[int] = None,
               progress: bool = False, start_scores: Optional[Sequence[int]] = None,
-              confidence: float = 0.95) -> CrossplayResult:
+              confidence: float = 0.95, ray: Optional[str] = None) -> CrossplayResult:
     """Pair every agent with every agent (seat 0 x seat 2) against a fixed reference team.
 
     Every cell plays the same deals (the same seed), so cells are compared on equal cards and
@@ -909,7 +957,7 @@ def crossplay(agents: Sequence[Any], reference: Any = None, deals: Optional[int]
     workers = _check_workers(workers)
     _check_agents_build(configs)
     start = time.perf_counter()
-    outcomes = _execute(configs, workers, progress, desc="crossplay")
+    outcomes = _execute(configs, workers, progress, desc="crossplay", ray=ray)
     elapsed = time.perf_counter() - start
     n = len(players)
     results = [summarize(c, o, confidence, None, None) for c, o in zip(configs, outcomes)]
@@ -965,7 +1013,7 @@ def compare(candidate: TeamSpec, baseline: TeamSpec, opponent: TeamSpec, deals: 
             games: Optional[int] = None, mode: Optional[str] = None, duplicate: bool = False,
             rules: Any = "standard", seed: int = 0, workers: Optional[int] = None,
             progress: bool = False, start_scores: Optional[Sequence[int]] = None,
-            confidence: float = 0.95) -> ComparisonResult:
+            confidence: float = 0.95, ray: Optional[str] = None) -> ComparisonResult:
     """Is ``candidate`` better than ``baseline`` against ``opponent``? Both play the opponent over
     the same deals (the same seed: the same cards, dealers and opponent seeds), and the difference
     of their points per hand gets an interval paired by deal (game): far narrower than comparing
@@ -978,7 +1026,7 @@ def compare(candidate: TeamSpec, baseline: TeamSpec, opponent: TeamSpec, deals: 
     workers = _check_workers(workers)
     _check_agents_build(configs)
     start = time.perf_counter()
-    outcomes = _execute(configs, workers, progress, desc="compare")
+    outcomes = _execute(configs, workers, progress, desc="compare", ray=ray)
     elapsed = time.perf_counter() - start
     cand, base = (summarize(c, o, confidence, None, None) for c, o in zip(configs, outcomes))
     difference, win_difference = paired_difference(cand, base, confidence)

@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Agent specs: NAME or NAME:key=value,... (values parsed as int, float, true/false, "
                "none or text), e.g. heuristic, search:worlds=20,seed=3, neural:checkpoint=runs/x/model.pt.\n"
                "Give two specs to --team-a/--team-b for different partners (seat 0/1, seat 2/3).\n"
-               "Results do not depend on --workers. Exit status 2 on bad input.")
+               "Results do not depend on --workers or --ray. Exit status 2 on bad input.")
     parser.add_argument("--team-a", nargs="+", metavar="SPEC", help="team A (seats 0+2): one spec, or two")
     parser.add_argument("--team-b", nargs="+", metavar="SPEC", help="team B (seats 1+3): one spec, or two")
     count = parser.add_mutually_exclusive_group()
@@ -61,6 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="team scores at the start of every hand/game (e.g. 0,150 lets A bid blind nil)")
     parser.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
     parser.add_argument("--workers", type=int, metavar="N", help="processes (default: the CPUs available)")
+    parser.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                        help="play on a Ray cluster: ADDRESS (host:port, or auto), or without one a Ray instance "
+                             "started here with --workers CPUs; the same results as --workers 1 (needs "
+                             "spades-rl[ray])")
     parser.add_argument("--json", metavar="FILE", help="also write the result as JSON")
     parser.add_argument("--records", metavar="FILE", help="write every play's game record (JSON list)")
     parser.add_argument("--baseline", nargs="+", metavar="SPEC",
@@ -90,6 +94,9 @@ def _stop(signum, frame) -> None:
     print("spades-eval: interrupted; nothing was written (the match was not finished)", file=sys.stderr, flush=True)
     for child in multiprocessing.active_children():
         child.terminate()
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():           # its tasks stop, a Ray started here ends
+        ray.shutdown()
     sys.stdout.flush()
     os._exit(130)
 
@@ -115,7 +122,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         common = dict(deals=None if mode == "games" else n, games=n if mode == "games" else None,
                       duplicate=args.duplicate, rules=args.rules, seed=args.seed, workers=args.workers,
                       progress=not args.quiet, start_scores=_start_scores_arg(args.start_scores),
-                      confidence=args.confidence)
+                      confidence=args.confidence, ray=args.ray)
         if args.crossplay:
             if args.team_a or args.team_b:
                 return fail("--crossplay plays every pairing against --reference; drop --team-a/--team-b")

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import time
@@ -391,6 +392,12 @@ class Labeller:
 
     def label_shard(self, shard: int) -> tuple[Path, int, float]:
         """Label one shard's deals and write it; returns (path, labels, seconds)."""
+        data = self.shard_data(shard)
+        path = write_shard(Path(self.settings["out"]), shard, data)
+        return path, len(data["teacher"]), data["seconds"]
+
+    def shard_data(self, shard: int) -> dict[str, Any]:
+        """Label one shard's deals: the shard file's contents."""
         s = self.settings
         first = shard * s["shard_deals"]
         last = min(first + s["shard_deals"], s["deals"])
@@ -407,15 +414,20 @@ class Labeller:
         }
         for key in ("teacher", "student", "phase", "deal", "seat"):
             data[key] = torch.tensor(rows[key], dtype=torch.int64)
-        path = shard_path(Path(s["out"]), shard)
-        tmp = path.with_name(path.name + ".tmp")
-        torch.save(data, tmp)
-        tmp.replace(path)
-        return path, len(rows.get("teacher", [])), data["seconds"]
+        return data
 
 
 def shard_path(out: Path, shard: int) -> Path:
     return out / f"shard_{shard:05d}.pt"
+
+
+def write_shard(out: Path, shard: int, data: dict[str, Any]) -> Path:
+    """Write a shard atomically (a kill leaves the old file or none, never a torn one)."""
+    path = shard_path(out, shard)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(data, tmp)
+    tmp.replace(path)
+    return path
 
 
 _LABELLER: Optional[Labeller] = None
@@ -438,6 +450,52 @@ def _init_labeller(settings: dict) -> None:
 def _label_shard(shard: int) -> tuple[int, int, float]:
     _, labels, seconds = _LABELLER.label_shard(shard)
     return shard, labels, seconds
+
+
+_RAY_LABELLERS: dict[str, Labeller] = {}
+
+
+def _ray_label_shard(shared: tuple[str, dict, bytes], shard: int) -> tuple[int, dict[str, Any]]:
+    """A Ray task: one shard's labels, returned to the driver (which writes them). The student
+    comes as bytes (written once per process to a local file), so nodes need not share a disk."""
+    token, settings, student = shared
+    labeller = _RAY_LABELLERS.get(token)
+    if labeller is None:
+        import tempfile
+        local = Path(tempfile.gettempdir()) / f"spades_label_student_{token}.pt"
+        if not local.exists():
+            tmp = local.with_name(local.name + f".{os.getpid()}.tmp")
+            tmp.write_bytes(student)
+            tmp.replace(local)
+        torch.set_num_threads(1)
+        _RAY_LABELLERS.clear()
+        labeller = _RAY_LABELLERS[token] = Labeller({**settings, "student": str(local)})
+    data = labeller.shard_data(shard)
+    data["settings"] = settings                     # the driver's (the student's own path)
+    return shard, data
+
+
+def _label_on_ray(settings: dict, todo: list[int], out: Path):
+    """Yield (shard, labels, seconds) as Ray tasks finish, each shard written here on arrival."""
+    import hashlib
+
+    from .ray_cluster import LOCAL, RayUnavailable, connect, map_unordered
+    try:
+        ray = connect(settings["ray"], settings["workers"] if settings["ray"] == LOCAL else None)
+    except RayUnavailable as exc:
+        raise LabelError(str(exc)) from None
+    student = Path(settings["student"]).read_bytes()
+    token = hashlib.sha256(student + json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    try:
+        for shard, data in map_unordered(ray, _ray_label_shard, todo, shared=(token, settings, student)):
+            write_shard(out, shard, data)
+            yield shard, len(data["teacher"]), data["seconds"]
+    except ray.exceptions.RayTaskError as exc:
+        cause = getattr(exc, "cause", None)
+        raise LabelError(f"a Ray task failed: {str(cause or exc).splitlines()[0]}") from None
+    except ray.exceptions.RayError as exc:
+        raise LabelError(f"the Ray cluster failed ({type(exc).__name__}: {str(exc).splitlines()[0]}); the shards "
+                         "written are kept: run the same command again to continue") from None
 
 
 def check_settings(settings: dict) -> dict:
@@ -488,7 +546,7 @@ def label(settings: dict, progress: bool = True, log=print) -> Path:
     out = Path(settings["out"])
     out.mkdir(parents=True, exist_ok=True)
     meta_path = out / "labels.json"
-    fixed = {k: v for k, v in settings.items() if k not in ("workers", "out", "deals")}
+    fixed = {k: v for k, v in settings.items() if k not in ("workers", "out", "deals", "ray")}
     if meta_path.exists():
         previous = json.loads(meta_path.read_text())
         previous.setdefault("continuation", "heuristic")        # folders labelled before the options existed
@@ -508,7 +566,10 @@ def label(settings: dict, progress: bool = True, log=print) -> Path:
     bar = tqdm(total=len(todo), desc="labelling shards", unit="shard", disable=not progress, file=sys.stderr)
     labelled = 0
     threads = torch.get_num_threads()                # labelling here sets 1; the caller's is restored
-    if settings["workers"] == 1 or len(todo) <= 1:
+    if settings.get("ray") is not None:
+        results = _label_on_ray(settings, todo, out)
+        pool = None
+    elif settings["workers"] == 1 or len(todo) <= 1:
         _init_labeller(settings)                     # in this process: Ctrl-C stays with it
         results = map(_label_shard, todo)
         pool = None
@@ -604,13 +665,17 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--rules", default="standard", help="rule preset (partnership rules; default standard)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=None, help="processes (default: the CPUs)")
+    parser.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                        help="label on a Ray cluster: ADDRESS (host:port, or auto), or without one a Ray instance "
+                        "started here with --workers CPUs; shards are written here as they arrive, so a killed "
+                        "run resumes (needs spades-rl[ray])")
     parser.add_argument("--no-progress", action="store_true", help="log a line per shard instead of a bar")
     args = parser.parse_args(argv)
     from train.evaluate import default_workers
     settings = {"student": args.student, "teacher": args.teacher, "opponents": args.opponents, "deals": args.deals,
                 "shard_deals": args.shard_deals, "follow_teacher": args.follow_teacher,
                 "continuation": args.continuation, "varied_start": args.varied_start, "rules": args.rules,
-                "seed": args.seed, "workers": args.workers or default_workers(), "out": args.out}
+                "seed": args.seed, "workers": args.workers or default_workers(), "out": args.out, "ray": args.ray}
     try:
         label(settings, progress=not args.no_progress, log=lambda line: print(line, flush=True))
     except (LabelError, FileNotFoundError) as exc:
