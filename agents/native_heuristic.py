@@ -15,16 +15,14 @@ import numpy as np
 import torch
 
 from spades_env.game import NUM_ACTIONS
-from spades_env.native import NativeEngineError, load, unavailable_reason, usable_threads
+from spades_env.native import (HEURISTIC_BLOCKS, NativeEngineError, heuristic_codes, heuristic_layout, load,
+                                unavailable_reason)
 from spades_env.observation import Layout, layout_for_size
 
 # heuristic.c's error codes (heuristic.h HEUR_ERR_*) and what they mean.
 _ERRORS = {-1: "the action mask has no legal action (is it this seat's turn?)",
            -2: "the observation describes an impossible position",
            -3: "the observation is malformed (no value can be read from it)"}
-# The observation blocks the C decoder reads, in its L_* order.
-_BLOCKS = ("hand", "phase", "bids", "passed", "tricks_taken", "trick_leader", "current_trick", "played", "voids",
-           "sides", "game")
 
 
 class NativeHeuristicError(ValueError):
@@ -44,22 +42,15 @@ def _library() -> ctypes.CDLL:
     global _LIB
     if _LIB is None:
         lib = load()
-        if lib.spades_heuristic_layout_count() != len(_BLOCKS) + 4:
+        if lib.spades_heuristic_layout_count() != len(HEURISTIC_BLOCKS) + 4:
             raise NativeEngineError("the compiled heuristic's observation layout does not match the Python side's")
-        lib.spades_heuristic_from_obs.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
-                                                  ctypes.c_void_p, ctypes.c_int64]
-        lib.spades_heuristic_from_obs.restype = ctypes.c_int64
         _LIB = lib
     return _LIB
 
 
 def _layout_array(layout: Layout) -> np.ndarray:
-    array = _LAYOUT_ARRAYS.get(layout.obs_size)
-    if array is None:
-        offsets = [layout.obs_blocks[name].offset for name in _BLOCKS]
-        array = np.array(offsets + [layout.n, layout.num_sides, layout.tricks_per_hand, layout.obs_size],
-                         dtype=np.int64)
-        _LAYOUT_ARRAYS[layout.obs_size] = array
+    array = heuristic_layout(layout).numpy()         # cached there: its memory stays valid
+    _LAYOUT_ARRAYS[layout.obs_size] = array
     return array
 
 
@@ -87,10 +78,8 @@ def choose_actions(observations, masks, threads: int = 1) -> np.ndarray:
     except ValueError as exc:
         raise NativeHeuristicError(str(exc)) from None
     mask = np.ascontiguousarray(mask != 0, dtype=np.uint8)
-    out = np.empty(obs.shape[0], dtype=np.int64)
-    code = _library().spades_heuristic_from_obs(obs.ctypes.data, mask.ctypes.data, obs.shape[0],
-                                                _layout_array(layout).ctypes.data, out.ctypes.data,
-                                                usable_threads(threads))
+    _library()                                       # (checks the compiled layout once)
+    code, out = heuristic_codes(obs, mask, _layout_array(layout), threads)
     if code:
         raise NativeHeuristicError(_ERRORS.get(int(code), f"error {code}"))
     if out.size and out.min() < 0:

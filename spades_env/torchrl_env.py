@@ -48,7 +48,7 @@ except ImportError as exc:          # pragma: no cover - the extra is not instal
 from .game import NUM_ACTIONS
 from .observation import observation_bounds
 from .vector import SpadesVectorEnv, VectorEnvError
-from .vector_gym import _default_backend, check_learner_actions, seats_for
+from .vector_gym import default_backend, check_learner_actions, seats_for
 from .vector_seats import Seat, SeatPlayers
 
 LEARNERS = ("side", "seat", "all")
@@ -73,7 +73,7 @@ class SpadesTorchRLEnv(EnvBase):
         else:
             seats = seats_for(seat, opponents, partner)
         super().__init__(batch_size=torch.Size([num_envs]), device=device)
-        engine_options.setdefault("backend", _default_backend(device))
+        engine_options.setdefault("backend", default_backend(device))
         engine_options["check_actions"] = False                # checked here, naming the table
         self.engine = SpadesVectorEnv(num_envs, seed=seed, device=device, **engine_options)
         self.learners = learners

@@ -35,6 +35,8 @@ from .observation import observation_bounds
 from .vector import SpadesVectorEnv, VectorEnvError
 from .vector_seats import SEAT_NAMES, Policy, Seat, SeatPlayers
 
+__all__ = ["SpadesGymVectorEnv", "Policy", "Seat", "seats_for", "check_learner_actions", "default_backend", "benchmark"]
+
 
 def seats_for(seat: int, opponents: Seat, partner: Optional[Seat], players: int = 4) -> list:
     """The four seats' players for a learner in ``seat`` (``partner`` None: as the opponents)."""
@@ -68,7 +70,7 @@ class SpadesGymVectorEnv(gymnasium.vector.VectorEnv):
     def __init__(self, num_envs: int, seat: int = 0, opponents: Seat = "random", partner: Optional[Seat] = None,
                  seed: Optional[int] = None, native: Optional[bool] = None, **engine_options: Any) -> None:
         engine_options.setdefault("check_actions", False)      # the learner's actions are checked here
-        engine_options.setdefault("backend", _default_backend(engine_options.get("device", "cpu")))
+        engine_options.setdefault("backend", default_backend(engine_options.get("device", "cpu")))
         seats = seats_for(seat, opponents, partner)
         self.engine = SpadesVectorEnv(num_envs, seed=seed, **engine_options)
         self.seat = int(seat)
@@ -101,7 +103,7 @@ class SpadesGymVectorEnv(gymnasium.vector.VectorEnv):
         return self._mask.cpu().numpy()
 
 
-def _default_backend(device: Any) -> str:
+def default_backend(device: Any) -> str:
     """The C engine on a CPU where it builds (the fast path), torch elsewhere."""
     if torch.device(device).type != "cpu":
         return "torch"

@@ -31,9 +31,9 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any, Callable, Optional, Sequence, Union
 
+import numpy as np
 import torch
 
-from .game import NUM_ACTIONS
 from .vector import SpadesVectorEnv, VecState, VectorEnvError
 
 Policy = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -117,9 +117,8 @@ class SeatPlayers:
             self._seat_kind = torch.tensor([_NATIVE_KIND[s] for s in seats], dtype=torch.int64)
             self._layout = None
             if "heuristic" in seats:
-                from agents.native_heuristic import _layout_array
-                import numpy as np
-                self._layout = torch.from_numpy(np.ascontiguousarray(_layout_array(engine.layout)))
+                from .native import heuristic_layout
+                self._layout = heuristic_layout(engine.layout)
 
     # ------------------------------------------------------------------ stepping
     def reset(self, seed: Optional[int] = None, **options: Any) -> tuple[torch.Tensor, torch.Tensor]:
@@ -185,9 +184,20 @@ class SeatPlayers:
         return chosen
 
     def _heuristic_policy(self) -> Policy:
+        """The rule-based player on a batch (heuristic.c, which makes agents.heuristic's decisions
+        exactly: tests/test_native_heuristic.py)."""
         if self._heuristic is None:
-            from agents.heuristic import HeuristicAgent       # the readable player's batched form
-            self._heuristic = HeuristicAgent().act_batch
+            from .native import heuristic_codes, heuristic_layout
+            layout = heuristic_layout(self.engine.layout).numpy()
+
+            def act(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+                rows = np.ascontiguousarray(obs.detach().to("cpu", torch.float32).numpy())
+                legal = np.ascontiguousarray(mask.detach().cpu().numpy(), dtype=np.uint8)
+                status, out = heuristic_codes(rows, legal, layout)
+                if status or (out.size and out.min() < 0):
+                    raise VectorEnvError(f"the heuristic could not decide a position (code {status or int(out.min())})")
+                return torch.from_numpy(out).to(mask.device)
+            self._heuristic = act
         return self._heuristic
 
     def _play_others(self, obs, mask, rewards, ended, final_scores, winner):

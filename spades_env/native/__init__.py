@@ -27,6 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
+import numpy as np
 import torch
 
 if TYPE_CHECKING:        # pragma: no cover
@@ -182,6 +183,9 @@ def load() -> ctypes.CDLL:
         lib.spades_deal_from_keys.restype = ctypes.c_int64
         lib.spades_step_until.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int64] * 2 + [ctypes.c_void_p] * 9
         lib.spades_step_until.restype = ctypes.c_int64
+        lib.spades_heuristic_from_obs.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+                                                  ctypes.c_void_p, ctypes.c_int64]
+        lib.spades_heuristic_from_obs.restype = ctypes.c_int64
         lib.spades_native_check_layout.argtypes = [ctypes.c_void_p]
         lib.spades_native_check_layout.restype = ctypes.c_int
         _LIBRARY = lib
@@ -351,6 +355,35 @@ class NativeStepper:
         if status:
             raise NativeEngineError(f"the C play-until loop refused its arguments or stopped (code {status})")
         return new_ptr, obs, mask, rewards, ended.view(torch.bool), final_scores, winner, moves
+
+
+# The observation blocks the C heuristic's decoder reads, in heuristic.c's L_* order (then the
+# player count, side count, tricks per hand and observation size).
+HEURISTIC_BLOCKS = ("hand", "phase", "bids", "passed", "tricks_taken", "trick_leader", "current_trick", "played",
+                    "voids", "sides", "game")
+_HEURISTIC_LAYOUTS: dict = {}
+
+
+def heuristic_layout(layout) -> torch.Tensor:
+    """The int64 layout array heuristic.c reads observations with (cached per observation size)."""
+    array = _HEURISTIC_LAYOUTS.get(layout.obs_size)
+    if array is None:
+        offsets = [layout.obs_blocks[name].offset for name in HEURISTIC_BLOCKS]
+        array = torch.tensor(offsets + [layout.n, layout.num_sides, layout.tricks_per_hand, layout.obs_size],
+                             dtype=torch.int64)
+        _HEURISTIC_LAYOUTS[layout.obs_size] = array
+    return array
+
+
+def heuristic_codes(obs: np.ndarray, mask: np.ndarray, layout_array: np.ndarray, threads: int = 1):
+    """heuristic.c at every row: ``obs`` (rows, size) float32 and ``mask`` (rows, 68) uint8 0/1,
+    both C-contiguous, ``layout_array`` from :func:`heuristic_layout`. Returns (status, actions):
+    status 0 or a HEUR_ERR_* code for the whole call; an action per row, or that row's code."""
+    out = np.empty(obs.shape[0], dtype=np.int64)
+    status = (_LIBRARY or load()).spades_heuristic_from_obs(obs.ctypes.data, mask.ctypes.data, obs.shape[0],
+                                                            layout_array.ctypes.data, out.ctypes.data,
+                                                            usable_threads(threads))
+    return int(status), out
 
 
 def random_legal(mask: torch.Tensor, uniform: torch.Tensor, threads: int = 1) -> torch.Tensor:
