@@ -544,8 +544,8 @@ def _ray_play_tasks(shared: tuple[str, list[MatchConfig]], tasks: list[tuple[int
     return [(m, unit, worker.play_unit(m, unit)) for m, unit in tasks]
 
 
-def _execute_on_ray(configs: Sequence[MatchConfig], tasks: list[tuple[int, int]], results: list, address: str,
-                    workers: int, bar) -> None:
+def _execute_on_ray(configs: Sequence[MatchConfig], tasks: list[tuple[int, int]], finished: Callable, address: str,
+                    workers: int) -> None:
     """``_execute`` over a Ray cluster (:mod:`train.ray_cluster`): the same units, the same outcomes."""
     import uuid
 
@@ -559,8 +559,7 @@ def _execute_on_ray(configs: Sequence[MatchConfig], tasks: list[tuple[int, int]]
     try:
         for batch in map_unordered(ray, _ray_play_tasks, chunked(tasks, size), shared=(uuid.uuid4().hex, list(configs))):
             for m, u, outcomes in batch:
-                results[m][u] = outcomes
-                bar.update()
+                finished(m, u, outcomes)
     except ray.exceptions.RayTaskError as exc:
         cause = getattr(exc, "cause", None)
         if isinstance(cause, (EvaluationError, IllegalActionError)):
@@ -572,49 +571,72 @@ def _execute_on_ray(configs: Sequence[MatchConfig], tasks: list[tuple[int, int]]
 
 
 def _execute(configs: Sequence[MatchConfig], workers: int, progress: bool,
-             desc: str = "spades-eval", ray: Optional[str] = None) -> list[list[list[PlayOutcome]]]:
+             desc: str = "spades-eval", ray: Optional[str] = None,
+             journal: Optional[str] = None) -> list[list[list[PlayOutcome]]]:
     """Play every unit of every match; outcomes are returned by match and unit (deal order).
-    ``ray``: a Ray cluster's address (``"local"``: start one here) to play them on instead."""
+    ``ray``: a Ray cluster's address (``"local"``: start one here) to play them on instead.
+    ``journal``: a file that keeps every finished unit, and from which a killed run resumes
+    (:mod:`train.evaluation_journal`)."""
     from tqdm import tqdm
 
-    tasks = [(m, u) for m, config in enumerate(configs) for u in range(config.units)]
+    from .evaluation_journal import open_journal
+
+    log = open_journal(journal, configs, EvaluationError)
     results: list[list[Any]] = [[None] * config.units for config in configs]
+    for (m, u), outcomes in (log.done.items() if log is not None else ()):
+        results[m][u] = outcomes
+    tasks = [(m, u) for m, config in enumerate(configs) for u in range(config.units) if results[m][u] is None]
     workers = max(1, min(workers, len(tasks)))
     unit = "deal" if configs[0].mode == "hands" else "game"
-    with tqdm(total=len(tasks), disable=not progress, file=sys.stderr, unit=unit, desc=desc,
-              dynamic_ncols=True) as bar:
-        if ray is not None:
-            _execute_on_ray(configs, tasks, results, ray, workers, bar)
-        elif workers == 1:
-            worker = _Worker(configs)
-            for m, u in tasks:
-                results[m][u] = worker.play_unit(m, u)
+    total = sum(config.units for config in configs)
+    try:
+        with tqdm(total=total, initial=total - len(tasks), disable=not progress, file=sys.stderr, unit=unit,
+                  desc=desc, dynamic_ncols=True) as bar:
+
+            def finished(m: int, u: int, outcomes: list[PlayOutcome]) -> None:
+                results[m][u] = outcomes
+                if log is not None:
+                    log.add(m, u, outcomes)
                 bar.update()
-        else:
-            # A process pool that fails loudly (BrokenProcessPool) if a worker dies, e.g. killed
-            # for memory, instead of waiting forever for its results.
-            size = max(1, min(16, len(tasks) // (workers * 8)))
-            chunks = [tasks[i:i + size] for i in range(0, len(tasks), size)]
-            pool = ProcessPoolExecutor(workers, mp_context=mp_context(), initializer=_init_worker,
-                                       initargs=(list(configs),))
-            finished = False
-            try:
-                for future in as_completed([pool.submit(_run_tasks, chunk) for chunk in chunks]):
-                    for m, u, outcomes in future.result():
-                        results[m][u] = outcomes
-                        bar.update()
-                finished = True
-            except BrokenProcessPool:
-                raise EvaluationError("a worker process died (killed from outside, or out of memory); the match "
-                                      "was not finished: run it again, with fewer --workers if memory is short") \
-                    from None
-            finally:
-                if not finished:   # an error or Ctrl-C: end the workers now, wait for none of their work
-                    for process in list((getattr(pool, "_processes", None) or {}).values()):
-                        if process.is_alive():
-                            process.terminate()
-                pool.shutdown(wait=finished, cancel_futures=True)
+
+            if not tasks:
+                pass
+            elif ray is not None:
+                _execute_on_ray(configs, tasks, finished, ray, workers)
+            elif workers == 1:
+                worker = _Worker(configs)
+                for m, u in tasks:
+                    finished(m, u, worker.play_unit(m, u))
+            else:
+                _execute_on_processes(configs, tasks, finished, workers)
+    finally:
+        if log is not None:
+            log.close()
     return results
+
+
+def _execute_on_processes(configs: Sequence[MatchConfig], tasks: list[tuple[int, int]], finished: Callable,
+                          workers: int) -> None:
+    """``_execute`` over a local process pool that fails loudly (BrokenProcessPool) if a worker
+    dies, e.g. killed for memory, instead of waiting forever for its results."""
+    size = max(1, min(16, len(tasks) // (workers * 8)))
+    chunks = [tasks[i:i + size] for i in range(0, len(tasks), size)]
+    pool = ProcessPoolExecutor(workers, mp_context=mp_context(), initializer=_init_worker, initargs=(list(configs),))
+    done = False
+    try:
+        for future in as_completed([pool.submit(_run_tasks, chunk) for chunk in chunks]):
+            for m, u, outcomes in future.result():
+                finished(m, u, outcomes)
+        done = True
+    except BrokenProcessPool:
+        raise EvaluationError("a worker process died (killed from outside, or out of memory); the match was not "
+                              "finished: run it again, with fewer --workers if memory is short") from None
+    finally:
+        if not done:   # an error or Ctrl-C: end the workers now, wait for none of their work
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                if process.is_alive():
+                    process.terminate()
+        pool.shutdown(wait=done, cancel_futures=True)
 
 
 def _ratio(a: float, b: float) -> Optional[float]:
@@ -854,7 +876,8 @@ def evaluate(team_a: TeamSpec, team_b: TeamSpec, deals: Optional[int] = None, *,
              games: Optional[int] = None, mode: Optional[str] = None, duplicate: bool = False,
              rules: Any = "standard", seed: int = 0, workers: Optional[int] = None,
              progress: bool = False, start_scores: Optional[Sequence[int]] = None,
-             confidence: float = 0.95, keep_records: bool = False, ray: Optional[str] = None) -> MatchResult:
+             confidence: float = 0.95, keep_records: bool = False, ray: Optional[str] = None,
+             journal: Optional[str] = None) -> MatchResult:
     """Play team A (seats 0+2) against team B (seats 1+3) and summarize.
 
     Args:
@@ -874,6 +897,8 @@ def evaluate(team_a: TeamSpec, team_b: TeamSpec, deals: Optional[int] = None, *,
         keep_records: keep every play's game record in ``result.records``.
         ray: play on a Ray cluster at this address (``"local"``: start one here, ``workers`` CPUs);
             the same result (:mod:`train.ray_cluster`).
+        journal: keep every finished deal (game) in this file; called again with it, a killed
+            match resumes where it stopped, to the same result (:mod:`train.evaluation_journal`).
     """
     config = _match_config(team_a, team_b, deals, games, mode, duplicate, rules, seed, start_scores, keep_records)
     if not 0 < confidence < 1:
@@ -882,7 +907,7 @@ def evaluate(team_a: TeamSpec, team_b: TeamSpec, deals: Optional[int] = None, *,
     _check_agents_build([config])
     start = time.perf_counter()
     outcomes = _execute([config], workers, progress, desc=f"{config.team_a.label} vs {config.team_b.label}",
-                        ray=ray)[0]
+                        ray=ray, journal=journal)[0]
     elapsed = time.perf_counter() - start
     return summarize(config, outcomes, confidence, elapsed, min(workers, config.units))
 
@@ -938,7 +963,8 @@ def crossplay(agents: Sequence[Any], reference: Any = None, deals: Optional[int]
               games: Optional[int] = None, mode: Optional[str] = None, duplicate: bool = False,
               rules: Any = "standard", seed: int = 0, workers: Optional[int] = None,
               progress: bool = False, start_scores: Optional[Sequence[int]] = None,
-              confidence: float = 0.95, ray: Optional[str] = None) -> CrossplayResult:
+              confidence: float = 0.95, ray: Optional[str] = None,
+              journal: Optional[str] = None) -> CrossplayResult:
     """Pair every agent with every agent (seat 0 x seat 2) against a fixed reference team.
 
     Every cell plays the same deals (the same seed), so cells are compared on equal cards and
@@ -957,7 +983,7 @@ def crossplay(agents: Sequence[Any], reference: Any = None, deals: Optional[int]
     workers = _check_workers(workers)
     _check_agents_build(configs)
     start = time.perf_counter()
-    outcomes = _execute(configs, workers, progress, desc="crossplay", ray=ray)
+    outcomes = _execute(configs, workers, progress, desc="crossplay", ray=ray, journal=journal)
     elapsed = time.perf_counter() - start
     n = len(players)
     results = [summarize(c, o, confidence, None, None) for c, o in zip(configs, outcomes)]
@@ -1013,7 +1039,8 @@ def compare(candidate: TeamSpec, baseline: TeamSpec, opponent: TeamSpec, deals: 
             games: Optional[int] = None, mode: Optional[str] = None, duplicate: bool = False,
             rules: Any = "standard", seed: int = 0, workers: Optional[int] = None,
             progress: bool = False, start_scores: Optional[Sequence[int]] = None,
-            confidence: float = 0.95, ray: Optional[str] = None) -> ComparisonResult:
+            confidence: float = 0.95, ray: Optional[str] = None,
+            journal: Optional[str] = None) -> ComparisonResult:
     """Is ``candidate`` better than ``baseline`` against ``opponent``? Both play the opponent over
     the same deals (the same seed: the same cards, dealers and opponent seeds), and the difference
     of their points per hand gets an interval paired by deal (game): far narrower than comparing
@@ -1026,7 +1053,7 @@ def compare(candidate: TeamSpec, baseline: TeamSpec, opponent: TeamSpec, deals: 
     workers = _check_workers(workers)
     _check_agents_build(configs)
     start = time.perf_counter()
-    outcomes = _execute(configs, workers, progress, desc="compare", ray=ray)
+    outcomes = _execute(configs, workers, progress, desc="compare", ray=ray, journal=journal)
     elapsed = time.perf_counter() - start
     cand, base = (summarize(c, o, confidence, None, None) for c, o in zip(configs, outcomes))
     difference, win_difference = paired_difference(cand, base, confidence)

@@ -65,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="play on a Ray cluster: ADDRESS (host:port, or auto), or without one a Ray instance "
                              "started here with --workers CPUs; the same results as --workers 1 (needs "
                              "spades-rl[ray])")
+    parser.add_argument("--journal", metavar="FILE",
+                        help="write every finished deal to FILE as it finishes; the same command again resumes a "
+                             "killed match from it, to the same result")
     parser.add_argument("--json", metavar="FILE", help="also write the result as JSON")
     parser.add_argument("--records", metavar="FILE", help="write every play's game record (JSON list)")
     parser.add_argument("--baseline", nargs="+", metavar="SPEC",
@@ -91,7 +94,8 @@ def _stop(signum, frame) -> None:
     """Ctrl-C or SIGTERM: one line, the workers ended, exit 130 now (a pool whose workers were
     stopped must not be waited for at exit)."""
     import multiprocessing
-    print("spades-eval: interrupted; nothing was written (the match was not finished)", file=sys.stderr, flush=True)
+    print("spades-eval: interrupted; the match was not finished (with --journal, the same command resumes it)",
+          file=sys.stderr, flush=True)
     for child in multiprocessing.active_children():
         child.terminate()
     ray = sys.modules.get("ray")
@@ -122,7 +126,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         common = dict(deals=None if mode == "games" else n, games=n if mode == "games" else None,
                       duplicate=args.duplicate, rules=args.rules, seed=args.seed, workers=args.workers,
                       progress=not args.quiet, start_scores=_start_scores_arg(args.start_scores),
-                      confidence=args.confidence, ray=args.ray)
+                      confidence=args.confidence, ray=args.ray, journal=args.journal)
         if args.crossplay:
             if args.team_a or args.team_b:
                 return fail("--crossplay plays every pairing against --reference; drop --team-a/--team-b")
