@@ -134,33 +134,27 @@ class SpadesTorchRLEnv(EnvBase):
 
 
 def benchmark(batch_sizes=(1024, 4096), seconds: float = 3.0, threads: int = 2) -> list[dict]:
-    """Decisions per second through the adapter (``rand_step``-style random legal actions from
-    the C picker, observation and mask in the tensordict), per mode, beside the raw engine."""
-    import time
-
+    """Decisions per second through the adapter (random legal actions from the C picker,
+    observation and mask in the tensordict), per mode, beside the raw engine in the same run."""
     from .native import random_legal
+    from .vector_gym import decisions_per_second, engine_decisions_per_second
     rows = []
     for batch in batch_sizes:
         row = {"batch": batch}
         for learners in ("side", "all"):
             env = SpadesTorchRLEnv(batch, learners=learners, seed=0, threads=threads, episode="hand")
-            td = env.reset()
-            generator = torch.Generator().manual_seed(0)
-            steps, began = 0, time.perf_counter()
-            while time.perf_counter() - began < seconds:
-                td["action"] = random_legal(td["action_mask"], torch.rand(batch, generator=generator))
-                td = env.step(td)["next"]
-                steps += 1
-            row[learners] = steps * batch / (time.perf_counter() - began)
-        engine = SpadesVectorEnv(batch, seed=0, backend="native", threads=threads, episode="hand",
-                                 check_actions=False)
-        _, mask = engine.reset(seed=0)
-        generator = torch.Generator().manual_seed(0)
-        steps, began = 0, time.perf_counter()
-        while time.perf_counter() - began < seconds:
-            mask = engine.step(random_legal(mask, torch.rand(batch, generator=generator)))[1]
-            steps += 1
-        row["engine"] = steps * batch / (time.perf_counter() - began)
+            state = {}
+
+            def env_step(mask, generator, env=env, state=state):
+                if mask is None:
+                    state["td"] = env.reset()
+                else:
+                    td = state["td"]
+                    td["action"] = random_legal(mask, torch.rand(batch, generator=generator))
+                    state["td"] = env.step(td)["next"]
+                return state["td"]["action_mask"]
+            row[learners] = decisions_per_second(env_step, batch, seconds)
+        row["engine"] = engine_decisions_per_second(batch, seconds, threads)
         rows.append(row)
     return rows
 

@@ -35,7 +35,8 @@ from .observation import observation_bounds
 from .vector import SpadesVectorEnv, VectorEnvError
 from .vector_seats import SEAT_NAMES, Policy, Seat, SeatPlayers
 
-__all__ = ["SpadesGymVectorEnv", "Policy", "Seat", "seats_for", "check_learner_actions", "default_backend", "benchmark"]
+__all__ = ["SpadesGymVectorEnv", "Policy", "Seat", "seats_for", "check_learner_actions", "default_backend", "benchmark",
+           "decisions_per_second", "engine_decisions_per_second"]
 
 
 def seats_for(seat: int, opponents: Seat, partner: Optional[Seat], players: int = 4) -> list:
@@ -133,23 +134,37 @@ def check_learner_actions(actions: Any, mask: torch.Tensor) -> torch.Tensor:
     return actions
 
 
+def decisions_per_second(step, batch: int, seconds: float) -> float:
+    """``batch`` x the calls of ``step(mask, generator)`` per second over ``seconds`` (the first
+    call, ``step(None, generator)``, resets and is not timed). Shared by the adapters' benchmarks."""
+    import time
+    generator = torch.Generator().manual_seed(batch)
+    mask = step(None, generator)
+    steps, began = 0, time.perf_counter()
+    while time.perf_counter() - began < seconds:
+        mask = step(mask, generator)
+        steps += 1
+    return steps * batch / (time.perf_counter() - began)
+
+
+def engine_decisions_per_second(batch: int, seconds: float, threads: int, backend: str = "native") -> float:
+    """The raw engine's decisions per second: random legal actions at every table."""
+    from .native import random_legal
+    engine = SpadesVectorEnv(batch, seed=0, backend=backend, threads=threads, episode="hand", check_actions=False)
+
+    def engine_step(mask, generator):
+        if mask is None:
+            return engine.reset(seed=0)[1]
+        return engine.step(random_legal(mask, torch.rand(batch, generator=generator)))[1]
+    return decisions_per_second(engine_step, batch, seconds)
+
+
 def benchmark(batch_sizes=(256, 1024, 4096), seconds: float = 3.0, backend: str = "native",
               threads: int = 2) -> list[dict]:
     """Learner decisions per second through the view (a random learner, the other seats random,
     then heuristic; observation and mask produced), beside the raw engine's decisions per second
     (random actions at every table, every seat's decision) in the same run."""
-    import time
-
     from .native import random_legal
-
-    def rate(step, batch) -> float:
-        generator = torch.Generator().manual_seed(batch)
-        mask = step(None, generator)
-        steps, began = 0, time.perf_counter()
-        while time.perf_counter() - began < seconds:
-            mask = step(mask, generator)
-            steps += 1
-        return steps * batch / (time.perf_counter() - began)
 
     rows = []
     for batch in batch_sizes:
@@ -163,14 +178,8 @@ def benchmark(batch_sizes=(256, 1024, 4096), seconds: float = 3.0, backend: str 
                     return torch.from_numpy(view.reset(seed=0)[1]["action_mask"])
                 actions = random_legal(mask, torch.rand(batch, generator=generator))
                 return torch.from_numpy(view.step(actions.numpy())[4]["action_mask"])
-            row[f"view_{opponents}"] = rate(view_step, batch)
-        engine = SpadesVectorEnv(batch, seed=0, backend=backend, threads=threads, episode="hand", check_actions=False)
-
-        def engine_step(mask, generator):
-            if mask is None:
-                return engine.reset(seed=0)[1]
-            return engine.step(random_legal(mask, torch.rand(batch, generator=generator)))[1]
-        row["engine"] = rate(engine_step, batch)
+            row[f"view_{opponents}"] = decisions_per_second(view_step, batch, seconds)
+        row["engine"] = engine_decisions_per_second(batch, seconds, threads, backend)
         rows.append(row)
     return rows
 

@@ -4,19 +4,9 @@ integrations steps of .ci/run); the numbers they print are in docs/integrations.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-
-
-def _example(name: str):
-    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from test_examples import load_example as _example
 
 
 def test_sb3_maskable_ppo_learns():

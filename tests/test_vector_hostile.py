@@ -177,3 +177,28 @@ def test_the_c_entry_points_check_their_own_arguments():
         env.step(actions)
     after = env.state_dict()
     assert all(torch.equal(before["state"][k], after["state"][k]) for k in before["state"])   # nothing stepped
+
+
+@pytest.mark.skipif(__import__("spades_env.native", fromlist=["x"]).unavailable_reason() is not None,
+                    reason="no native library")
+def test_the_play_until_loop_checks_its_own_arguments():
+    """spades_step_until refuses null buffers, seat codes out of range, seats with no caller and
+    action ids out of range (naming the table), and steps no table then."""
+    from spades_env import native
+    from spades_env.vector_seats import SeatPlayers
+    lib = native.load()
+    assert lib.spades_step_until(*([None] * 4), 1, 0, *([None] * 9)) == -10
+    env = SpadesVectorEnv(8, backend="native", check_actions=False, seed=0)
+    players = SeatPlayers(env, ["learner", "random", "learner", "random"], seed=0, native=True)
+    obs, mask = players.reset(seed=0)
+    before = env.state_dict()
+    stepper = env._native
+    for kinds in ([-1, 0, 7, 0], [0, 0, 0, 0], [-2, 0, -1, 0], [-1, 1, -1, 1]):   # the last: heuristic, no layout
+        with pytest.raises(native.NativeEngineError, match="refused its arguments"):
+            stepper.step_until(mask.long().argmax(1), torch.tensor(kinds), None, players.rng)
+    actions = mask.long().argmax(1)
+    actions[3] = 70
+    with pytest.raises(native.NativeEngineError, match=r"action 70 at table 3: not an action id"):
+        players.step(actions)
+    after = env.state_dict()
+    assert all(torch.equal(before["state"][k], after["state"][k]) for k in before["state"])

@@ -216,6 +216,16 @@ def _build_settings() -> tuple:
     return tuple(os.environ.get(name) for name in ("CC", "SPADES_NATIVE_CFLAGS", "SPADES_NATIVE_CACHE"))
 
 
+def _check_status(status: int, actions: torch.Tensor, otherwise: str) -> None:
+    """Raise the :class:`NativeEngineError` a C step's nonzero status stands for."""
+    if status <= BAD_ACTION:
+        table = BAD_ACTION - int(status)
+        raise NativeEngineError(f"action {int(actions[table])} at table {table}: not an action id (0..67); "
+                                "no table was stepped")
+    if status:
+        raise NativeEngineError(f"{otherwise} (code {status})")
+
+
 class NativeStepper:
     """Steps a :class:`SpadesVectorEnv` with the C engine (``threads`` threads)."""
 
@@ -310,12 +320,7 @@ class NativeStepper:
         status = self.lib.spades_step_all(self.params_ptr, self.dparams_ptr, self.pointers_address,
                                           self.sizes_address, usable_threads(self.threads), int(env._pool_ptr),
                                           new_ptr.data_ptr())
-        if status <= BAD_ACTION:
-            table = BAD_ACTION - int(status)
-            raise NativeEngineError(f"action {int(actions[table])} at table {table}: not an action id (0..67); "
-                                    "no table was stepped")
-        if status:
-            raise NativeEngineError(f"the C step refused its arguments (code {status})")
+        _check_status(status, actions, "the C step refused its arguments")
         return new_ptr, obs, mask, rewards, done.view(torch.bool), final_scores, winner
 
     def step_until(self, actions: torch.Tensor, seat_kind: torch.Tensor, heuristic_layout: Optional[torch.Tensor],
@@ -348,12 +353,7 @@ class NativeStepper:
             int(env._pool_ptr), new_ptr.data_ptr(), seat_kind.data_ptr(),
             None if heuristic_layout is None else heuristic_layout.data_ptr(), rng.data_ptr(), rewards.data_ptr(),
             ended.data_ptr(), final_scores.data_ptr(), winner.data_ptr(), moves.data_ptr())
-        if status <= BAD_ACTION:
-            table = BAD_ACTION - int(status)
-            raise NativeEngineError(f"action {int(actions[table])} at table {table}: not an action id (0..67); "
-                                    "no table was stepped")
-        if status:
-            raise NativeEngineError(f"the C play-until loop refused its arguments or stopped (code {status})")
+        _check_status(status, actions, "the C play-until loop refused its arguments or stopped")
         return new_ptr, obs, mask, rewards, ended.view(torch.bool), final_scores, winner, moves
 
 

@@ -711,8 +711,9 @@ void spades_step_start(const i64 *params, const double *dparams, void *const *pt
 #define SPADES_BAD_ARGUMENTS (-10)
 #define SPADES_BAD_ACTION (-1000)
 
-i64 spades_step_all(const i64 *params, const double *dparams, void *const *ptrs, const i64 *sizes, i64 threads,
-                    i64 pool_offset, i64 *new_offset) {
+/* The checks both entry points make of the step's arguments: 0, or the error to return. */
+static i64 check_step_arguments(const i64 *params, const double *dparams, void *const *ptrs, const i64 *sizes,
+                                i64 threads, i64 pool_offset, const i64 *new_offset) {
     if (!params || !dparams || !ptrs || !sizes || !new_offset) return SPADES_BAD_ARGUMENTS;
     i64 B = sizes[N_BATCH];
     if (B < 0 || sizes[N_POOL] < 0 || sizes[N_QUEUE] < 0 || threads < 0 || pool_offset < 0) return SPADES_BAD_ARGUMENTS;
@@ -721,6 +722,14 @@ i64 spades_step_all(const i64 *params, const double *dparams, void *const *ptrs,
     const i64 *actions = (const i64 *)ptrs[X_ACTIONS];
     for (i64 b = 0; b < B; b++)
         if (actions[b] < 0 || actions[b] >= 68) return SPADES_BAD_ACTION - b;
+    return 0;
+}
+
+i64 spades_step_all(const i64 *params, const double *dparams, void *const *ptrs, const i64 *sizes, i64 threads,
+                    i64 pool_offset, i64 *new_offset) {
+    i64 refused = check_step_arguments(params, dparams, ptrs, sizes, threads, pool_offset, new_offset);
+    if (refused) return refused;
+    i64 B = sizes[N_BATCH];
 #ifdef _OPENMP
     i64 counts[64];
     if (threads > 64) threads = 64;
@@ -867,13 +876,7 @@ static void until_observe(const Ctx *c, i64 lo, i64 hi) {
 i64 spades_step_until(const i64 *params, const double *dparams, void *const *ptrs, const i64 *sizes, i64 threads,
                       i64 pool_offset, i64 *new_offset, const i64 *seat_kind, const i64 *heuristic_layout,
                       uint64_t *rng, double *rewards, uint8_t *ended, i64 *final_scores, i64 *winner, i64 *moves) {
-    if (!params || !dparams || !ptrs || !sizes || !new_offset || !seat_kind || !rng || !rewards || !ended
-        || !final_scores || !winner || !moves)
-        return SPADES_BAD_ARGUMENTS;
-    i64 B = sizes[N_BATCH];
-    if (B < 0 || sizes[N_POOL] < 0 || sizes[N_QUEUE] < 0 || threads < 0 || pool_offset < 0) return SPADES_BAD_ARGUMENTS;
-    for (int k = 0; k < PTR_COUNT; k++)
-        if (!ptrs[k] && (k < X_POOL || k > X_FIXED_START_DEALER)) return SPADES_BAD_ARGUMENTS;
+    if (!seat_kind || !rng || !rewards || !ended || !final_scores || !winner || !moves) return SPADES_BAD_ARGUMENTS;
     int callers = 0;
     for (int s = 0; s < 4; s++) {
         if (seat_kind[s] < SEAT_CALLER || seat_kind[s] > SEAT_HEURISTIC) return SPADES_BAD_ARGUMENTS;
@@ -882,9 +885,9 @@ i64 spades_step_until(const i64 *params, const double *dparams, void *const *ptr
             return SPADES_BAD_ARGUMENTS;
     }
     if (!callers) return SPADES_BAD_ARGUMENTS;
-    const i64 *actions = (const i64 *)ptrs[X_ACTIONS];
-    for (i64 b = 0; b < B; b++)
-        if (actions[b] < 0 || actions[b] >= 68) return SPADES_BAD_ACTION - b;
+    i64 refused = check_step_arguments(params, dparams, ptrs, sizes, threads, pool_offset, new_offset);
+    if (refused) return refused;
+    i64 B = sizes[N_BATCH];
     memset(rewards, 0, (size_t)B * 4 * sizeof *rewards);
     memset(ended, 0, (size_t)B);
     memset(moves, 0, (size_t)B * sizeof *moves);
