@@ -126,11 +126,38 @@ def test_the_fast_path_and_the_reference_give_the_same_steps(opponents):
 
 
 def test_gymnasiums_vector_env_checks_pass():
+    """What gymnasium checks of an env, done over the batch (gymnasium has no vector-env checker):
+    reset(seed) is deterministic, every observation is in the space, step returns arrays of the
+    documented shapes and dtypes, the same actions from the same seed give the same steps; and
+    gymnasium's own vector wrappers run over it."""
+    import gymnasium
     from gymnasium.utils.env_checker import data_equivalence
+    from gymnasium.wrappers.vector import RecordEpisodeStatistics
+
+    def run(env, seed):
+        obs, info = env.reset(seed=seed)
+        trail = [(obs, info)]
+        rng = np.random.default_rng(seed)
+        for _ in range(70):
+            actions = np.array([rng.choice(np.flatnonzero(m)) for m in info["action_mask"]])
+            obs, reward, terminated, truncated, info = env.step(actions)
+            assert env.observation_space.contains(obs) and env.action_space.contains(actions)
+            assert reward.shape == terminated.shape == truncated.shape == (8,)
+            assert reward.dtype == np.float64 and terminated.dtype == truncated.dtype == np.bool_
+            assert info["action_mask"].shape == (8, 68) and info["action_mask"].any(1).all()
+            trail.append((obs, reward, terminated, truncated, info))
+        return trail
+
     env = SpadesGymVectorEnv(8, seat=0, opponents="heuristic", seed=0)
-    assert isinstance(env, __import__("gymnasium").vector.VectorEnv)
-    first = env.reset(seed=11)
-    again = env.reset(seed=11)
-    assert data_equivalence(first, again)            # reset(seed) is deterministic
-    assert env.single_observation_space.contains(first[0][0])
-    assert env.action_space.shape == (8,)
+    assert isinstance(env, gymnasium.vector.VectorEnv)
+    assert env.action_space.shape == (8,) and env.single_observation_space.shape == (742,)
+    assert data_equivalence(run(env, 11), run(env, 11))
+    wrapped = RecordEpisodeStatistics(SpadesGymVectorEnv(8, seat=1, seed=0))
+    obs, info = wrapped.reset(seed=0)
+    episodes = 0
+    for _ in range(60):
+        actions = np.array([int(np.flatnonzero(m)[0]) for m in info["action_mask"]])
+        obs, reward, terminated, truncated, info = wrapped.step(actions)
+        episodes += int(terminated.sum())
+    assert episodes > 0 and len(wrapped.return_queue) > 0
+    wrapped.close()
