@@ -15,7 +15,9 @@ taught an arbitrary preference between, say, the king and queen of a suit it hol
 
 The labels go to ``--out`` in shards of ``--shard-deals`` deals (``shard_00000.pt``, ...), each
 written atomically; running the same command again skips finished shards, so a killed labelling
-run resumes where it stopped. ``spades-train`` fits a policy to them with ``distill_data: DIR``
+run resumes where it stopped. ``--ray [ADDRESS]`` labels the shards as tasks on a Ray cluster (a
+local one without an address; :mod:`train.ray_cluster`): each comes back to this process, which
+writes it, so the same resuming holds and the shards are those of ``--workers 1``. ``spades-train`` fits a policy to them with ``distill_data: DIR``
 (or a list of folders, e.g. two labelling runs with different seeds or students, fitted together).
 A shard holds, per labelled decision: ``obs`` (float16), ``mask`` and ``target`` (bool, 68
 actions; ``target`` is the set of actions as good as the teacher's), ``teacher`` and ``student``
