@@ -109,11 +109,9 @@ class SpadesTorchRLEnv(EnvBase):
         return TensorDict(values, batch_size=B, device=self.device)
 
     def _reset(self, tensordict: Optional[TensorDictBase] = None, **kwargs: Any) -> TensorDictBase:
-        partial = tensordict is not None and "_reset" in tensordict.keys()
-        if partial and self._obs is not None and not bool(tensordict["_reset"].all()):
-            # the tables asked for have begun their next episode already (same-step autoreset)
-            pass
-        else:
+        partial = tensordict is not None and "_reset" in tensordict.keys() and not bool(tensordict["_reset"].all())
+        if self._obs is None or not partial:
+            # (a partial reset keeps every table: the ones asked for began their next episode already)
             seed, self._next_seed = self._next_seed, None
             self._obs, self._mask = self.players.reset(seed=seed)
         done = torch.zeros(self.batch_size[0], 1, dtype=torch.bool, device=self.device)

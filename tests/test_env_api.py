@@ -739,6 +739,11 @@ def test_bad_render_mode_is_rejected(mode):
         spades_v0.env(render_mode=mode)
 
 
+def test_rgb_array_is_refused_with_what_sb3_users_need():
+    with pytest.raises(ValueError, match="make_vec_env asks for 'rgb_array' unless env_kwargs sets render_mode=None"):
+        spades_v0.raw_env(render_mode="rgb_array")
+
+
 def test_render_without_mode_warns():
     env = spades_v0.env()
     env.reset(seed=0)

@@ -232,6 +232,30 @@ def test_bad_policy_arguments():
 
 
 # ---------------------------------------------------------------------------- illegal learner actions
+def test_every_info_has_the_same_keys_shapes_and_types():
+    """RL libraries that fix their buffer's layout at the first step (Tianshou) need it."""
+    env = SpadesSingleAgentEnv(episode="game", target_score=200)
+    _, info = env.reset(seed=3)
+    layout = {k: (type(v), np.shape(v)) for k, v in info.items()}
+    assert set(layout) == {"action_mask", "scores", "bags", "winner", "hands_played", "game_over", "illegal_action"}
+    assert info["illegal_action"] == -1 and info["winner"] == -1
+    done = False
+    while not done:
+        _, _, terminated, truncated, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
+        assert {k: (type(v), np.shape(v)) for k, v in info.items()} == layout
+        done = terminated or truncated
+    assert info["game_over"] and info["winner"] in (0, 1) and info["illegal_action"] == -1
+
+
+@pytest.mark.parametrize("action", [999, -3, "x"])
+def test_an_action_that_is_no_action_id_is_reported_as_minus_two(action):
+    env = SpadesSingleAgentEnv()
+    env.reset(seed=0)
+    with pytest.warns(UserWarning, match="illegal learner action"):
+        _, _, terminated, _, info = env.step(action)
+    assert terminated and info["illegal_action"] == -2
+
+
 def test_an_illegal_learner_action_terminates_by_default():
     env = SpadesSingleAgentEnv(illegal_reward=-2.0)
     _, info = env.reset(seed=0)

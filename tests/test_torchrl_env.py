@@ -71,6 +71,19 @@ def test_a_partial_reset_keeps_tables_that_began_again_and_a_full_reset_deals_fr
     assert torch.equal(again["observation"], first["observation"])
 
 
+def test_one_hot_actions_are_taken_as_their_index():
+    generator = torch.Generator().manual_seed(1)
+    envs = [SpadesTorchRLEnv(8, seed=2) for _ in range(2)]
+    tds = [env.reset() for env in envs]
+    for _ in range(20):
+        index = random_legal(tds[0]["action_mask"], torch.rand(8, generator=generator))
+        tds[0]["action"] = index
+        tds[1]["action"] = torch.nn.functional.one_hot(index, 68)
+        tds = [env.step(td)["next"] for env, td in zip(envs, tds)]
+        assert torch.equal(tds[0]["observation"], tds[1]["observation"])
+        assert torch.equal(tds[0]["reward"], tds[1]["reward"])
+
+
 def test_bad_input_is_refused():
     with pytest.raises(VectorEnvError, match="learners='both'"):
         SpadesTorchRLEnv(4, learners="both")

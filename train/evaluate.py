@@ -579,9 +579,9 @@ def _execute(configs: Sequence[MatchConfig], workers: int, progress: bool,
     (:mod:`train.evaluation_journal`)."""
     from tqdm import tqdm
 
-    from .evaluation_journal import open_journal
+    from .evaluation_journal import Journal
 
-    log = open_journal(journal, configs, EvaluationError)
+    log = None if journal is None else Journal(journal, configs, EvaluationError)
     results: list[list[Any]] = [[None] * config.units for config in configs]
     for (m, u), outcomes in (log.done.items() if log is not None else ()):
         results[m][u] = outcomes
@@ -599,9 +599,9 @@ def _execute(configs: Sequence[MatchConfig], workers: int, progress: bool,
                     log.add(m, u, outcomes)
                 bar.update()
 
-            if not tasks:
-                pass
-            elif ray is not None:
+            if not tasks:                       # all in the journal already
+                return results
+            if ray is not None:
                 _execute_on_ray(configs, tasks, finished, ray, workers)
             elif workers == 1:
                 worker = _Worker(configs)

@@ -16,7 +16,7 @@ import dataclasses
 import json
 import os
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Sequence
 
 FORMAT = "spades-eval-journal"
 VERSION = 1
@@ -45,7 +45,8 @@ class Journal:
         key = match_key(configs)
         header = {"format": FORMAT, "version": VERSION, "match": key}
         if self.path.exists() and self.path.stat().st_size > 0:
-            lines = self.path.read_text().splitlines()
+            text = self.path.read_text()
+            lines = text.splitlines()
             try:
                 first = json.loads(lines[0])
             except (json.JSONDecodeError, IndexError):
@@ -65,7 +66,7 @@ class Journal:
                 if 0 <= m < len(configs) and 0 <= unit < configs[m].units:
                     self.done[(m, unit)] = outcomes
             self._file = self.path.open("a")
-            if lines and not self.path.read_text().endswith("\n"):
+            if not text.endswith("\n"):
                 self._file.write("\n")                   # end a torn last line before appending
         else:
             if self.path.parent and not self.path.parent.exists():
@@ -95,7 +96,3 @@ def _outcome(data: dict) -> Any:
     values = dict(data)
     values["tallies"] = {team: TeamTally(**tally) for team, tally in data["tallies"].items()}
     return PlayOutcome(**values)
-
-
-def open_journal(path: Optional[str | Path], configs: Sequence[Any], error: type) -> Optional[Journal]:
-    return None if path is None else Journal(path, configs, error)

@@ -271,6 +271,7 @@ class NativeStepper:
         self.pointers_address, self.sizes_address = ctypes.addressof(self.pointers), ctypes.addressof(self.sizes)
         self._state = None          # the state whose pointers are set
         self._inputs = None         # the deal pool, queue and start tensors whose pointers are set
+        self._until_scratch: Optional[tuple] = None     # step_until's per-move buffers, made once
 
     def deal_from_keys(self, keys: torch.Tensor, dealers: torch.Tensor) -> torch.Tensor:
         """:func:`deal_from_keys` on this stepper's threads."""
@@ -332,10 +333,13 @@ class NativeStepper:
         rewards (B, 4) summed over the moves, ended (B,), final scores, winner, other seats' moves)."""
         env = self.env
         B = env.num_envs
+        if rng.dtype != torch.int64 or not rng.is_contiguous() or rng.shape != (B,):
+            raise NativeEngineError(f"step_until: expected ({B},) int64 random states")
         actions = actions.to(torch.int64).clone()              # the loop writes the other seats' moves here
-        scratch = (torch.empty(B, 4, dtype=torch.float64), torch.empty(B, dtype=torch.uint8),
-                   torch.empty(B, 2, dtype=torch.int64), torch.empty(B, dtype=torch.int64))
-        self._point(actions, *scratch)
+        if self._until_scratch is None:                        # each move's buffers: the loop's scratch
+            self._until_scratch = (torch.empty(B, 4, dtype=torch.float64), torch.empty(B, dtype=torch.uint8),
+                                   torch.empty(B, 2, dtype=torch.int64), torch.empty(B, dtype=torch.int64))
+        self._point(actions, *self._until_scratch)
         obs = torch.empty(B, env.obs_size, dtype=torch.float32)
         mask = torch.empty(B, 68, dtype=torch.uint8)
         self.pointers[len(STATE_FIELDS) + 6] = obs.data_ptr()
@@ -346,8 +350,6 @@ class NativeStepper:
         winner = torch.empty(B, dtype=torch.int64)
         moves = torch.empty(B, dtype=torch.int64)
         new_ptr = torch.empty((), dtype=torch.int64)
-        if rng.dtype != torch.int64 or not rng.is_contiguous() or rng.shape != (B,):
-            raise NativeEngineError(f"step_until: expected ({B},) int64 random states")
         status = self.lib.spades_step_until(
             self.params_ptr, self.dparams_ptr, self.pointers_address, self.sizes_address, usable_threads(self.threads),
             int(env._pool_ptr), new_ptr.data_ptr(), seat_kind.data_ptr(),
