@@ -25,3 +25,20 @@ def test_non_finite_weights_are_refused(tmp_path, value):
 
 def test_the_shipped_model_loads():
     assert NeuralAgent().policy is not None
+
+
+def test_the_expert_iteration_candidate_plays_legal_games():
+    """agents/models/experimental/ keeps the best policy of expert iteration (docs/shipped_model.md)."""
+    from pathlib import Path
+
+    from spades_env import spades_v0
+
+    path = Path(agents.__file__).parent / "models" / "experimental" / "expert_iteration_round4.pt"
+    player = agents.make("neural", checkpoint=str(path))
+    env = spades_v0.env()
+    env.reset(seed=4)
+    for agent in env.agent_iter():
+        obs, _, terminated, truncated, info = env.last()
+        action = None if terminated or truncated else player.act(obs, info)
+        assert action is None or obs["action_mask"][action]
+        env.step(action)
