@@ -222,6 +222,18 @@ def check_no_peeking(make_agent, deals: Sequence[list[list[int]]], scores: Seque
     return checked, changed
 
 
+def play_hand_asserting_legal(bot, seed: int = 1) -> None:
+    """One standard hand with ``bot`` on every seat, asserting each of its actions is legal."""
+    from spades_env import spades_v0
+    env = spades_v0.raw_env(rules="standard", episode="hand")
+    env.reset(seed=seed)
+    for _ in env.agent_iter():
+        obs, _, term, trunc, info = env.last()
+        action = None if term or trunc else bot.act(obs, info)
+        assert action is None or obs["action_mask"][action]
+        env.step(action)
+
+
 def heuristic_hand_record(seed: int = 0) -> dict:
     """The game record of one hand played by the heuristic on every seat (a record to open,
     replay and inspect in tests)."""

@@ -1,10 +1,14 @@
 """Model files from outside: weights that are not finite are refused by every load path."""
 
+from pathlib import Path
+
 import pytest
 import torch
 
 import agents
 from agents.neural import DEFAULT_MODEL, ModelError, NeuralAgent, read_checkpoint
+
+from helpers import play_hand_asserting_legal
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf")])
@@ -29,16 +33,5 @@ def test_the_shipped_model_loads():
 
 def test_the_expert_iteration_candidate_plays_legal_games():
     """agents/models/experimental/ keeps the best policy of expert iteration (docs/shipped_model.md)."""
-    from pathlib import Path
-
-    from spades_env import spades_v0
-
     path = Path(agents.__file__).parent / "models" / "experimental" / "expert_iteration_round4.pt"
-    player = agents.make("neural", checkpoint=str(path))
-    env = spades_v0.env()
-    env.reset(seed=4)
-    for agent in env.agent_iter():
-        obs, _, terminated, truncated, info = env.last()
-        action = None if terminated or truncated else player.act(obs, info)
-        assert action is None or obs["action_mask"][action]
-        env.step(action)
+    play_hand_asserting_legal(agents.make("neural", checkpoint=str(path)), seed=4)

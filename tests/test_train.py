@@ -25,6 +25,8 @@ from train.ppo import Trainer, main
 from train import config as config_module
 from train.rollout import Rollout, finished_rows, sample_actions, seat_advantages
 
+from helpers import play_hand_asserting_legal
+
 ROOT = Path(__file__).resolve().parents[1]
 
 TINY = ["num_envs=32", "rollout_steps=16", "total_decisions=3072", "minibatch_size=256", "epochs=2",
@@ -428,13 +430,7 @@ def test_card_feature_policy_trains_and_its_model_plays(tmp_path):
     assert trainer.pool_nets and all(net.features is not None for net in trainer.pool_nets)
     bot = agents.make("neural", checkpoint=tmp_path / "cards" / "model.pt")
     assert bot.policy.arch["card_features"] is True
-    env = spades_v0.raw_env(rules="standard", episode="hand")
-    env.reset(seed=1)
-    for name in env.agent_iter():
-        obs, _, term, trunc, info = env.last()
-        action = None if term or trunc else bot.act(obs, info)
-        assert action is None or obs["action_mask"][action]
-        env.step(action)
+    play_hand_asserting_legal(bot, seed=1)
 
 
 def test_target_kl_stops_an_update_early(tmp_path):
