@@ -196,6 +196,9 @@ def test_the_play_until_loop_checks_its_own_arguments():
     for kinds in ([-1, 0, 7, 0], [0, 0, 0, 0], [-2, 0, -1, 0], [-1, 1, -1, 1]):   # the last: heuristic, no layout
         with pytest.raises(native.NativeEngineError, match="refused its arguments"):
             stepper.step_until(mask.long().argmax(1), torch.tensor(kinds), None, players.rng)
+    for rng in (players.rng.int(), players.rng[:4], players.rng.repeat(2)[::2]):   # dtype, size, strides
+        with pytest.raises(native.NativeEngineError, match=r"expected \(8,\) int64 random states"):
+            stepper.step_until(mask.long().argmax(1), torch.tensor([-1, 0, -1, 0]), None, rng)
     actions = mask.long().argmax(1)
     actions[3] = 70
     with pytest.raises(native.NativeEngineError, match=r"action 70 at table 3: not an action id"):
