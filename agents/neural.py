@@ -1,6 +1,7 @@
 """The neural agent: a policy network trained by ``spades-train``, no search at play time.
 
     bot = agents.make("neural")                                  # the model shipped in the repo
+    bot = agents.make("neural_v1")                               # the one shipped before it
     bot = agents.make("neural", checkpoint="runs/quickstart/checkpoints/last.pt")
     bot = agents.make("neural", checkpoint="model.pt", greedy=False, seed=0)   # sample
 
@@ -22,7 +23,10 @@ from .networks import NUM_ACTIONS, PolicyNet
 
 MODEL_FORMAT = "spades-neural-policy"
 CHECKPOINT_FORMAT = "spades-train-checkpoint"
+# The shipped policy: expert iteration's round 4 (docs/shipped_model.md); the one it replaced,
+# shipped until 2026-11-26, stays loadable as agents.make("neural_v1").
 DEFAULT_MODEL = Path(__file__).parent / "models" / "neural_standard.pt"
+PREVIOUS_MODEL = Path(__file__).parent / "models" / "neural_standard_v1.pt"
 
 
 class ModelError(ValueError):

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import agents
-from agents.neural import DEFAULT_MODEL, ModelError, NeuralAgent, read_checkpoint
+from agents.neural import DEFAULT_MODEL, PREVIOUS_MODEL, ModelError, NeuralAgent, read_checkpoint
 
 from helpers import play_hand_asserting_legal
 
@@ -31,7 +31,19 @@ def test_the_shipped_model_loads():
     assert NeuralAgent().policy is not None
 
 
-def test_the_expert_iteration_candidate_plays_legal_games():
-    """agents/models/experimental/ keeps the best policy of expert iteration (docs/shipped_model.md)."""
-    path = Path(agents.__file__).parent / "models" / "experimental" / "expert_iteration_round4.pt"
-    play_hand_asserting_legal(agents.make("neural", checkpoint=str(path)), seed=4)
+def test_the_previous_shipped_model_stays_loadable_and_plays_legal_games():
+    """neural_v1 is the policy shipped before expert iteration's (docs/shipped_model.md)."""
+    bot = agents.make("neural_v1")
+    assert bot.checkpoint == PREVIOUS_MODEL and bot.checkpoint != DEFAULT_MODEL
+    play_hand_asserting_legal(bot, seed=4)
+    with pytest.raises(ValueError, match="neural_v1 is one fixed model"):
+        agents.make("neural_v1", checkpoint=str(DEFAULT_MODEL))
+
+
+def test_the_shipped_model_is_expert_iterations_policy():
+    """The default neural model is expert iteration's round 4, not the PPO-trained one before it."""
+    shipped = read_checkpoint(DEFAULT_MODEL)
+    previous = read_checkpoint(PREVIOUS_MODEL)
+    assert shipped["provenance"]["trained_by"] == "spades-train expert iteration"
+    assert previous["provenance"]["trained_by"] == "spades-train"
+    assert any(not torch.equal(shipped["policy"][k], previous["policy"][k]) for k in shipped["policy"])
