@@ -36,7 +36,7 @@ def _frame(env, seat: Optional[int], action: Optional[int]) -> dict:
         "hands": [[card_json(c) for c in sorted((c for c in range(52) if game.hands[s] >> c & 1),
                                                 key=lambda c: (-(c // 13 == 3), -(c // 13), -(c % 13)))]
                   for s in range(n)],
-        "bids": [None if b is None else int(b) for b in game.bids], "blind": [bool(b) for b in game.blind],
+        "bids": [None if b is None or b < 0 else int(b) for b in game.bids], "blind": [bool(b) for b in game.blind],
         "trick": [{"seat": (game.trick_leader + i) % n, "card": card_json(c)} for i, c in enumerate(game.trick_cards)],
         "tricks_won": list(game.tricks_taken), "scores": list(game.scores), "bags": list(game.bags),
         "spades_broken": bool(game.spades_broken),
@@ -60,7 +60,7 @@ def record_frames(record: Any) -> dict:
     rules = env.rules
     return {"rules": rules.name, "players": rules.players, "seat_names": list(SEAT_NAMES[:rules.players]),
             "partnerships": rules.partnerships, "frames": frames,
-            "hands": [{k: h.get(k) for k in ("bids", "tricks", "score_change", "scores", "bags") if k in h}
+            "hands": [{k: h.get(k) for k in ("bids", "blind", "tricks_taken", "score_change", "scores", "bags") if k in h}
                       for h in env.game_record()["hands"]],
             "winner": env.game_record().get("winner")}
 

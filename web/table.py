@@ -23,9 +23,8 @@ from spades_env.cards import RANK_LETTERS, SUIT_LETTERS, card_pretty
 from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, PHASE_NAMES, PHASE_PLAY,
                              IllegalActionError, action_str)
 from spades_env.observation import decode_observation
+from spades_env.render import SEAT_NAMES     # one list of seat names: the page gets them from the server
 from spades_env.rules import make_rules
-
-SEAT_NAMES = ("North", "East", "South", "West")
 
 
 class TableError(ValueError):
@@ -245,7 +244,7 @@ class TableGame:
                 "hand": [] if unseen else [card_json(c) for c in cards],
                 "hand_hidden": unseen, "hand_size": len(hand),
                 "legal": [action_json(a) for a in legal], "illegal_reasons": {str(k): v for k, v in reasons.items()},
-                "bids": [None if b is None else int(b) for b in game.bids],
+                "bids": [None if b is None or b < 0 else int(b) for b in game.bids],   # None: not bid yet
                 "blind": [bool(b) for b in game.blind],
                 "trick": [{"seat": (game.trick_leader + i) % n, "card": card_json(c)}
                           for i, c in enumerate(game.trick_cards)],
@@ -253,7 +252,7 @@ class TableGame:
                 "scores": list(game.scores), "bags": list(game.bags),
                 "spades_broken": bool(game.spades_broken),
                 "last_trick": self._last_trick(),
-                "hands": [{k: h.get(k) for k in ("bids", "tricks", "score_change", "scores", "bags") if k in h}
+                "hands": [{k: h.get(k) for k in ("bids", "blind", "tricks_taken", "score_change", "scores", "bags") if k in h}
                           for h in record["hands"] if h.get("complete")],
                 "winner": record.get("winner"),
                 "log": self.log[-40:],
