@@ -1,4 +1,4 @@
-"""Checks of what enters the batched engine from outside: snapshots and deal tensors.
+"""Checks of what enters the batched engine from outside: snapshots, deal tensors and actions.
 
 The C step trusts the state tensors it is given (it indexes arrays with them), and the torch
 step would quietly play on from a corrupt state. So every snapshot loaded with
@@ -10,8 +10,9 @@ game (four disjoint hands that, with the cards played, make the deck). A failed 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
+import numpy as np
 import torch
 
 from .cards import NUM_CARDS
@@ -42,6 +43,39 @@ _STATE_RANGES = {
 
 class VectorEnvError(ValueError):
     """A rule set, option, action, deal or snapshot the batched engine cannot take."""
+
+
+def checked_actions(actions: Any, mask: torch.Tensor, who: str, tables: Optional[torch.Tensor] = None,
+                    seat: Optional[int] = None) -> torch.Tensor:
+    """``actions`` as (B,) int64 on the mask's device, refused with a :class:`VectorEnvError` that
+    names ``who`` gave them (``"learner"``, ``"policy"``; and the ``seat`` it plays, if given)
+    unless there is one integer action id per table and each is legal at the ``tables`` that take
+    it ((B,) bool; every table by default). A float (``52.7``), a 0-d tensor or an out-of-range id would otherwise be cast or
+    clamped into a wrong move, and an illegal one leaves its table where it was."""
+    num_envs = mask.shape[0]
+    expected = f"({num_envs},) integer action ids, one per table"
+    at_seat = "" if seat is None else f" (seat {seat} to act)"
+    try:
+        if not isinstance(actions, torch.Tensor):
+            actions = np.asarray(actions)
+        actions = torch.as_tensor(actions, device=mask.device)
+    except (TypeError, ValueError, RuntimeError, OverflowError) as exc:
+        raise VectorEnvError(f"{who}{at_seat}: actions={actions!r:.80}: expected {expected} "
+                             f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+    if (tuple(actions.shape) != (num_envs,) or actions.is_floating_point() or actions.is_complex()
+            or actions.dtype == torch.bool):
+        raise VectorEnvError(f"{who}{at_seat}: actions of shape {tuple(actions.shape)} and dtype {actions.dtype}: "
+                             f"expected {expected}")
+    actions = actions.to(torch.int64)
+    legal = (actions >= 0) & (actions < NUM_ACTIONS)
+    legal &= mask.gather(1, actions.clamp(0, NUM_ACTIONS - 1)[:, None])[:, 0]
+    if tables is not None:
+        legal |= ~tables
+    if not bool(legal.all()):
+        bad = int(torch.nonzero(~legal)[0, 0])
+        raise VectorEnvError(f"illegal {who} action {int(actions[bad])} at table {bad}{at_seat}; legal there: "
+                             f"{torch.nonzero(mask[bad])[:, 0].tolist()}")
+    return actions
 
 
 def _fail(where: str, message: str) -> None:

@@ -33,6 +33,7 @@ from gymnasium.vector.utils import batch_space
 from .game import NUM_ACTIONS
 from .observation import observation_bounds
 from .vector import SpadesVectorEnv, VectorEnvError
+from .vector_checks import checked_actions
 from .vector_seats import SEAT_NAMES, Policy, Seat, SeatPlayers
 
 __all__ = ["SpadesGymVectorEnv", "Policy", "Seat", "seats_for", "check_learner_actions", "default_backend", "benchmark",
@@ -114,24 +115,8 @@ def default_backend(device: Any) -> str:
 
 def check_learner_actions(actions: Any, mask: torch.Tensor) -> torch.Tensor:
     """``actions`` as an int64 tensor on the mask's device, refused with a :class:`VectorEnvError`
-    naming the table unless each is a legal action there."""
-    num_envs = mask.shape[0]
-    try:
-        actions = torch.as_tensor(np.asarray(actions) if not isinstance(actions, torch.Tensor) else actions,
-                                  device=mask.device)
-    except (TypeError, ValueError, RuntimeError) as exc:
-        raise VectorEnvError(f"actions={actions!r:.80}: expected ({num_envs},) integer action ids ({exc})") from None
-    if actions.shape != (num_envs,) or actions.is_floating_point() or actions.dtype == torch.bool:
-        raise VectorEnvError(f"actions of shape {tuple(actions.shape)} and dtype {actions.dtype}: expected "
-                             f"({num_envs},) integer action ids")
-    actions = actions.to(torch.int64)
-    legal = (actions >= 0) & (actions < NUM_ACTIONS)
-    legal &= mask.gather(1, actions.clamp(0, NUM_ACTIONS - 1)[:, None])[:, 0]
-    if not bool(legal.all()):
-        bad = int(torch.nonzero(~legal)[0, 0])
-        raise VectorEnvError(f"illegal learner action {int(actions[bad])} at table {bad}; legal there: "
-                             f"{torch.nonzero(mask[bad])[:, 0].tolist()}")
-    return actions
+    naming the table unless each is a legal action there (:func:`~spades_env.vector_checks.checked_actions`)."""
+    return checked_actions(actions, mask, "learner")
 
 
 def decisions_per_second(step, batch: int, seconds: float) -> float:

@@ -9,7 +9,8 @@ is to act: the core of the library adapters (:mod:`spades_env.vector_gym`,
 Each seat is ``"learner"`` (the caller decides), ``"random"`` (uniformly random legal moves),
 ``"heuristic"`` (the rule-based player) or a batched policy ``policy(obs, mask) -> actions``
 ((B, obs_size) float32, (B, 68) bool -> (B,) int64; e.g. a network or an agent's
-``act_batch``). ``step`` applies the learner's actions at every table, then plays the other
+``act_batch``): its actions are checked like the learner's (one integer id per table, legal at
+every table where its seat is to act), and anything else is a ``VectorEnvError`` naming the seat. ``step`` applies the learner's actions at every table, then plays the other
 seats until a learner's seat is to act again everywhere; ``rewards`` (B, 4) are every seat's
 rewards summed over those moves, ``ended`` marks tables whose episode ended (they have begun the
 next one: same-step autoreset).
@@ -35,6 +36,7 @@ import numpy as np
 import torch
 
 from .vector import SpadesVectorEnv, VecState, VectorEnvError
+from .vector_checks import checked_actions
 
 Policy = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 Seat = Union[str, Policy]
@@ -178,9 +180,12 @@ class SeatPlayers:
                 uniform = next_uniform(self.rng, where)
                 chosen[where] = pick_kth_legal(mask[where], uniform)
                 continue
+            who = "heuristic" if player == "heuristic" else "policy"
             if player == "heuristic":
                 player = self._heuristic_policy()
-            chosen = torch.where(rows, torch.as_tensor(player(obs, mask), device=mask.device).to(torch.int64), chosen)
+            # checked as the learner's are: a float, a 0-d tensor or an out-of-range id would be
+            # cast into a wrong move, and an illegal one stalls its table (the loop would never end)
+            chosen = torch.where(rows, checked_actions(player(obs, mask), mask, who, rows, seat), chosen)
         return chosen
 
     def _heuristic_policy(self) -> Policy:

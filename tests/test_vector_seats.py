@@ -154,3 +154,75 @@ def test_a_policy_seat_is_played_by_the_masked_steps():
         obs, mask, *_ = players.step(mask.long().argmax(1))
         assert (engine.to_act == 0).all()
     assert calls
+
+
+# A batched policy's actions are checked like the learner's: wrong dtype or shape, ids that are
+# no action, and illegal moves are refused naming the seat (each once stalled a table for ever,
+# or cast 52.7 / a 0-d tensor / 1000 into a wrong move that corrupted the table).
+BAD_POLICIES = {
+    "always_zero": (lambda obs, mask: torch.zeros(mask.shape[0], dtype=torch.int64),
+                    r"illegal policy action 0 at table \d+ \(seat \d to act\)"),
+    "floats": (lambda obs, mask: torch.full((mask.shape[0],), 52.7), r"dtype torch.float32: expected \(6,\) integer"),
+    "numpy_floats": (lambda obs, mask: np.full(mask.shape[0], 53.0), r"dtype torch.float64: expected \(6,\) integer"),
+    "scalar_tensor": (lambda obs, mask: torch.tensor(52), r"shape \(\) and dtype torch.int64: expected \(6,\)"),
+    "too_few": (lambda obs, mask: torch.full((2,), 52), r"shape \(2,\) and dtype torch.int64: expected \(6,\)"),
+    "bools": (lambda obs, mask: mask[:, 0], r"dtype torch.bool: expected \(6,\) integer"),
+    "no_action_id": (lambda obs, mask: torch.full((mask.shape[0],), 1000), r"illegal policy action 1000 at table"),
+    "negative": (lambda obs, mask: torch.full((mask.shape[0],), -1), r"illegal policy action -1 at table"),
+    "random_ids": (lambda obs, mask: torch.randint(0, 68, (mask.shape[0],), generator=torch.Generator().manual_seed(1)),
+                   r"illegal policy action \d+ at table \d+ \(seat \d to act\); legal there: \[\d"),
+    "none": (lambda obs, mask: None, r"policy \(seat \d to act\): actions=.*expected \(6,\) integer action ids"),
+    "text": (lambda obs, mask: ["AS"] * mask.shape[0], r"policy \(seat \d to act\): actions=.*expected \(6,\) integer"),
+}
+
+
+def _within(seconds: int):
+    """Fail (rather than hang the suite) if the block runs longer than ``seconds``."""
+    import contextlib
+    import signal
+
+    @contextlib.contextmanager
+    def guard():
+        def stop(signum, frame):
+            raise AssertionError(f"did not return within {seconds} s")
+        previous = signal.signal(signal.SIGALRM, stop)
+        signal.alarm(seconds)
+        try:
+            yield
+        finally:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, previous)
+    return guard()
+
+
+@pytest.mark.parametrize("backend", ["torch", "native"])
+@pytest.mark.parametrize("name", sorted(BAD_POLICIES))
+def test_a_bad_policy_opponent_is_refused_naming_its_seat(name, backend):
+    """Through the gymnasium view, on either engine: refused at once, and the tables are left
+    with 52 cards each (nothing was played from the bad actions)."""
+    from spades_env.vector_gym import SpadesGymVectorEnv
+
+    policy, message = BAD_POLICIES[name]
+    envs = SpadesGymVectorEnv(6, seat=0, opponents=policy, partner="random", seed=3, backend=backend)
+    with _within(60), pytest.raises(VectorEnvError, match=message):
+        _, info = envs.reset(seed=3)
+        for _ in range(60):          # bids and cards: every kind of decision reaches the policy
+            legal = info["action_mask"].astype(bool)
+            _, _, _, _, info = envs.step(legal.argmax(1))
+    state = envs.engine.state
+    held = [bin(int(h)).count("1") for h in (state.hands | state.played).flatten()]
+    assert sum(held) == 52 * 6
+
+
+def test_a_good_policy_opponent_still_plays_whole_games():
+    """The checks refuse nothing legal: a policy that picks the first legal action plays on."""
+    from spades_env.vector_gym import SpadesGymVectorEnv
+
+    first_legal = lambda obs, mask: mask.to(torch.uint8).argmax(1)       # noqa: E731
+    envs = SpadesGymVectorEnv(6, seat=1, opponents=first_legal, seed=3, backend="native")
+    _, info = envs.reset(seed=3)
+    ended = 0
+    for _ in range(300):
+        _, _, terminated, _, info = envs.step(info["action_mask"].astype(bool).argmax(1))
+        ended += int(terminated.sum())
+    assert ended > 0
