@@ -33,11 +33,11 @@ from spades_env import decode_observation
 from spades_env.cards import RANK_LETTERS, SUIT_NAMES, parse_card
 from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, PHASE_BIDDING,
                              PHASE_BLIND_DECISION, PHASE_PASSING, PHASE_PLAY)
+from spades_env.names import SEAT_NAMES, bid_word, side_name  # noqa: F401  (bid_word: used by play/)
 from spades_env.observation import ObservationView
 
 from .base import Agent, legal_actions, register
 
-SEAT_NAMES = ("North", "East", "South", "West")
 SEAT_LETTERS = "NESW"
 CLUBS, DIAMONDS, HEARTS, SPADES = range(4)
 DISPLAY_SUITS = (SPADES, HEARTS, DIAMONDS, CLUBS)   # the order a hand is shown in
@@ -275,7 +275,7 @@ class Seats:
         if self.seat is None or self.n != 4:
             return word
         side = (self.seat + rel_side) % 2
-        return f"{word} ({'N/S' if side == 0 else 'E/W'})"
+        return f"{word} ({side_name(side, short=True)})"
 
     def abs_side_name(self, side: int) -> str:
         if not self.partnerships:
@@ -289,14 +289,6 @@ class Seats:
 
 def plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
-
-
-def bid_word(bid: Optional[int], blind: bool) -> str:
-    if bid is None:
-        return "-"
-    if bid == 0:
-        return "blind nil" if blind else "nil"
-    return str(bid)
 
 
 # ---------------------------------------------------------------------- the agent

@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-from .cards import format_hand
+from .cards import card_pretty, format_hand
 from .game import PHASE_NAMES, PHASE_PLAY, SpadesGame, action_str
-from .cards import card_pretty
-
-SEAT_NAMES = ("North", "East", "South", "West")
-
-
-def seat_name(seat: int, n: int = 4) -> str:
-    return f"{SEAT_NAMES[seat]} ({seat})" if n == 4 else f"Player {seat}"
+from .names import SEAT_NAMES, bid_word, side_name  # noqa: F401  (SEAT_NAMES: kept importable here)
+from .names import seat_label as seat_name
 
 
 def bid_text(game: SpadesGame, seat: int) -> str:
-    bid = game.bids[seat]
-    if bid < 0:
-        return "-"
-    if bid == 0:
-        return "blind nil" if game.blind[seat] else "nil"
-    return str(bid)
+    return bid_word(game.bids[seat], bool(game.blind[seat]))
 
 
 def render_table(game: SpadesGame, done: bool = False, show_hands: bool = True) -> str:
@@ -30,8 +20,9 @@ def render_table(game: SpadesGame, done: bool = False, show_hands: bool = True) 
     phase = PHASE_NAMES[game.phase]
     lines.append(f"Spades ({r.name}) - hand {game.hand_number}, dealer {seat_name(game.dealer, n)}, phase: {phase}")
     if r.partnerships:
-        lines.append(f"Score  N/S {game.scores[0]:>5} ({game.bags[0]} bags)   "
-                     f"E/W {game.scores[1]:>5} ({game.bags[1]} bags)   target {r.target_score}")
+        lines.append(f"Score  {side_name(0, short=True)} {game.scores[0]:>5} ({game.bags[0]} bags)   "
+                     f"{side_name(1, short=True)} {game.scores[1]:>5} ({game.bags[1]} bags)   "
+                     f"target {r.target_score}")
     else:
         lines.append("Score  " + "   ".join(f"P{s} {game.scores[s]} ({game.bags[s]} bags)" for s in range(n)))
     lines.append("")
@@ -57,7 +48,7 @@ def render_table(game: SpadesGame, done: bool = False, show_hands: bool = True) 
         if game.winner is None:
             lines.append("Game over: tied at the top")
         elif r.partnerships:
-            lines.append(f"Game over: {'N/S' if game.winner == 0 else 'E/W'} win"
+            lines.append(f"Game over: {side_name(game.winner)} win"
                          + (" (truncated at max_hands)" if game.truncated else ""))
         else:
             lines.append(f"Game over: player {game.winner} wins")

@@ -28,19 +28,20 @@ def test_bad_specs_are_explained(spec, message):
 
 def test_make_agent_checks_the_name_and_the_options():
     assert make_agent("search:worlds=7", seed=1).worlds == 7
-    with pytest.raises(AgentSpecError, match="unknown agent 'serch'.*registered agents: .*heuristic"):
+    with pytest.raises(AgentSpecError, match=r"unknown agent 'serch' \(did you mean 'search'\?\).*registered agents: .*heuristic"):
         make_agent("serch")
     with pytest.raises(AgentSpecError, match="search:wrlds=7"):
         make_agent("search:wrlds=7")
 
 
 def test_every_command_uses_the_same_parser():
-    import agents.play
-    import train.evaluate
+    import play.cli
+    import evaluation
     import web.table
-    assert agents.play.parse_agent_spec is parse_agent_spec
-    assert train.evaluate.parse_agent_spec("search:worlds=3") == parse_agent_spec("search:worlds=3")
-    with pytest.raises(train.evaluate.EvaluationError, match="given twice"):
-        train.evaluate.parse_agent_spec("a:x=1,x=2")
+    assert play.cli.parse_agent_spec is parse_agent_spec
+    assert evaluation.Player.of("search:worlds=3").factory.keywords == parse_agent_spec("search:worlds=3")[1]
+    assert not hasattr(evaluation, "parse_agent_spec")         # one parser: agents.specs
+    with pytest.raises(evaluation.EvaluationError, match="given twice"):
+        evaluation.Player.of("random:x=1,x=2")
     with pytest.raises(web.table.TableError, match="given twice"):
         web.table.parse_agent_spec("a:x=1,x=2")

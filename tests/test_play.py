@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 import agents
-from agents import play
+from play import cli as play
+from play.table import Table, play_game
 from agents.human import (HumanAgent, QuitGame, format_bid_choices, parse_bid_text, parse_card_text,
                           strip_ansi, visible_len)
 from spades_env import load_record, parse_card, replay, spades_v0
@@ -34,7 +35,7 @@ def tokens(text: str) -> set[int]:
 
 # ---------------------------------------------------------------------- a pseudo-terminal session
 class Terminal:
-    """``python -m agents.play ...`` on a pseudo-terminal: read the screen, type lines."""
+    """``python -m play ...`` on a pseudo-terminal: read the screen, type lines."""
 
     def __init__(self, args: list[str], cwd: Path, env_extra: dict | None = None) -> None:
         import fcntl
@@ -52,7 +53,7 @@ class Terminal:
             # that (pytest run as `cmd &`): a person's terminal delivers Ctrl-C.
             signal.signal(signal.SIGINT, signal.SIG_DFL)
 
-        self.proc = subprocess.Popen([sys.executable, "-m", "agents.play", *args], stdin=slave, stdout=slave,
+        self.proc = subprocess.Popen([sys.executable, "-m", "play", *args], stdin=slave, stdout=slave,
                                      stderr=slave, cwd=cwd, env=env, start_new_session=True,
                                      preexec_fn=controlling_terminal, close_fds=True)
         os.close(slave)
@@ -456,9 +457,9 @@ def test_the_screen_never_shows_unplayed_cards_of_other_seats(seed, seat, rules,
 
     person_ = HumanAgent(input=Watcher(), output=out, seat=seat, rules=env.rules, color=False, unicode=unicode)
     players = [person_ if s == seat else agents.make("random", seed=seed * 10 + s) for s in range(env.rules.players)]
-    table = play.Table(game, seat, person_)
+    table = Table(game, seat, person_)
     table.intro("random", "random", seed)
-    play.play_game(env, players, table)
+    play_game(env, players, table)
     text = out.getvalue()
     assert len(checks) >= 13 and ("Game over" in text or "End of play" in text)
     assert all(visible_len(line) <= 80 for line in text.splitlines()), max(text.splitlines(), key=len)

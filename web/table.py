@@ -20,10 +20,10 @@ import agents as registry
 from agents.human import HumanAgent
 from spades_env import spades_v0
 from spades_env.cards import RANK_LETTERS, SUIT_LETTERS, card_pretty
-from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, PHASE_NAMES, PHASE_PLAY,
+from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, NUM_ACTIONS, PHASE_NAMES, PHASE_PLAY,
                              IllegalActionError, action_str)
 from spades_env.observation import decode_observation
-from spades_env.render import SEAT_NAMES     # one list of seat names: the page gets them from the server
+from spades_env.names import SEAT_NAMES      # one list of seat names: the page gets them from the server
 from spades_env.rules import make_rules
 
 
@@ -48,6 +48,19 @@ def parse_agent_spec(spec: Any) -> tuple[str, dict]:
     except AgentSpecError as exc:
         raise TableError(str(exc)) from None
     return name, options
+
+
+def browser_agent_spec(spec: Any, models: dict) -> tuple[str, dict]:
+    """A spec sent by a browser: :func:`parse_agent_spec`, then only the options of
+    :data:`web.limits.AGENT_OPTIONS` (bounded budgets, models by name, never a path), model
+    names replaced by their files. Its errors as :class:`TableError` saying what is allowed."""
+    from .limits import browser_agent
+
+    name, options = parse_agent_spec(spec)
+    try:
+        return name, browser_agent(name, options, models, spec)
+    except ValueError as exc:
+        raise TableError(str(exc)) from None
 
 
 def table_rules(rules: Any):
@@ -85,10 +98,12 @@ def action_json(action: int) -> dict:
 
 class TableGame:
     """A whole game: ``seat`` is the person's (0-3: North, East, South, West), ``seats`` the
-    agent spec of every other seat, ``rules`` a preset name, a mapping or a ``Rules``."""
+    agent spec of every other seat, ``rules`` a preset name, a mapping or a ``Rules``.
+    ``models``: the neural models a spec may name (:func:`web.limits.models_offered`); specs
+    take only the options a browser may set (:func:`browser_agent_spec`)."""
 
     def __init__(self, game_id: str, seat: int, seats: dict[int, str], rules: Any = "standard",
-                 seed: Optional[int] = None, pace: float = 0.0) -> None:
+                 seed: Optional[int] = None, pace: float = 0.0, models: Optional[dict] = None) -> None:
         self.rules = table_rules(rules)
         n = self.rules.players
         if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < n:
@@ -96,13 +111,20 @@ class TableGame:
         if not isinstance(pace, (int, float)) or isinstance(pace, bool) or not 0 <= pace <= 5:
             raise TableError(f"pace={pace!r}: expected seconds between agents' moves, 0 to 5")
         self.id, self.seat, self.pace = game_id, seat, float(pace)
+        for other in seats:
+            if not isinstance(other, int) or not 0 <= other < n or other == seat:
+                raise TableError(f"agents: seat {other!r} " + ("is yours (the person's)" if other == seat else
+                                 f"is not a seat: expected seats 0..{n - 1} other than yours ({seat})"))
+        if models is None:
+            from .limits import models_offered
+            models = models_offered()
         self.specs: dict[int, str] = {}
         self.agents: dict[int, Any] = {}
         for other in range(n):
             if other == seat:
                 continue
             spec = seats.get(other, "heuristic")
-            name, options = parse_agent_spec(spec)
+            name, options = browser_agent_spec(spec, models)
             try:
                 options.setdefault("seed", None if seed is None else seed + other)   # a spec's own seed wins
                 self.agents[other] = registry.make(name, **options)
@@ -118,6 +140,7 @@ class TableGame:
         self.log: list[dict] = []     # public events, in order
         self.thinking: Optional[int] = None
         self.error: Optional[str] = None
+        self.cancelled = threading.Event()   # set when the game is deleted: its agents stop
         self.created = time.time()
         self._skip_done()
 
@@ -126,6 +149,11 @@ class TableGame:
         env = self.env
         while env.agents and (env.terminations[env.agent_selection] or env.truncations[env.agent_selection]):
             env.step(None)
+
+    def cancel(self) -> None:
+        """Stop the agents: :meth:`advance` returns after the decision in progress (whose
+        budget :data:`web.limits.AGENT_OPTIONS` keeps short) and never starts another."""
+        self.cancelled.set()
 
     @property
     def over(self) -> bool:
@@ -160,7 +188,11 @@ class TableGame:
             if self.to_act != self.seat:
                 raise NotYourTurn(f"it is {SEAT_NAMES[self.to_act]}'s turn, not yours")
             if not isinstance(action, int) or isinstance(action, bool):
-                raise TableError(f"action={action!r}: expected an action id (an integer 0..67)")
+                raise TableError(f"action={str(action)[:40]!r}: expected an action id (an integer 0..67)")
+            if not 0 <= action < NUM_ACTIONS:
+                raise TableError(f"action {action}: out of range: action ids are 0..{NUM_ACTIONS - 1} "
+                                 f"(0-51 cards, {BID_ACTION_BASE}-{BLIND_NIL_ACTION - 1} bids 0-13, "
+                                 f"{BLIND_NIL_ACTION} blind nil, {LOOK_ACTION} look)")
             legal = self.env.legal_actions()
             if action not in legal:
                 raise TableError(self.why_illegal(action))
@@ -175,7 +207,7 @@ class TableGame:
         while True:
             with self.lock:
                 seat = self.to_act
-                if seat is None or seat == self.seat or self.error:
+                if seat is None or seat == self.seat or self.error or self.cancelled.is_set():
                     self.thinking = None
                     return
                 self.thinking = seat
@@ -191,9 +223,12 @@ class TableGame:
                     self.version += 1
                 return
             with self.lock:
+                if self.cancelled.is_set():          # deleted while the agent thought
+                    self.thinking = None
+                    return
                 self._apply(seat, action)
-            if self.pace:
-                time.sleep(self.pace)
+            if self.pace and self.cancelled.wait(self.pace):
+                return
 
     # ------------------------------------------------------------------ explanations
     def why_illegal(self, action: int) -> str:
