@@ -9,6 +9,7 @@ from .record import ReplayError, iter_replay, load_record, replay, save_record
 from .rewards import REWARD_SCHEMES, RewardError
 from .rules import PRESET_NAMES, PRESETS, Rules, RulesError, make_rules
 from .single_agent import SpadesSingleAgentEnv
+from .symmetries import Relabelling, SymmetryError, SymmetryGroup, symmetries
 
 __version__ = "0.1.0"
 
@@ -35,4 +36,5 @@ __all__ = [
     "decode_observation", "ObservationView", "view_from_game",
     "card_str", "parse_card", "format_hand", "action_str",
     "NUM_ACTIONS", "BID_ACTION_BASE", "BLIND_NIL_ACTION", "LOOK_ACTION", "SpadesSingleAgentEnv", "GYMNASIUM_ID",
+    "symmetries", "Relabelling", "SymmetryGroup", "SymmetryError",
 ]

@@ -1,0 +1,474 @@
+"""The game's symmetries: relabellings of the side suits that leave the rules unchanged.
+
+Clubs, diamonds and hearts play alike (spades are trump, so they never move): renaming them, a
+card's suit and nothing else, turns every game into another game of the same rules with the
+same bids, tricks and scores. :func:`symmetries` lists the relabellings valid under a rule set,
+identity first: the six permutations of the side suits, or the two that keep clubs in place
+where a rule names clubs (``two_of_clubs_leads``, and ``players: 3``, which removes the two of
+clubs). Each :class:`Relabelling` maps actions, legal-action masks, observations, global states
+and game records; :meth:`SymmetryGroup.batched` gives the same maps as index gathers over the
+batched engine's tensors, one relabelling per table (Other-Play, data augmentation).
+
+Convention: a relabelling ``g`` with ``suits = (s0, s1, s2, s3)`` renames suit ``k`` to
+``suits[k]``; card ``suit * 13 + rank`` becomes ``suits[suit] * 13 + rank``. ``g.map_*`` takes
+something seen in a game to what is seen at the same moment of the relabelled game.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import os
+from collections.abc import Sequence
+from typing import Any, Callable, Mapping, Optional
+
+import numpy as np
+
+from .cards import CLUBS, NUM_CARDS, NUM_RANKS, NUM_SUITS, SPADES, SUIT_LETTERS, SUIT_NAMES, card_str, parse_card
+from .game import NUM_ACTIONS, parse_deal
+from .observation import Layout, layout_for
+from .record import _check_record
+from .rules import Rules, RULE_NAMES, make_rules
+
+SIDE_SUITS = (0, 1, 2)
+"""Clubs, diamonds, hearts: the suits a relabelling may move (spades are trump and stay)."""
+
+SUIT_NAMING_RULES: dict[str, Callable[[Rules], tuple[int, ...]]] = {
+    "two_of_clubs_leads": lambda r: (CLUBS,) if r.two_of_clubs_leads else (),
+    "players": lambda r: (CLUBS,) if r.players == 3 else (),       # the two of clubs is removed
+}
+"""Rules that can single out a side suit: each gives the suits it names under a rule set."""
+
+SUIT_NEUTRAL_RULES = frozenset(RULE_NAMES) - set(SUIT_NAMING_RULES)
+"""Every other rule treats the three side suits alike (tests/test_symmetries.py checks that each
+rule is in one list or the other, so a new rule must be classified before it ships)."""
+
+CARD_BLOCKS = ("hand", "passed", "received", "current_trick", "played", "true_hands")
+"""Observation and state blocks whose rows have one cell per card."""
+SUIT_BLOCKS = ("voids",)
+"""Blocks whose rows have one cell per suit."""
+
+
+class SymmetryError(ValueError):
+    """Input a relabelling cannot map: an action id, a vector of the wrong length, a record of
+    other rules, an unknown relabelling."""
+
+
+def named_suits(rules: Rules | str | os.PathLike | Mapping[str, Any] | None = "standard") -> dict[int, list[str]]:
+    """The side suits a rule set singles out, each with the rules that name it."""
+    r = make_rules(rules)
+    named: dict[int, list[str]] = {}
+    for rule, suits_of in SUIT_NAMING_RULES.items():
+        for suit in suits_of(r):
+            named.setdefault(suit, []).append(rule)
+    return named
+
+
+def _cycle_name(suits: tuple[int, ...]) -> str:
+    """Cycle notation over suit letters: ``identity``, ``(C D)``, ``(C D H)``."""
+    seen, cycles = set(), []
+    for start in range(NUM_SUITS):
+        if start in seen or suits[start] == start:
+            continue
+        cycle, k = [], start
+        while k not in seen:
+            seen.add(k)
+            cycle.append(SUIT_LETTERS[k])
+            k = suits[k]
+        cycles.append("(" + " ".join(cycle) + ")")
+    return " ".join(cycles) or "identity"
+
+
+def _row_index(blocks: Mapping[str, Any], size: int, card_inner: np.ndarray, suit_inner: np.ndarray) -> np.ndarray:
+    """An index over a vector of ``blocks`` that relabels every card row and every suit row."""
+    index = np.arange(size)
+    for block in blocks.values():
+        if block.name in CARD_BLOCKS:
+            inner = card_inner
+        elif block.name in SUIT_BLOCKS:
+            inner = suit_inner
+        else:
+            continue
+        for row in range(block.size // block.width):
+            start = block.offset + row * block.width
+            index[start:start + block.width] = start + inner
+    return index
+
+
+class Relabelling:
+    """One renaming of the side suits, and its maps (module doc). Build them with :func:`symmetries`."""
+
+    def __init__(self, suits: Sequence[int], rules: Rules) -> None:
+        suits = tuple(int(s) for s in suits)
+        if sorted(suits) != list(range(NUM_SUITS)) or suits[SPADES] != SPADES:
+            raise SymmetryError(f"suits={suits!r}: expected a permutation of the suits 0..3 that keeps spades (3)")
+        for suit, by in named_suits(rules).items():
+            if suits[suit] != suit:
+                raise SymmetryError(f"suits={suits!r} moves {SUIT_NAMES[suit]}, which the {rules.name} rules name "
+                                    f"({', '.join(by)}): not a symmetry of these rules")
+        self.suits = suits
+        self.rules = rules
+        self.name = _cycle_name(suits)
+        self.card_map = np.array([suits[c // NUM_RANKS] * NUM_RANKS + c % NUM_RANKS for c in range(NUM_CARDS)])
+        """New id of each card."""
+        self.action_map = np.concatenate([self.card_map, np.arange(NUM_CARDS, NUM_ACTIONS)])
+        """New id of each action (cards relabelled; bids, blind nil and look unchanged)."""
+        self.action_index = np.argsort(self.action_map)
+        """``mask[action_index]`` is the mask of the relabelled game (new action ``d`` reads old ``action_index[d]``)."""
+        suit_index = np.argsort(np.array(suits))
+        layout: Layout = layout_for(rules)
+        self.observation_index = _row_index(layout.obs_blocks, layout.obs_size, self.action_index[:NUM_CARDS], suit_index)
+        """``observation[observation_index]`` is the observation of the relabelled game."""
+        self.state_index = _row_index(layout.global_blocks, layout.state_size, self.action_index[:NUM_CARDS], suit_index)
+        """``state[state_index]`` is the global state (``env.state()``) of the relabelled game."""
+        self._hand_masks = [(((1 << NUM_RANKS) - 1) << (NUM_RANKS * s), NUM_RANKS * (suits[s] - s))
+                            for s in range(NUM_SUITS)]
+
+    # ------------------------------------------------------------------ the group
+    @property
+    def is_identity(self) -> bool:
+        return self.suits == tuple(range(NUM_SUITS))
+
+    @property
+    def inverse(self) -> "Relabelling":
+        """The relabelling that undoes this one."""
+        back = [0] * NUM_SUITS
+        for k, s in enumerate(self.suits):
+            back[s] = k
+        return Relabelling(back, self.rules)
+
+    def then(self, other: "Relabelling") -> "Relabelling":
+        """This relabelling followed by ``other`` (same rules)."""
+        if not isinstance(other, Relabelling):
+            raise SymmetryError(f"then({other!r}): expected a Relabelling")
+        return Relabelling([other.suits[s] for s in self.suits], self.rules)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Relabelling) and other.suits == self.suits and other.rules == self.rules
+
+    def __hash__(self) -> int:
+        return hash((self.suits, self.rules))
+
+    def __repr__(self) -> str:
+        moves = ", ".join(f"{SUIT_NAMES[k]}->{SUIT_NAMES[s]}" for k, s in enumerate(self.suits) if k != s)
+        return f"Relabelling({self.name}{': ' + moves if moves else ''})"
+
+    # ------------------------------------------------------------------ cards and actions
+    def map_card(self, card: int | str) -> int:
+        """The new id of a card (an id 0..51 or a name such as ``"AS"``)."""
+        try:
+            return int(self.card_map[parse_card(card)])
+        except ValueError as exc:
+            raise SymmetryError(str(exc)) from None
+
+    def map_cards(self, cards: int) -> int:
+        """A 52-bit card set (a hand as the engine keeps it), relabelled."""
+        if isinstance(cards, bool) or not isinstance(cards, (int, np.integer)) or not 0 <= cards < 1 << NUM_CARDS:
+            raise SymmetryError(f"cards={cards!r}: expected a card set as a 52-bit non-negative integer")
+        cards = int(cards)
+        out = 0
+        for mask, shift in self._hand_masks:
+            part = cards & mask
+            out |= part << shift if shift >= 0 else part >> -shift
+        return out
+
+    def map_action(self, action: int) -> int:
+        """The action id in the relabelled game: cards relabelled, bids and blind-nil actions unchanged."""
+        if isinstance(action, bool) or not isinstance(action, (int, np.integer)) or not 0 <= action < NUM_ACTIONS:
+            raise SymmetryError(f"action {action!r}: expected an action id 0..{NUM_ACTIONS - 1}")
+        return int(self.action_map[action])
+
+    def map_mask(self, mask: Any) -> Any:
+        """A legal-action mask relabelled: 68 cells (any dtype; the last axis of an array, so
+        logits and policy probabilities map too), or the engine's 68-bit integer mask."""
+        if isinstance(mask, (int, np.integer)) and not isinstance(mask, bool):
+            if not 0 <= mask < 1 << NUM_ACTIONS:
+                raise SymmetryError(f"mask={mask!r}: expected a 68-bit non-negative integer or 68 cells")
+            mask = int(mask)
+            return self.map_cards(mask & ((1 << NUM_CARDS) - 1)) | (mask >> NUM_CARDS << NUM_CARDS)
+        return self._gather(mask, self.action_index, "mask", "68 cells, one per action")
+
+    # ------------------------------------------------------------------ vectors
+    def map_observation(self, observation: Any) -> np.ndarray:
+        """An observation vector (``obs["observation"]``, or rows of them) as the relabelled game shows it."""
+        return self._gather(observation, self.observation_index, "observation",
+                            f"{len(self.observation_index)} values (the {self.rules.name} rules' observation)")
+
+    def map_state(self, state: Any) -> np.ndarray:
+        """A global state vector (``env.state()``, or rows of them) of the relabelled game."""
+        return self._gather(state, self.state_index, "state",
+                            f"{len(self.state_index)} values (the {self.rules.name} rules' state)")
+
+    @staticmethod
+    def _gather(values: Any, index: np.ndarray, what: str, expected: str) -> np.ndarray:
+        array = np.asarray(values)
+        if array.ndim == 0 or array.shape[-1] != len(index):
+            raise SymmetryError(f"{what} of shape {array.shape}: expected {expected} on the last axis")
+        return array[..., index]
+
+    # ------------------------------------------------------------------ deals and records
+    def map_deal(self, deal: Any) -> list[list[int]]:
+        """A deal (one list of cards per seat, ids or names) relabelled, each hand in id order."""
+        try:
+            masks = parse_deal(deal, self.rules)
+        except ValueError as exc:
+            raise SymmetryError(f"deal: {exc}") from None
+        return [sorted(int(self.card_map[c]) for c in range(NUM_CARDS) if m >> c & 1) for m in masks]
+
+    def map_record(self, record: dict) -> dict:
+        """A game record (``env.unwrapped.game_record()``) of the relabelled game: deals, card
+        actions, passes and tricks relabelled, everything else (bids, scores, winner) as it
+        was. It replays with :func:`spades_env.replay`."""
+        rules, _, _, hands = _check_record(record)
+        for suit, by in named_suits(rules).items():
+            if self.suits[suit] != suit:
+                raise SymmetryError(f"relabelling {self.name} moves {SUIT_NAMES[suit]}, which the record's rules "
+                                    f"name ({', '.join(by)}): use a relabelling of symmetries(record['rules'])")
+        mapped = copy.deepcopy(record)
+        for number, (hand, out) in enumerate(zip(hands, mapped["hands"]), start=1):
+            try:
+                masks = parse_deal(hand["deal"], rules)
+            except (TypeError, ValueError) as exc:
+                raise SymmetryError(f"record hand {number}: bad deal: {exc}") from None
+            out["deal"] = [[card_str(c) for c in range(NUM_CARDS) if self.map_cards(m) >> c & 1] for m in masks]
+            out["actions"] = [[seat, self._record_action(action, number)] for seat, action in hand["actions"]]
+            if "passes" in hand:
+                out["passes"] = [{**p, "card": self._record_card(p.get("card"), number, "passes")}
+                                 for p in self._entries(hand["passes"], number, "passes")]
+            if "tricks" in hand:
+                out["tricks"] = [{**t, "cards": [self._record_card(c, number, "tricks") for c in t.get("cards", [])]}
+                                 for t in self._entries(hand["tricks"], number, "tricks")]
+        return mapped
+
+    def _record_action(self, action: int, number: int) -> int:
+        if not 0 <= action < NUM_ACTIONS:
+            raise SymmetryError(f"record hand {number}: action {action} is not an action id 0..{NUM_ACTIONS - 1}")
+        return int(self.action_map[action])
+
+    def _record_card(self, value: Any, number: int, entry: str) -> Any:
+        try:
+            card = parse_card(value)
+        except ValueError as exc:
+            raise SymmetryError(f"record hand {number} {entry!r}: {exc}") from None
+        new = int(self.card_map[card])
+        return new if isinstance(value, (int, np.integer)) else card_str(new)
+
+    @staticmethod
+    def _entries(value: Any, number: int, entry: str) -> list[dict]:
+        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+            raise SymmetryError(f"record hand {number} {entry!r}: expected a list of mappings, got {value!r:.80}")
+        return value
+
+
+class SymmetryGroup(Sequence):
+    """The relabellings valid under a rule set, identity first (a sequence of :class:`Relabelling`)."""
+
+    def __init__(self, rules: Rules) -> None:
+        self.rules = rules
+        self.named_suits = named_suits(rules)
+        free = [s for s in SIDE_SUITS if s not in self.named_suits]
+        elements = []
+        for image in itertools.permutations(free):
+            suits = list(range(NUM_SUITS))
+            for k, s in zip(free, image):
+                suits[k] = s
+            elements.append(Relabelling(suits, rules))
+        self._elements = tuple(elements)          # itertools gives the identity first
+        self._position = {g.suits: i for i, g in enumerate(self._elements)}
+        self.inverse_indices = tuple(self.index(g.inverse) for g in self._elements)
+        """Position of each element's inverse."""
+        self._batched: dict[Any, BatchedSymmetries] = {}
+
+    def __getitem__(self, i):
+        return self._elements[i]
+
+    def __len__(self) -> int:
+        return len(self._elements)
+
+    def __repr__(self) -> str:
+        return f"SymmetryGroup({self.rules.name}: {', '.join(g.name for g in self._elements)})"
+
+    @property
+    def identity(self) -> Relabelling:
+        return self._elements[0]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(g.name for g in self._elements)
+
+    def index(self, relabelling: Relabelling, *_: Any) -> int:
+        """Position of a relabelling in the group (by its suits; SymmetryError when not in it)."""
+        position = self._position.get(getattr(relabelling, "suits", None))
+        if position is None:
+            raise SymmetryError(f"{relabelling!r} is not a symmetry of the {self.rules.name} rules "
+                                f"({', '.join(self.names)})")
+        return position
+
+    def by_name(self, name: str) -> Relabelling:
+        """An element by its name (``"identity"``, ``"(C D)"``, ``"(C D H)"``...)."""
+        for g in self._elements:
+            if g.name == name:
+                return g
+        raise SymmetryError(f"no relabelling named {name!r} under the {self.rules.name} rules: "
+                            f"expected one of {', '.join(self.names)}")
+
+    def batched(self, device: Any = "cpu") -> "BatchedSymmetries":
+        """The group's maps as index tensors on ``device`` (cached per device)."""
+        key = str(device)
+        if key not in self._batched:
+            self._batched[key] = BatchedSymmetries(self, device)
+        return self._batched[key]
+
+
+_GROUPS: dict[Rules, SymmetryGroup] = {}
+
+
+def symmetries(rules: Rules | str | os.PathLike | Mapping[str, Any] | None = "standard",
+               **overrides: Any) -> SymmetryGroup:
+    """The relabellings of the game valid under ``rules`` (as ``spades_v0.env(rules=...)`` takes
+    them: a preset name, a YAML path, a mapping or a ``Rules``; keyword arguments override single
+    rules), identity first: the permutations of clubs, diamonds and hearts that fix every suit
+    a rule names (6, or 2 where clubs are named)."""
+    r = make_rules(rules, **overrides)
+    group = _GROUPS.get(r)
+    if group is None:
+        group = _GROUPS[r] = SymmetryGroup(r)
+    return group
+
+
+
+class BatchedSymmetries:
+    """The maps of a :class:`SymmetryGroup` over the batched engine's tensors, as index gathers.
+
+    ``which`` says which relabelling applies: a position in the group (one for every row), a
+    :class:`Relabelling` of the group, or a (B,) integer tensor with one position per row, so that
+    every table can see the game through a relabelling of its own (Other-Play). Results equal
+    the per-state maps of :class:`Relabelling` value for value. ``check=False`` skips the value
+    checks of ``which`` and of action ids (one host synchronization each) in hot loops."""
+
+    def __init__(self, group: SymmetryGroup, device: Any = "cpu") -> None:
+        import torch
+
+        self.group = group
+        self.device = torch.device(device)
+        long = lambda rows: torch.as_tensor(np.stack(rows), dtype=torch.int64, device=self.device)  # noqa: E731
+        self.observation_index = long([g.observation_index for g in group])
+        """(G, obs_size): row ``i`` is the gather index of relabelling ``i``."""
+        self.state_index = long([g.state_index for g in group])
+        self.action_index = long([g.action_index for g in group])
+        self.action_map = long([g.action_map for g in group])
+        self.suit_shift = long([[NUM_RANKS * s for s in g.suits] for g in group])
+        self.inverse_index = long([group.inverse_indices])[0]
+
+    def __len__(self) -> int:
+        return len(self.group)
+
+    def inverse(self, which: Any) -> Any:
+        """Positions of the inverses of ``which`` (an int for an int, a tensor for a tensor)."""
+        which = self._which(which, None, check=True)
+        return self.group.inverse_indices[which] if isinstance(which, int) else self.inverse_index[which]
+
+    def sample(self, count: int, generator: Any = None) -> Any:
+        """(count,) positions drawn uniformly from the group (identity included)."""
+        import torch
+
+        return torch.randint(0, len(self.group), (count,), generator=generator, device=self.device)
+
+    def _which(self, which: Any, rows: Optional[int], check: bool) -> Any:
+        import torch
+
+        if isinstance(which, Relabelling):
+            return self.group.index(which)
+        if isinstance(which, (int, np.integer)) and not isinstance(which, bool):
+            if not 0 <= which < len(self.group):
+                raise SymmetryError(f"which={which}: expected a position 0..{len(self.group) - 1} in the group "
+                                    f"({', '.join(self.group.names)})")
+            return int(which)
+        if not isinstance(which, torch.Tensor) or which.dtype in (torch.bool,) or which.is_floating_point() \
+                or which.is_complex() or which.dim() != 1 or (rows is not None and which.shape[0] != rows):
+            shown = f"tensor of shape {tuple(which.shape)}, dtype {which.dtype}" if isinstance(which, torch.Tensor) \
+                else repr(which)
+            raise SymmetryError(f"which={shown}: expected a position in the group, a Relabelling, or one integer "
+                                f"position per row{f' ({rows},)' if rows is not None else ''}")
+        which = which.to(device=self.device, dtype=torch.int64)
+        if check and bool(((which < 0) | (which >= len(self.group))).any()):
+            raise SymmetryError(f"which: positions must lie in 0..{len(self.group) - 1}, got "
+                                f"{sorted(set(which.tolist()))[:8]}")
+        return which
+
+    def _gather(self, values: Any, index: Any, which: Any, what: str, check: bool) -> Any:
+        import torch
+
+        if not isinstance(values, torch.Tensor):
+            raise SymmetryError(f"{what}: expected a torch tensor, got {type(values).__name__}")
+        width = index.shape[1]
+        if values.dim() == 0 or values.shape[-1] != width:
+            raise SymmetryError(f"{what} of shape {tuple(values.shape)}: expected {width} cells on the last axis")
+        which = self._which(which, values.shape[0] if values.dim() == 2 else None, check)
+        if isinstance(which, int):
+            return values.index_select(-1, index[which].to(values.device))
+        if values.dim() != 2:
+            raise SymmetryError(f"{what} of shape {tuple(values.shape)}: one relabelling per row needs a "
+                                f"(rows, {width}) tensor")
+        return values.gather(1, index.index_select(0, which).to(values.device))
+
+    def map_observations(self, observations: Any, which: Any, check: bool = True) -> Any:
+        """(B, obs_size) observations (any dtype) as the relabelled games show them."""
+        return self._gather(observations, self.observation_index, which, "observations", check)
+
+    def map_states(self, states: Any, which: Any, check: bool = True) -> Any:
+        """(B, state_size) global states (``state_tensor()``) of the relabelled games."""
+        return self._gather(states, self.state_index, which, "states", check)
+
+    def map_masks(self, masks: Any, which: Any, check: bool = True) -> Any:
+        """(B, 68) per-action cells of the relabelled games: masks, and as well logits or
+        probabilities (to take a relabelled policy's output back, map with ``inverse(which)``)."""
+        return self._gather(masks, self.action_index, which, "masks", check)
+
+    def map_actions(self, actions: Any, which: Any, check: bool = True) -> Any:
+        """(B,) action ids in the relabelled games (bids and blind-nil actions unchanged)."""
+        import torch
+
+        if not isinstance(actions, torch.Tensor) or actions.dtype == torch.bool or actions.is_floating_point() \
+                or actions.is_complex():
+            raise SymmetryError(f"actions: expected an integer tensor of action ids, got {actions!r:.80}")
+        which = self._which(which, actions.shape[0] if actions.dim() == 1 else None, check)
+        actions = actions.to(device=self.device, dtype=torch.int64)
+        if check and bool(((actions < 0) | (actions >= NUM_ACTIONS)).any()):
+            raise SymmetryError(f"actions: expected action ids 0..{NUM_ACTIONS - 1}, got "
+                                f"{sorted(set(actions.flatten().tolist()))[:8]}")
+        if isinstance(which, int):
+            return self.action_map[which][actions]
+        if actions.dim() != 1:
+            raise SymmetryError(f"actions of shape {tuple(actions.shape)}: one relabelling per row needs (rows,)")
+        return self.action_map[which, actions]
+
+    def map_card_sets(self, cards: Any, which: Any, check: bool = True) -> Any:
+        """int64 card bitboards (B, ...) relabelled: hands, played cards, the deals that
+        ``SpadesVectorEnv.reset(deals=...)`` takes."""
+        import torch
+
+        if not isinstance(cards, torch.Tensor) or cards.dtype != torch.int64 or cards.dim() == 0:
+            raise SymmetryError(f"cards: expected an int64 tensor of card bitboards with rows first, got {cards!r:.80}")
+        which = self._which(which, cards.shape[0], check)
+        shift = self.suit_shift[which].to(cards.device)
+        if not isinstance(which, int):
+            shift = shift.view(cards.shape[0], *([1] * (cards.dim() - 1)), NUM_SUITS)
+        out = torch.zeros_like(cards)
+        for s in range(NUM_SUITS):
+            out |= ((cards >> (NUM_RANKS * s)) & ((1 << NUM_RANKS) - 1)) << shift[..., s]
+        return out
+
+    def wrap_policy(self, policy: Callable[[Any, Any], Any], which: Any) -> Callable[[Any, Any], Any]:
+        """A batched policy ``policy(obs, mask) -> actions`` that sees every table through its
+        relabelling and answers in the real game's actions (Other-Play's partner). ``which``: as
+        above, or a function returning it, read at every call (change it per episode)."""
+        def relabelled(observations: Any, masks: Any) -> Any:
+            current = which() if callable(which) else which
+            chosen = policy(self.map_observations(observations, current), self.map_masks(masks, current))
+            return self.map_actions(chosen, self.inverse(current))
+        return relabelled
+
+
+__all__ = ["symmetries", "named_suits", "Relabelling", "SymmetryGroup", "BatchedSymmetries", "SymmetryError",
+           "SIDE_SUITS", "SUIT_NAMING_RULES", "SUIT_NEUTRAL_RULES", "CARD_BLOCKS", "SUIT_BLOCKS"]
