@@ -21,7 +21,7 @@ from helpers import heuristic_hand_record  # noqa: E402
 
 @pytest.fixture
 def client(tmp_path):
-    with TestClient(create_app(tmp_path / "records")) as c:
+    with TestClient(create_app(tmp_path / "records"), base_url="http://127.0.0.1:8000") as c:
         yield c
 
 
@@ -93,7 +93,7 @@ def test_an_illegal_card_is_refused_with_the_reason(client):
     ({"seat": 2, "rules": "chess"}, 400, "rules='chess': unknown rules preset"),
     ({"seat": 2, "seed": "x"}, 400, "seed='x': expected an integer"),
     ({"seat": 2, "colour": "red"}, 400, "unknown field(s) ['colour']"),
-    ({"seat": 2, "agents": {"0": "neural:checkpoint=/no/such.pt"}}, 400, "not found"),
+    ({"seat": 2, "agents": {"0": "neural:checkpoint=/no/such.pt"}}, 400, "not one of the models this server offers"),
 ])
 def test_bad_new_game_requests_are_explained(client, body, status, message):
     response = client.post("/api/games", json=body)
@@ -105,7 +105,8 @@ def test_bad_action_requests_are_explained(client):
     state = client.post("/api/games", json={"seat": 2, "seed": 1}).json()
     state = _wait_for_turn(client, state)
     gid = state["id"]
-    assert client.post(f"/api/games/{gid}/action", content=b"{not json").status_code == 400
+    not_json = client.post(f"/api/games/{gid}/action", content=b"{not json", headers={"Content-Type": "application/json"})
+    assert not_json.status_code == 400 and "is not JSON" in not_json.json()["error"]
     assert "expected {\"action\"" in client.post(f"/api/games/{gid}/action", json={}).json()["error"]
     assert "expected an action id" in client.post(f"/api/games/{gid}/action", json={"action": "AS"}).json()["error"]
     assert client.post(f"/api/games/{gid}/action", json={"action": 3.5}).status_code == 400

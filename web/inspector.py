@@ -22,7 +22,7 @@ import agents as registry
 from spades_env.game import PHASE_NAMES
 from spades_env.record import ReplayError, iter_replay
 
-from .table import SEAT_NAMES, action_json, card_json, parse_agent_spec
+from .table import SEAT_NAMES, action_json, browser_agent_spec, card_json
 
 MAX_FRAMES = 20_000          # a record longer than this is refused (about 100 hands)
 
@@ -65,9 +65,14 @@ def record_frames(record: Any) -> dict:
             "winner": env.game_record().get("winner")}
 
 
-def analyse(record: dict, step: int, spec: str) -> dict:
-    """What agent ``spec`` thinks at frame ``step`` (before that frame's action), for the seat to act."""
-    name, options = parse_agent_spec(spec)
+def analyse(record: dict, step: int, spec: str, models: Optional[dict] = None) -> dict:
+    """What agent ``spec`` thinks at frame ``step`` (before that frame's action), for the seat to
+    act. ``spec`` takes the options a browser may set; ``models``: the models it may name
+    (default :func:`web.limits.models_offered`)."""
+    if models is None:
+        from .limits import models_offered
+        models = models_offered()
+    name, options = browser_agent_spec(spec, models)
     if not isinstance(step, int) or isinstance(step, bool) or step < 0:
         raise ReplayError(f"step={step!r}: expected a frame number (0 or more)")
     for index, (env, seat, action) in enumerate(iter_replay(record)):

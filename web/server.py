@@ -19,7 +19,10 @@ talks to a small JSON API:
   probabilities, the search's candidate values). Only plain file names inside the records
   folder can be read.
 
-The server binds to 127.0.0.1 unless ``--host`` says otherwise.
+The server binds to 127.0.0.1 unless ``--host`` says otherwise. Every request passes
+:class:`web.limits.BrowserGuard` (its Host and Origin must be this server's, JSON bodies of at
+most 4 MB), and agent specs from the page take only the options of
+:data:`web.limits.AGENT_OPTIONS` (bounded budgets, models by name, no path).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -45,26 +49,26 @@ from starlette.staticfiles import StaticFiles
 from spades_env.record import RECORD_FORMAT, ReplayError, save_record
 from spades_env.rules import PRESET_NAMES
 
+from .limits import (MAX_BODY, BrowserGuard, Refused, check_record_name, load_rules_yaml, models_offered,
+                     parse_json, short)
 from .table import NotYourTurn, TableError, TableGame
 
 STATIC = Path(__file__).parent / "static"
 MAX_GAMES = 64               # games kept at once (the oldest finished ones make room)
 MAX_RECORDS = 32             # uploaded records kept for analysis
-MAX_BODY = 4_000_000         # bytes of a request body
 MAX_WAIT = 10.0              # seconds a view request may wait for news
 
 
-class ApiError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status, self.message = status, message
+class ApiError(Refused):
+    """A request the API refuses: an HTTP status and the reason (at most a few hundred characters)."""
 
 
 class WebState:
     """The server's games and uploaded records, and the threads agents think in."""
 
-    def __init__(self, records_dir: Path, threads: int = 8) -> None:
+    def __init__(self, records_dir: Path, threads: int = 8, models: Optional[dict[str, Path]] = None) -> None:
         self.records_dir = Path(records_dir)
+        self.models = models_offered() if models is None else models   # what neural:checkpoint= may name
         self.games: "OrderedDict[str, TableGame]" = OrderedDict()
         self.records: "OrderedDict[str, dict]" = OrderedDict()
         self.lock = threading.Lock()
@@ -84,7 +88,7 @@ class WebState:
                 finished = [gid for gid, g in self.games.items() if g.over or g.error]
                 if not finished:
                     raise ApiError(503, f"{MAX_GAMES} games are in progress: finish or delete one first")
-                del self.games[finished[0]]
+                self.games.pop(finished[0]).cancel()
             self.games[game.id] = game
 
     def kick(self, game: TableGame) -> None:
@@ -123,9 +127,7 @@ class WebState:
 
     def record_file(self, name: str) -> Path:
         """A record file of the folder by plain name; nothing outside the folder."""
-        if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith(".") \
-                or not name.endswith(".json"):
-            raise ApiError(400, f"record name {name!r}: expected a plain file name ending in .json in the records folder")
+        check_record_name(name)
         folder = self.records_dir.resolve()
         path = (folder / name).resolve()
         if path.parent != folder:
@@ -136,13 +138,11 @@ class WebState:
 
 
 async def _json_body(request: Request) -> dict:
+    """The body as a JSON object (BrowserGuard has stopped reading it at MAX_BODY bytes)."""
     body = await request.body()
     if len(body) > MAX_BODY:
         raise ApiError(413, f"request body of {len(body):,} bytes: at most {MAX_BODY:,}")
-    try:
-        data = json.loads(body or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ApiError(400, f"the request body is not JSON ({exc})")
+    data = parse_json(body or b"{}")
     if not isinstance(data, dict):
         raise ApiError(400, f"the request body should be a JSON object, got {type(data).__name__}")
     return data
@@ -165,7 +165,8 @@ async def options(request: Request) -> Response:
     import agents as registry
     from .table import SEAT_NAMES
     return JSONResponse({"rules": list(PRESET_NAMES), "agents": [a for a in registry.available() if a != "human"],
-                         "seat_names": list(SEAT_NAMES), "records_dir": str(_state(request).records_dir)})
+                         "seat_names": list(SEAT_NAMES), "records_dir": str(_state(request).records_dir),
+                         "models": sorted(_state(request).models)})
 
 
 async def new_game(request: Request) -> Response:
@@ -174,20 +175,14 @@ async def new_game(request: Request) -> Response:
     if unknown:
         raise ApiError(400, f"unknown field(s) {unknown}: expected seat, agents, rules, rules_yaml, seed, pace")
     if "rules_yaml" in data:                 # the text of a rules file, uploaded by the page
-        import yaml
-        try:
-            data["rules"] = yaml.safe_load(str(data["rules_yaml"])) or {}
-        except yaml.YAMLError as exc:
-            raise ApiError(400, f"rules_yaml: not valid YAML ({str(exc).splitlines()[0]})")
-        if not isinstance(data["rules"], dict):
-            raise ApiError(400, "rules_yaml: expected a mapping of rule settings (as in configs/rules/*.yaml)")
+        data["rules"] = load_rules_yaml(data["rules_yaml"])
     agents_by_seat = data.get("agents", {})
     if not isinstance(agents_by_seat, dict):
         raise ApiError(400, "agents: expected a mapping of seat number to agent spec, e.g. {\"0\": \"heuristic\"}")
     seats = {}
     for key, spec in agents_by_seat.items():
-        if not str(key).isdigit():
-            raise ApiError(400, f"agents: {key!r} is not a seat number")
+        if not (key.isascii() and key.isdecimal() and len(key) == 1):
+            raise ApiError(400, f"agents: {short(repr(key), 40)} is not a seat number (expected \"0\" to \"3\")")
         seats[int(key)] = spec
     seed = data.get("seed")
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
@@ -196,7 +191,8 @@ async def new_game(request: Request) -> Response:
     try:
         game = await asyncio.get_running_loop().run_in_executor(
             state.pool, lambda: TableGame(secrets.token_hex(6), data.get("seat", 2), seats,
-                                          data.get("rules", "standard"), seed, data.get("pace", 0.0)))
+                                          data.get("rules", "standard"), seed, data.get("pace", 0.0),
+                                          models=state.models))
     except TableError as exc:
         raise ApiError(400, str(exc))
     state.add_game(game)
@@ -245,6 +241,7 @@ async def delete_game(request: Request) -> Response:
     game = state.game(request.path_params["game_id"])
     with state.lock:
         state.games.pop(game.id, None)
+    game.cancel()                         # its agents stop after the decision in progress
     return JSONResponse({"deleted": game.id})
 
 
@@ -289,9 +286,11 @@ async def open_record(request: Request) -> Response:
     if path.stat().st_size > MAX_BODY:
         raise ApiError(413, f"{path.name}: {path.stat().st_size:,} bytes, at most {MAX_BODY:,}")
     try:
-        record = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ApiError(422, f"{path.name}: not a JSON game record ({exc})")
+        record = parse_json(path.read_bytes(), path.name)
+    except OSError as exc:
+        raise ApiError(422, f"{path.name}: cannot be read ({exc.strerror or exc})")
+    except Refused as exc:
+        raise ApiError(422, f"not a JSON game record: {exc.message}")
     result = await _frames(state, record, request.query_params.get("index", 0))
     result["name"] = path.name
     return JSONResponse(result)
@@ -313,7 +312,7 @@ async def analyse_step(request: Request) -> Response:
         raise ApiError(404, "record_id: no such record here (open or upload it again)")
     try:
         result = await asyncio.get_running_loop().run_in_executor(
-            state.pool, analyse, record, data.get("step"), data.get("agent", "neural"))
+            state.pool, analyse, record, data.get("step"), data.get("agent", "neural"), state.models)
     except (ReplayError, TableError) as exc:
         raise ApiError(400, str(exc))
     except (TypeError, ValueError, FileNotFoundError) as exc:
@@ -321,12 +320,15 @@ async def analyse_step(request: Request) -> Response:
     return JSONResponse(result)
 
 
-async def api_error(request: Request, exc: ApiError) -> Response:
+async def api_error(request: Request, exc: Refused) -> Response:
     return JSONResponse({"error": exc.message}, status_code=exc.status)
 
 
-def create_app(records_dir: str | Path = "records", threads: int = 8) -> Starlette:
-    """The ASGI app (for uvicorn, or Starlette's TestClient in the tests)."""
+def create_app(records_dir: str | Path = "records", threads: int = 8, host: str = "127.0.0.1",
+               models_dir: Optional[str | Path] = None) -> Starlette:
+    """The ASGI app (for uvicorn, or Starlette's TestClient in the tests). ``host``: the address
+    it is bound to (Host headers must name it or the loopback); ``models_dir``: more models a
+    page may name (``neural:checkpoint=NAME``) besides the shipped ones."""
     routes = [
         Route("/", index),
         Route("/favicon.ico", favicon),
@@ -342,8 +344,9 @@ def create_app(records_dir: str | Path = "records", threads: int = 8) -> Starlet
         Route("/api/analyse", analyse_step, methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    app = Starlette(routes=routes, exception_handlers={ApiError: api_error})
-    app.state.web = WebState(Path(records_dir), threads)
+    app = Starlette(routes=routes, exception_handlers={Refused: api_error},
+                    middleware=[Middleware(BrowserGuard, host=host)])
+    app.state.web = WebState(Path(records_dir), threads, models_offered(models_dir))
     return app
 
 
@@ -353,6 +356,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     parser.add_argument("--records", default="records", help="folder of game records to inspect; finished web "
                                                              "games are saved there (default ./records)")
+    parser.add_argument("--models", default=None, help="folder of more neural models (*.pt) the page may "
+                                                        "name, by file name (the shipped ones always)")
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
     args = parser.parse_args(argv)
     if not 0 < args.port < 65536:
@@ -369,7 +374,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         import webbrowser
         threading.Timer(1.0, lambda: webbrowser.open(url)).start()
     try:
-        uvicorn.run(create_app(args.records), host=args.host, port=args.port, log_level="warning")
+        uvicorn.run(create_app(args.records, host=args.host, models_dir=args.models), host=args.host, port=args.port, log_level="warning")
     except KeyboardInterrupt:
         pass
     except OSError as exc:
