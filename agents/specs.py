@@ -65,9 +65,13 @@ def parse_agent_spec(spec: Any) -> tuple[str, dict[str, Any]]:
 
 def check_agent_name(name: str, spec: str) -> None:
     """An :class:`AgentSpecError` naming the registered agents when ``name`` is not one."""
+    import difflib
+
     from .base import available
     if name not in available():
-        raise AgentSpecError(f"unknown agent {name!r} in {spec!r}; registered agents: {', '.join(available())}")
+        close = difflib.get_close_matches(name, available(), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise AgentSpecError(f"unknown agent {name!r}{hint} in {spec!r}; registered agents: {', '.join(available())}")
 
 
 def make_agent(spec: str, **defaults: Any):

@@ -17,7 +17,7 @@ from typing import Optional
 
 import agents
 from spades_env.game import BID_ACTION_BASE  # action BID_ACTION_BASE + b bids b tricks (b = 0: nil)
-from train.evaluate import compare, format_comparison
+from evaluation import compare, format_comparison
 
 
 class UnderbiddingHeuristic(agents.Agent):

@@ -28,7 +28,7 @@ from torch import nn
 import agents
 from spades_env.game import NUM_ACTIONS
 from spades_env.vector import SpadesVectorEnv
-from train.evaluate import evaluate
+from evaluation import evaluate
 from train.rollout import finished_rows, seat_advantages
 
 

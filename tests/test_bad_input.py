@@ -117,7 +117,8 @@ def test_ray_options_without_ray_say_what_to_install(monkeypatch, capsys, tmp_pa
     the extra to install, before anything is played or written."""
     import sys
 
-    from train import evaluation_cli, label
+    from evaluation import cli as evaluation_cli
+    from train import label
     monkeypatch.setitem(sys.modules, "ray", None)          # `import ray` raises ImportError
     assert evaluation_cli.main(["--team-a", "random", "--team-b", "random", "--deals", "2", "--ray", "--quiet"]) == 2
     assert "pip install 'spades-rl[ray]'" in capsys.readouterr().err

@@ -1,8 +1,10 @@
-"""The evaluation harness (``spades-eval``, :mod:`train.evaluate`): tiny matches, exact checks."""
+"""The evaluation harness (``spades-eval``, the :mod:`evaluation` package): tiny matches, exact checks."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,8 +13,10 @@ import agents
 from agents.base import Agent
 from spades_env import spades_v0
 from spades_env.cards import card_str
-from train import evaluate as ev
-from train.evaluate import EvaluationError, compare, crossplay, evaluate, main
+import evaluation as ev
+from evaluation import EvaluationError, compare, crossplay, evaluate, main
+from evaluation.cli import split_spec_list
+from evaluation.matches import _check_same_deals
 
 needs_heuristic = pytest.mark.skipif("heuristic" not in agents.available(),
                                      reason="the heuristic agent is not registered yet")
@@ -123,23 +127,22 @@ def test_cli_bad_inputs_exit_2_with_clear_messages(capsys):
 
 
 def test_cli_entry_point_is_declared():
-    text = open(ev.__file__.replace("train/evaluate.py", "pyproject.toml")).read()
-    assert 'spades-eval = "train.evaluate:main"' in text
+    text = (Path(ev.__file__).parent.parent / "pyproject.toml").read_text()
+    assert 'spades-eval = "evaluation.cli:main"' in text and '"evaluation*"' in text
 
 
 # --------------------------------------------------------------------------------- specs
 
-def test_agent_spec_parsing():
-    assert ev.parse_agent_spec("heuristic") == ("heuristic", {})
-    assert ev.parse_agent_spec("search:worlds=20,seed=3") == ("search", {"worlds": 20, "seed": 3})
-    name, opts = ev.parse_agent_spec("neural:checkpoint=runs/x/model.pt,greedy=true,temp=0.5,dev=none")
-    assert name == "neural"
-    assert opts == {"checkpoint": "runs/x/model.pt", "greedy": True, "temp": 0.5, "dev": None}
-    assert type(opts["temp"]) is float and type(ev.parse_value("7")) is int
-    for bad in ("", ":x=1", "a:x", "a:=1", "a:x=1,x=2", "a:1x=2"):
-        with pytest.raises(EvaluationError):
-            ev.parse_agent_spec(bad)
-    assert ev.split_spec_list(["search:worlds=20,seed=3,heuristic", "random"]) == \
+def test_agent_specs_go_through_the_one_parser_with_evaluation_errors():
+    player = ev.Player.of("neural:checkpoint=runs/x/model.pt,greedy=true,temp=0.5,dev=none")
+    assert player.label == "neural:checkpoint=runs/x/model.pt,greedy=true,temp=0.5,dev=none"
+    assert ev.Player.of("search:worlds=20,seed=3").salt == "3" and ev.Player.of("heuristic").salt == ""
+    for bad, message in (("", "expected a registry name"), (":x=1", "no agent name"), ("a:x", "not key=value"),
+                         ("random:=1", "not key=value"), ("random:x=1,x=2", "given twice"),
+                         ("random:1x=2", "not key=value"), ("nosuchbot", "unknown agent 'nosuchbot'")):
+        with pytest.raises(EvaluationError, match=message):
+            ev.Player.of(bad)
+    assert split_spec_list(["search:worlds=20,seed=3,heuristic", "random"]) == \
         ["search:worlds=20,seed=3", "heuristic", "random"]
     with pytest.raises(EvaluationError, match="agent instance"):
         ev.Team.of(agents.make("random"))
@@ -219,8 +222,8 @@ def test_duplicate_swaps_seats_over_the_same_cards():
     ab = evaluate("random:seed=1", "random:seed=2", deals=8, duplicate=True, workers=1, keep_records=True)
     ba = evaluate("random:seed=2", "random:seed=1", deals=8, duplicate=True, workers=1)
     assert ab.unit_diffs == [-d for d in ba.unit_diffs] and any(d != 0 for d in ab.unit_diffs)
-    assert ev.asdict(ab.teams["A"]) | {"name": "", "seconds_per_decision": 0} == \
-        ev.asdict(ba.teams["B"]) | {"name": "", "seconds_per_decision": 0}
+    assert asdict(ab.teams["A"]) | {"name": "", "seconds_per_decision": 0} == \
+        asdict(ba.teams["B"]) | {"name": "", "seconds_per_decision": 0}
     for unit, (first, second) in enumerate(zip(ab.records[::2], ab.records[1::2])):
         h1, h2 = first["hands"][0], second["hands"][0]
         assert h1["deal"] == h2["deal"] and h1["dealer"] == h2["dealer"]
@@ -288,9 +291,9 @@ def test_duplicate_games_refuse_different_deal_sequences():
     def outcome(deal):
         return ev.PlayOutcome(0, 0, 1, {}, record={"hands": [{"deal": deal, "dealer": 1}]})
 
-    ev._check_same_deals([outcome([["AS"]]), outcome([["AS"]])], 0)
+    _check_same_deals([outcome([["AS"]]), outcome([["AS"]])], 0)
     with pytest.raises(RuntimeError, match="dealt differently"):
-        ev._check_same_deals([outcome([["AS"]]), outcome([["KS"]])], 0)
+        _check_same_deals([outcome([["AS"]]), outcome([["KS"]])], 0)
 
 
 # --------------------------------------------------------------------------------- statistics

@@ -1,4 +1,4 @@
-"""spades-eval --journal (train/evaluation_journal.py): a match killed part-way resumes from its
+"""spades-eval --journal (evaluation/journal.py): a match killed part-way resumes from its
 journal to exactly the uninterrupted result, replaying only the deals it had not finished; a torn
 last line is played again; a journal of another match is refused."""
 
@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from train import evaluate as evaluation
-from train.evaluate import EvaluationError, compare, evaluate
+from evaluation import EvaluationError, compare, evaluate, strip_timing
+from evaluation import matches
 
 
 def _lines(path) -> list[str]:
@@ -30,8 +30,8 @@ def test_a_cut_journal_resumes_to_the_same_result(tmp_path, monkeypatch):
     assert len(lines) == 1 + 12 and json.loads(lines[0])["format"] == "spades-eval-journal"
     journal.write_text("\n".join(lines[:6]) + "\n" + lines[6][: len(lines[6]) // 2])   # a kill mid-line
     played = []
-    original = evaluation._Worker.play_unit
-    monkeypatch.setattr(evaluation._Worker, "play_unit", lambda self, m, u: played.append(u) or original(self, m, u))
+    original = matches._Worker.play_unit
+    monkeypatch.setattr(matches._Worker, "play_unit", lambda self, m, u: played.append(u) or original(self, m, u))
     resumed = evaluate("heuristic", "random", deals=12, duplicate=True, seed=4, workers=1, journal=str(journal))
     assert resumed.to_dict(timing=False) == plain.to_dict(timing=False)
     assert sorted(played) == sorted(set(range(12)) - {json.loads(line)["unit"] for line in lines[1:6]})
@@ -65,7 +65,7 @@ def test_a_journal_of_another_match_or_no_journal_is_refused(tmp_path):
 
 def test_spades_eval_killed_and_run_again_gives_the_uninterrupted_result(tmp_path):
     journal, killed_json, plain_json = tmp_path / "j.jsonl", tmp_path / "resumed.json", tmp_path / "plain.json"
-    base = [sys.executable, "-m", "train.evaluation_cli", "--team-a", "search:worlds=200", "--team-b", "heuristic",
+    base = [sys.executable, "-m", "evaluation.cli", "--team-a", "search:worlds=200", "--team-b", "heuristic",
             "--deals", "150", "--seed", "7", "--workers", "1", "--quiet"]
     run = subprocess.Popen(base + ["--journal", str(journal)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
@@ -77,5 +77,5 @@ def test_spades_eval_killed_and_run_again_gives_the_uninterrupted_result(tmp_pat
     assert 5 <= finished < 150, finished
     subprocess.run(base + ["--journal", str(journal), "--json", str(killed_json)], check=True, capture_output=True)
     subprocess.run(base + ["--json", str(plain_json)], check=True, capture_output=True)
-    strip = evaluation._strip_timing
+    strip = strip_timing
     assert strip(json.loads(killed_json.read_text())) == strip(json.loads(plain_json.read_text()))

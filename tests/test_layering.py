@@ -1,5 +1,6 @@
-"""The house's layering (docs: DESIGN): the rules floor (spades_env) imports neither the agents
-nor training, no module imports another package's private names, and modules stay readable."""
+"""The house's layering (docs: DESIGN): spades_env -> agents -> evaluation -> train, web (and the
+terminal table): each floor imports only the floors below it, no module imports another
+package's private names, and modules stay readable."""
 
 import ast
 from pathlib import Path
@@ -7,7 +8,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("spades_env", "agents", "train")
+# The floors, lowest first; a package imports only packages on floors below its own.
+LAYERS = {"spades_env": 0, "agents": 1, "evaluation": 2, "train": 3, "web": 3, "play": 3}
+PACKAGES = tuple(name for name in LAYERS if (ROOT / name).is_dir())
 MODULES = sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py"))
 MAX_LINES = 1_100          # "about a thousand": a module one reader can hold
 
@@ -28,6 +31,15 @@ def _imports(path: Path):
 def test_the_rules_floor_imports_no_agents_and_no_training(path):
     for module, _ in _imports(path):
         assert module.split(".")[0] not in ("agents", "train"), f"{path.name} imports {module}"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_each_floor_imports_only_the_floors_below(path):
+    own = path.relative_to(ROOT).parts[0]
+    for module, _ in _imports(path):
+        top = module.split(".")[0]
+        if top in LAYERS and top != own:
+            assert LAYERS[top] < LAYERS[own], f"{path.relative_to(ROOT)} imports {module} (a floor not below {own})"
 
 
 @pytest.mark.parametrize("path", MODULES + sorted((ROOT / "examples").glob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))

@@ -94,7 +94,7 @@ def test_native_and_python_heuristics_agree_at_every_decision(preset, overrides)
 
 @pytest.mark.parametrize("preset", [p for p in PRESET_NAMES if make_rules(p).partnerships])
 def test_duplicate_match_native_against_python_nets_zero_on_every_deal(preset):
-    from train.evaluate import evaluate
+    from evaluation import evaluate
     level = evaluate("heuristic", "heuristic:backend=python", deals=16, duplicate=True, rules=preset, seed=len(preset),
                      workers=1)
     assert level.unit_points == [0] * 16, (preset, level.unit_points)
@@ -134,7 +134,7 @@ def test_backends_are_chosen_and_named():
     assert agents.make("heuristic").backend == "native"
     assert agents.make("heuristic", backend="python").backend == "python"
     assert "backend='native'" in repr(agents.make("heuristic"))
-    from train.evaluate import parse_agent_spec
+    from agents.specs import parse_agent_spec
     name, options = parse_agent_spec("heuristic:backend=python")
     assert agents.make(name, **options).backend == "python"
     with pytest.raises(ValueError, match="backend"):

@@ -1,4 +1,4 @@
-"""spades-eval and spades-label on Ray (train/ray_cluster.py): on a local Ray, the per-deal
+"""spades-eval and spades-label on Ray (evaluation/ray_cluster.py): on a local Ray, the per-deal
 results are exactly those of --workers 1, and a labelling run killed mid-way resumes with
 nothing lost. Runs where Ray is installed (the integrations step of .ci/run)."""
 
@@ -16,7 +16,7 @@ import torch
 
 ray = pytest.importorskip("ray")
 
-from train.evaluate import compare, evaluate  # noqa: E402
+from evaluation import compare, evaluate  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -272,7 +272,7 @@ def test_evaluations_report_the_gain_over_the_start_paired(tmp_path):
     """``eval_against_start``: the policy PPO started from (here the imitation's) plays the same
     deals; the gain is the paired mean of the deal-by-deal differences, in the metrics, the final
     table and final_eval.json; the checkpoint keeps the start policy for resuming."""
-    from train.evaluate import evaluate, mean_interval
+    from evaluation import evaluate, mean_interval
     config = tiny(tmp_path, "gain", "eval_opponents=[random]", "eval_every=3")
     lines: list[str] = []
     trainer = Trainer(config, log=lines.append)
@@ -587,7 +587,7 @@ def test_max_updates_zero_after_init_from_writes_a_checkpoint(tmp_path):
 def test_neural_agent_evaluates_in_forked_workers():
     """torch's OpenMP pool does not survive fork: worker processes must not hang on it."""
     code = ("import torch; torch.ones(1000, 1000) @ torch.ones(1000, 1000)\n"   # parent pool warmed up
-            "from train.evaluate import evaluate\n"
+            "from evaluation import evaluate\n"
             "r = evaluate('neural', 'random', deals=4, duplicate=True, workers=2, seed=0)\n"
             "print(r.hands)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)

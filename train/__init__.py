@@ -1,1 +1,2 @@
-"""Training and evaluation scripts (``spades-eval`` lives in :mod:`train.evaluate`)."""
+"""Training: ``spades-train`` (PPO, expert iteration), ``spades-label``, ``spades-bench``, ``spades-demo``
+(evaluation and ``spades-eval`` live in the :mod:`evaluation` package)."""

@@ -128,7 +128,7 @@ def run_round(trainer: "Trainer", round_: int) -> dict:
 def label_round(trainer: "Trainer", round_: int, student: Path) -> tuple[list[Path], int]:
     """Label the round's deals, split between ``expert_opponents`` by their shares (resumable);
     returns the label folders and the labels they hold."""
-    from train.evaluate import derive_seed
+    from evaluation import derive_seed
     from train.label import label
 
     cfg = trainer.config
@@ -181,7 +181,7 @@ def improved_policy(start_logits: torch.Tensor, values: torch.Tensor, legal: tor
 def fit_round(trainer: "Trainer", folders: list[Path]) -> dict:
     """Fit the trainer's policy to the labels in ``folders`` (module doc, step 2)."""
     from train.config import ConfigError
-    from train.evaluate import resolve_rules
+    from evaluation import resolve_rules
     from train.label import load_labels
 
     data = load_labels(folders)
@@ -277,7 +277,7 @@ def fit_to_search_values(policy: torch.nn.Module, data: dict, cfg: Any, generato
 def evaluate_round(trainer: "Trainer", fitted: Path, student: Path, round_: int) -> dict:
     """Duplicate matches of the fitted policy against ``expert_eval_opponents``, paired with the
     round's starting policy on the same deals, and head to head with it."""
-    from train.evaluate import evaluate, paired_difference
+    from evaluation import evaluate, paired_difference
 
     cfg = trainer.config
     seed = cfg.seed + 3_000_017                      # the same deals every round

@@ -16,7 +16,7 @@ taught an arbitrary preference between, say, the king and queen of a suit it hol
 The labels go to ``--out`` in shards of ``--shard-deals`` deals (``shard_00000.pt``, ...), each
 written atomically; running the same command again skips finished shards, so a killed labelling
 run resumes where it stopped. ``--ray [ADDRESS]`` labels the shards as tasks on a Ray cluster (a
-local one without an address; :mod:`train.ray_cluster`): each comes back to this process, which
+local one without an address; :mod:`evaluation.ray_cluster`): each comes back to this process, which
 writes it, so the same resuming holds and the shards are those of ``--workers 1``. ``spades-train`` fits a policy to them with ``distill_data: DIR``
 (or a list of folders, e.g. two labelling runs with different seeds or students, fitted together).
 A shard holds, per labelled decision: ``obs`` (float16), ``mask`` and ``target`` (bool, 68
@@ -71,13 +71,14 @@ from agents import heuristic
 from agents.native_heuristic import available as native_available
 from agents.native_search import table_values
 from agents.search import hand_value, play_out, refresh_view, rollout_views, touching_groups
+from agents.specs import AgentSpecError, parse_agent_spec
+from evaluation import default_workers, derive_seed, die_with_parent, make_deal, mp_context, resolve_rules
 from spades_env import spades_v0
 from spades_env.cards import cards_to_mask, mask_to_cards
 from spades_env.env import mask_array
 from spades_env.game import NUM_ACTIONS, PHASE_PLAY, SpadesGame
 from spades_env.observation import ObservationEncoder, decode_observation
 from train.config import VARIED_START_TENS
-from train.evaluate import EvaluationError, die_with_parent, mp_context, derive_seed, make_deal, parse_agent_spec, resolve_rules
 
 FORMAT = "spades-distill-labels"
 FIELDS = ("obs", "mask", "target", "teacher", "student", "phase", "deal", "seat", "values")  # per labelled decision
@@ -481,7 +482,7 @@ def _label_on_ray(settings: dict, todo: list[int], out: Path):
     """Yield (shard, labels, seconds) as Ray tasks finish, each shard written here on arrival."""
     import hashlib
 
-    from .ray_cluster import LOCAL, RayUnavailable, connect, map_unordered
+    from evaluation.ray_cluster import LOCAL, RayUnavailable, connect, map_unordered
     try:
         ray = connect(settings["ray"], settings["workers"] if settings["ray"] == LOCAL else None)
     except RayUnavailable as exc:
@@ -522,7 +523,7 @@ def check_settings(settings: dict) -> dict:
             continue
         try:
             name, _ = parse_agent_spec(settings[key])
-        except EvaluationError as exc:
+        except AgentSpecError as exc:
             raise LabelError(str(exc)) from None
         if name not in agent_registry.available():
             raise LabelError(f"{key}={settings[key]!r}: unknown agent {name!r}; registered agents: "
@@ -673,7 +674,6 @@ def main(argv: Optional[list[str]] = None) -> int:
                         "run resumes (needs spades-rl[ray])")
     parser.add_argument("--no-progress", action="store_true", help="log a line per shard instead of a bar")
     args = parser.parse_args(argv)
-    from train.evaluate import default_workers
     settings = {"student": args.student, "teacher": args.teacher, "opponents": args.opponents, "deals": args.deals,
                 "shard_deals": args.shard_deals, "follow_teacher": args.follow_teacher,
                 "continuation": args.continuation, "varied_start": args.varied_start, "rules": args.rules,

@@ -424,7 +424,7 @@ class Trainer(WarmStarts):
         """Duplicate matches of the current policy (greedy) against each ``eval_opponents``; with
         ``eval_against_start`` (once PPO has made an update) also its gain over the policy PPO
         started from, paired on the same deals."""
-        from train.evaluate import evaluate, paired_difference
+        from evaluation import evaluate, paired_difference
 
         def match(weights: Optional[dict], name: str, show: bool):
             policy = copy.deepcopy(self.policy).to("cpu").eval()

@@ -104,7 +104,7 @@ class WarmStarts:
         actions as good as the teacher's). A tenth of the deals is held out; the weights of the
         epoch whose favourite actions match most held-out labels are kept (the starting weights
         if no epoch matches more than they do: greedy play follows the favourite action)."""
-        from train.evaluate import resolve_rules
+        from evaluation import resolve_rules
         from train.label import LabelError, load_labels
         cfg, dev = self.config, self.device
         try:

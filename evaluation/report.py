@@ -1,5 +1,5 @@
 """The text and picture reports of ``spades-eval``: a match, a cross-play table (and its heat
-map), a paired comparison. They read the result objects of :mod:`train.evaluate`."""
+map), a paired comparison. They read the result objects of :mod:`evaluation.results`."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, Union
 
-from .evaluation_stats import Interval
+from .outcomes import HAND_KINDS
+from .statistics import Interval
 
 if TYPE_CHECKING:        # pragma: no cover
-    from .evaluate import ComparisonResult, CrossplayResult, MatchResult, TeamStats
+    from .results import ComparisonResult, CrossplayResult, MatchResult, TeamStats
 
 # ---------------------------------------------------------------------------------------------
 # Reports
@@ -147,7 +148,6 @@ def format_crossplay(c: CrossplayResult) -> str:
 def format_comparison(c: ComparisonResult) -> str:
     """The printed report of :func:`compare`: both teams' results, then the paired difference and
     where it comes from."""
-    from .evaluate import HAND_KINDS      # here: train.evaluate imports this module
     cand, base = c.candidate, c.baseline
     unit = "deal" if cand.mode == "hands" else "game"
     plays = " x 2 (duplicate)" if cand.duplicate else ""

@@ -1,4 +1,4 @@
-"""The ``spades-eval`` command line: parses the arguments, runs :mod:`train.evaluate`'s
+"""The ``spades-eval`` command line: parses the arguments, runs :mod:`evaluation.results`'s
 matches, prints their reports and writes ``--json``. Every error is one line and exit code 2."""
 
 from __future__ import annotations
@@ -8,16 +8,39 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from spades_env.rules import RulesError
 
-from .evaluate import EvaluationError, compare, crossplay, evaluate, split_spec_list
-from .evaluation_report import plot_crossplay
+from .outcomes import EvaluationError
+from .report import plot_crossplay
+from .results import compare, crossplay, evaluate
 
 # ---------------------------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------------------------
+
+def split_spec_list(items: Sequence[str]) -> list[str]:
+    """Agent specs from ``--crossplay`` arguments, comma- and/or space-separated.
+
+    A comma-separated piece that holds ``=`` but no ``:`` continues the previous spec's options:
+    ``"search:worlds=20,seed=3,heuristic"`` -> ``["search:worlds=20,seed=3", "heuristic"]``.
+    """
+    specs: list[str] = []
+    for item in items:
+        for piece in item.split(","):
+            piece = piece.strip()
+            if not piece:
+                continue
+            if "=" in piece and ":" not in piece.split("=", 1)[0]:
+                if not specs or ":" not in specs[-1]:
+                    raise EvaluationError(f"--crossplay: option {piece!r} does not follow an agent spec "
+                                          "(expected NAME or NAME:key=value,...)")
+                specs[-1] += "," + piece
+            else:
+                specs.append(piece)
+    return specs
+
 
 def _team_arg(values: Optional[list[str]], flag: str) -> Any:
     if not values:
@@ -118,7 +141,7 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     import signal
     # Ctrl-C and SIGTERM end the match at once, wherever the main process is: one line, the
-    # workers stopped (they also die with this process: train.evaluate.die_with_parent).
+    # workers stopped (they also die with this process: evaluation.matches.die_with_parent).
     previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         n = args.games if args.games is not None else (args.hands if args.hands is not None else args.deals)

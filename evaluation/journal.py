@@ -18,6 +18,8 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
+from .outcomes import EvaluationError, PlayOutcome, TeamTally
+
 FORMAT = "spades-eval-journal"
 VERSION = 1
 
@@ -39,7 +41,7 @@ def match_key(configs: Sequence[Any]) -> list[dict]:
 class Journal:
     """The finished units of ``configs`` in ``path`` (read at construction; ``add`` appends)."""
 
-    def __init__(self, path: str | Path, configs: Sequence[Any], error: type = ValueError) -> None:
+    def __init__(self, path: str | Path, configs: Sequence[Any], error: type = EvaluationError) -> None:
         self.path = Path(path)
         self.done: dict[tuple[int, int], list] = {}
         key = match_key(configs)
@@ -89,7 +91,6 @@ class Journal:
 
 
 def _outcome(data: dict) -> Any:
-    from .evaluate import PlayOutcome, TeamTally
     fields = {f.name for f in dataclasses.fields(PlayOutcome)}
     if set(data) - fields:
         raise ValueError("unknown outcome fields")

@@ -1,6 +1,6 @@
 """Confidence intervals for match results: Student-t (with exact quantiles and p-values for
 integer degrees of freedom), delta-method ratios and contrasts clustered by deal, and Wilson
-intervals for win rates. Pure functions over plain numbers; ``train.evaluate`` uses them."""
+intervals for win rates. Pure functions over plain numbers; :mod:`evaluation.results` uses them."""
 
 from __future__ import annotations
 
@@ -139,8 +139,3 @@ def wilson_interval(successes: float, n: int, confidence: float = 0.95) -> Inter
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
     return Interval(p, max(0.0, centre - half), min(1.0, centre + half), n, None, None, "Wilson")
-
-
-# ---------------------------------------------------------------------------------------------
-# Results
-# ---------------------------------------------------------------------------------------------
