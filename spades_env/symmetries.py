@@ -369,10 +369,12 @@ class BatchedSymmetries:
         return self.group.inverse_indices[which] if isinstance(which, int) else self.inverse_index[which]
 
     def sample(self, count: int, generator: Any = None) -> Any:
-        """(count,) positions drawn uniformly from the group (identity included)."""
+        """(count,) positions drawn uniformly from the group (identity included), on this form's
+        device; ``generator`` (a ``torch.Generator`` on any device) makes the draw reproducible."""
         import torch
 
-        return torch.randint(0, len(self.group), (count,), generator=generator, device=self.device)
+        where = generator.device if generator is not None else self.device
+        return torch.randint(0, len(self.group), (count,), generator=generator, device=where).to(self.device)
 
     def _which(self, which: Any, rows: Optional[int], check: bool) -> Any:
         import torch

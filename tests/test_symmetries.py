@@ -24,6 +24,8 @@ from spades_env.symmetries import (CARD_BLOCKS, SUIT_BLOCKS, SUIT_NAMING_RULES, 
                                    SymmetryError, named_suits, symmetries)
 from spades_env.vector import SpadesVectorEnv
 
+from helpers_vector import TEST_DEVICE
+
 torch.set_num_threads(1)
 
 # label: (env kwargs, reset options, size of the group). Every preset; blind nil offered and
@@ -264,7 +266,7 @@ def test_maps_accept_rows_and_integer_masks():
 
 # --------------------------------------------------------------------------- the batched form
 def _random_legal(mask: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-    noise = torch.rand(mask.shape, generator=gen)
+    noise = torch.rand(mask.shape, generator=gen).to(mask.device)
     return torch.where(mask, noise, -1.0).argmax(1)
 
 
@@ -272,8 +274,8 @@ def test_batched_maps_equal_the_per_state_maps():
     """On the batched engine's tensors, one relabelling per row: observations, states, masks,
     actions and card sets equal the per-state maps exactly (float32 and bfloat16 rows)."""
     group = symmetries("standard")
-    batched = group.batched()
-    env = SpadesVectorEnv(48, rules="standard", seed=5)
+    batched = group.batched(TEST_DEVICE)
+    env = SpadesVectorEnv(48, rules="standard", seed=5, device=TEST_DEVICE)
     obs, mask = env.reset(scores=[0, 300])
     gen = torch.Generator().manual_seed(1)
     for step in range(120):
@@ -287,15 +289,17 @@ def test_batched_maps_equal_the_per_state_maps():
         hands = env.state.hands
         mapped_hands = batched.map_card_sets(hands, which)
         if step % 10 == 0:
+            obs_, mask_, states_ = obs.cpu(), mask.cpu(), states.cpu()
+            mapped_obs_, mapped_mask_, mapped_states_ = mapped_obs.cpu(), mapped_mask.cpu(), mapped_states.cpu()
             for row in range(48):
                 g = group[int(which[row])]
-                np.testing.assert_array_equal(mapped_obs[row].numpy(), g.map_observation(obs[row].numpy()))
-                np.testing.assert_array_equal(mapped_mask[row].numpy(), g.map_mask(mask[row].numpy()))
+                np.testing.assert_array_equal(mapped_obs_[row].numpy(), g.map_observation(obs_[row].numpy()))
+                np.testing.assert_array_equal(mapped_mask_[row].numpy(), g.map_mask(mask_[row].numpy()))
                 assert int(mapped_actions[row]) == g.map_action(int(actions[row]))
-                np.testing.assert_array_equal(mapped_states[row].numpy(), g.map_state(states[row].numpy()))
+                np.testing.assert_array_equal(mapped_states_[row].numpy(), g.map_state(states_[row].numpy()))
                 assert mapped_hands[row].tolist() == [g.map_cards(int(h)) for h in hands[row]]
             for position in range(len(group)):       # one relabelling for every row
-                same = torch.full((48,), position)
+                same = torch.full((48,), position, device=TEST_DEVICE)
                 assert torch.equal(batched.map_observations(obs, position), batched.map_observations(obs, same))
                 assert torch.equal(batched.map_masks(mask, group[position]), batched.map_masks(mask, same))
                 assert torch.equal(batched.map_actions(actions, position), batched.map_actions(actions, same))
@@ -309,9 +313,9 @@ def test_batched_engine_on_relabelled_deals_sees_the_mapped_tensors(rules):
     """Two batched engines, the second dealt each table's relabelled deals (its own relabelling
     per table) and played the mapped actions: its observations, masks and rewards are the maps."""
     B = 24
-    batched = symmetries(rules).batched()
-    original = SpadesVectorEnv(B, rules=rules, seed=2)
-    relabelled = SpadesVectorEnv(B, rules=rules, seed=9)
+    batched = symmetries(rules).batched(TEST_DEVICE)
+    original = SpadesVectorEnv(B, rules=rules, seed=2, device=TEST_DEVICE)
+    relabelled = SpadesVectorEnv(B, rules=rules, seed=9, device=TEST_DEVICE)
     deals = original.draw_deals(3 * B)[:, :4].view(B, 3, 4)
     gen = torch.Generator().manual_seed(4)
     which = batched.sample(B, generator=gen)
@@ -332,10 +336,10 @@ def test_batched_engine_on_relabelled_deals_sees_the_mapped_tensors(rules):
 
 
 def test_wrapped_policy_sees_the_relabelled_game_and_answers_in_the_real_one():
-    batched = symmetries("standard").batched()
-    env = SpadesVectorEnv(16, rules="standard", seed=3)
+    batched = symmetries("standard").batched(TEST_DEVICE)
+    env = SpadesVectorEnv(16, rules="standard", seed=3, device=TEST_DEVICE)
     obs, mask = env.reset()
-    which = torch.arange(16) % 6
+    which = torch.arange(16, device=TEST_DEVICE) % 6
     lowest = lambda o, m: m.to(torch.int8).argmax(1)          # noqa: E731  the lowest legal action
     wrapped = batched.wrap_policy(lowest, lambda: which)
     gen = torch.Generator().manual_seed(0)
