@@ -6,9 +6,11 @@ const $ = (id) => document.getElementById(id);
 const SUITS = { S: "♠", H: "♥", D: "♦", C: "♣" };
 const RED = { H: true, D: true };
 
-async function api(method, path, body) {
+// Every call is same-origin; a body is always JSON with its content type (the server refuses others).
+async function api(method, path, body, signal) {
   const response = await fetch(path, {
-    method, headers: body === undefined ? {} : { "Content-Type": "application/json" },
+    method, signal, credentials: "same-origin",
+    headers: body === undefined ? { Accept: "application/json" } : { Accept: "application/json", "Content-Type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const data = await response.json().catch(() => ({ error: `HTTP ${response.status}` }));
@@ -51,49 +53,104 @@ function positions(seat, players) {
   return at;
 }
 
+// A bid the seat has made (null, undefined or negative: not yet).
+const hasBid = (bid) => bid !== null && bid !== undefined && bid >= 0;
+
 function bidText(bid, blind) {
-  if (bid === null || bid === undefined) return "no bid yet";
+  if (!hasBid(bid)) return "";
   if (bid === 0) return blind ? "blind nil" : "nil";
   return `bid ${bid}`;
 }
 
+// The seats of each side (partners together) and the side's name, from the server's seat names.
+function sides(seatNames, partnerships) {
+  if (!partnerships) return seatNames.map((name, s) => ({ seats: [s], name }));
+  return [0, 1].map((k) => ({ seats: [k, k + 2], name: `${seatNames[k]}-${seatNames[k + 2]}` }));
+}
+
+function winnerText(winner, seatNames, partnerships) {
+  if (winner === null || winner === undefined || winner < 0) return "nobody (a tie)";
+  return sides(seatNames, partnerships)[winner].name;
+}
+
+// A side's bids so far: the sum of the bids made ("" before any), "…" while a partner has yet to bid.
+function sideBid(bids, seats) {
+  const made = seats.filter((s) => hasBid(bids[s]));
+  if (!made.length) return "";
+  const sum = made.reduce((total, s) => total + bids[s], 0);
+  return made.length < seats.length ? `${sum}…` : `${sum}`;
+}
+
 function scoreTable(state) {
-  const sides = state.partnerships ? [[0, 2], [1, 3]] : state.seat_names.map((_, s) => [s]);
-  const label = (side) => side.map((s) => state.seat_names[s]).join(" + ");
-  const head = el("tr", {}, el("th", {}, "Hand"), ...sides.map((side) => el("th", {}, label(side))));
+  const teams = sides(state.seat_names, state.partnerships);
+  const head = el("tr", {}, el("th", {}, "Hand"), ...teams.map((team) => el("th", {}, team.name)));
   const rows = (state.hands || []).map((hand, i) => el("tr", {}, el("td", {}, `${i + 1}`),
-    ...sides.map((_, k) => el("td", {}, `${hand.score_change ? signed(hand.score_change[k]) : ""} → ${hand.scores ? hand.scores[k] : ""}`))));
+    ...teams.map((team, k) => {
+      const won = hand.tricks_taken ? ` won ${team.seats.reduce((a, s) => a + hand.tricks_taken[s], 0)}` : "";
+      const bid = hand.bids ? `bid ${sideBid(hand.bids, team.seats)}` : "";
+      const change = hand.score_change ? `${signed(hand.score_change[k])} → ${hand.scores[k]}` : "";
+      return el("td", {}, el("span", { class: "or" }, `${bid}${won} `), change);
+    })));
   const now = el("tr", {}, el("td", {}, el("b", {}, state.target_score ? `Score (bags), game to ${state.target_score}` : "Score (bags)")),
-    ...sides.map((_, k) => el("td", {}, el("b", {}, `${state.scores[k]} (${state.bags[k]})`))));
-  const contract = el("tr", {}, el("td", {}, "This hand: bid / won"),
-    ...sides.map((side) => {
-      const bids = side.map((s) => state.bids[s]);
-      const bid = bids.every((b) => b !== null) ? bids.reduce((a, b) => a + b, 0) : "…";
-      const won = side.reduce((a, s) => a + state.tricks_won[s], 0);
-      return el("td", {}, `${bid} / ${won}`);
+    ...teams.map((_, k) => el("td", {}, el("b", {}, `${state.scores[k]} (${state.bags[k]})`))));
+  const contract = el("tr", { class: "this-hand" }, el("td", {}, `This hand (${state.hand_number}): bid / won`),
+    ...teams.map((team) => {
+      const won = team.seats.reduce((a, s) => a + state.tricks_won[s], 0);
+      return el("td", {}, `${sideBid(state.bids, team.seats) || "–"} / ${won}`);
     }));
   return el("table", {}, el("thead", {}, head), el("tbody", {}, ...rows, contract, now));
+}
+
+// The last finished hand, seat by seat: kept in view while the next hand is played.
+function lastHandSummary(state) {
+  const hands = state.hands || [];
+  if (!hands.length) return [];
+  const hand = hands[hands.length - 1];
+  const number = hands.length;
+  const seats = state.seat_names.map((name, s) => el("span", { class: "seat-result" },
+    el("b", {}, name), ` ${hand.bids ? bidText(hand.bids[s], hand.blind && hand.blind[s]) || "no bid" : ""}, won ${hand.tricks_taken ? hand.tricks_taken[s] : "?"}`));
+  const changes = sides(state.seat_names, state.partnerships).map((team, k) =>
+    `${team.name} ${hand.score_change ? signed(hand.score_change[k]) : ""}`);
+  return [el("span", { class: "or" }, `Hand ${number}: `), ...seats, el("span", { class: "or" }, changes.join(" · "))];
 }
 
 function signed(x) { return x > 0 ? `+${x}` : `${x}`; }
 
 // ------------------------------------------------------------------------------------- Play
-const play = { id: null, state: null, polling: false };
+// `poller` is the long-poll in flight: {id, abort}. A poll belongs to one game; starting a new
+// game aborts the old game's poll, and any answer about another game than `play.id` is dropped.
+const play = { id: null, state: null, poller: null };
+const meta = { seatNames: ["North", "East", "South", "West"] };   // replaced by the server's names
 
 async function loadOptions() {
   const options = await api("GET", "/api/options");
+  if (options.seat_names) meta.seatNames = options.seat_names;
+  const seat = $("seat");
+  const chosen = seat.value || "2";
+  seat.replaceChildren(...meta.seatNames.map((name, s) => el("option", { value: s }, name)));
+  seat.value = chosen;
   const rules = $("rules");
   rules.replaceChildren(...options.rules.map((name) => el("option", { value: name }, name)));
+  const models = options.models || [];
   $("agent-names").replaceChildren(...options.agents.flatMap((name) =>
     name === "search" ? [el("option", { value: "search" }), el("option", { value: "search:budget=strong" })] :
-    name === "neural" ? [el("option", { value: "neural" }), el("option", { value: "neural:checkpoint=" })] :
+    name === "neural" ? [el("option", { value: "neural" }), ...models.map((m) => el("option", { value: `neural:checkpoint=${m}` }))] :
     [el("option", { value: name })]));
+}
+
+// Take a state from the server if it is about the game on show and not older than the one shown.
+function accept(state) {
+  if (!state || state.id !== play.id) return false;
+  if (play.state && play.state.id === state.id && state.version < play.state.version) return false;
+  play.state = state;
+  renderPlay();
+  return true;
 }
 
 async function startGame(event) {
   event.preventDefault();
   const seat = Number($("seat").value);
-  const players = 4;              // every preset seats four; the server checks the seats
+  const players = meta.seatNames.length;     // every preset seats four; the server checks the seats
   const agents = {};
   agents[(seat + 2) % players] = $("agent-partner").value.trim() || "heuristic";
   agents[(seat + 1) % players] = $("agent-left").value.trim() || "heuristic";
@@ -104,57 +161,76 @@ async function startGame(event) {
   if (rulesFile) request.rules_yaml = await rulesFile.text(); else request.rules = $("rules").value;
   say($("message"), "Dealing…");
   try {
-    play.state = await api("POST", "/api/games", request);
-    play.id = play.state.id;
+    const state = await api("POST", "/api/games", request);
+    stopPolling();
+    play.id = state.id;
+    play.state = null;
     say($("message"), "");
-    renderPlay();
+    accept(state);
+    $("setup-box").open = false;               // the form folds away while a game runs
     poll();
   } catch (error) {
     say($("message"), error.message, "error");
   }
 }
 
-async function poll() {
-  if (play.polling) return;
-  play.polling = true;
-  try {
-    while (play.id && play.state && !play.state.over && !play.state.error) {
-      const id = play.id;
-      const waiting = play.state.to_act !== play.state.seat;
-      if (!waiting) break;
-      const next = await api("GET", `/api/games/${id}?since=${play.state.version}&wait=5`);
-      if (id !== play.id) return;
-      play.state = next;
-      renderPlay();
+function stopPolling() {
+  if (play.poller) play.poller.abort.abort();
+  play.poller = null;
+}
+
+// Long-poll the game on show while it is the agents' turn; one poll per game at a time.
+function poll() {
+  const id = play.id;
+  if (!id || (play.poller && play.poller.id === id)) return;
+  stopPolling();
+  const poller = { id, abort: new AbortController() };
+  play.poller = poller;
+  (async () => {
+    try {
+      while (play.id === id && play.state && !play.state.over && !play.state.error
+             && play.state.to_act !== play.state.seat) {
+        const next = await api("GET", `/api/games/${id}?since=${play.state.version}&wait=5`, undefined, poller.abort.signal);
+        if (!accept(next)) return;
+      }
+    } catch (error) {
+      if (!poller.abort.signal.aborted && play.id === id) say($("message"), error.message, "error");
+    } finally {
+      if (play.poller === poller) play.poller = null;
     }
-  } catch (error) {
-    say($("message"), error.message, "error");
-  } finally {
-    play.polling = false;
-  }
+  })();
 }
 
 async function act(action) {
+  const id = play.id;
   try {
-    play.state = await api("POST", `/api/games/${play.id}/action`, { action });
+    const state = await api("POST", `/api/games/${id}/action`, { action });
+    if (id !== play.id) return;
     say($("message"), "");
-    renderPlay();
+    accept(state);
     poll();
   } catch (error) {
-    say($("message"), error.message, "warn");
+    if (id === play.id) say($("message"), error.message, "warn");
   }
+}
+
+// One seat's box: its name, who plays it, its bid once made, and its tricks once the play began.
+function seatLines(state, seat, agent) {
+  const bid = bidText(state.bids[seat], state.blind[seat]);
+  const won = state.phase === "play" || state.tricks_won[seat] > 0 ? `won ${state.tricks_won[seat]}` : "";
+  return [
+    el("div", { class: `name ${state.thinking === seat ? "thinking" : ""}` }, state.seat_names[seat],
+       state.dealer === seat ? el("span", { class: "dealer", title: "dealer" }, "D") : null),
+    agent === null ? null : el("div", { class: "agent", title: agent }, agent),
+    el("div", { class: "stats" }, [bid, won].filter(Boolean).join(" · ")),
+  ];
 }
 
 function seatBox(state, seat, where, prefix = "pos") {
   const box = $(`${prefix}-${where}`);
-  const mine = seat === state.seat;
-  const agent = mine ? "you" : state.agents[String(seat)];
+  const agent = seat === state.seat ? "you" : state.agents[String(seat)];
   box.className = `seat-box pos-${where} ${state.to_act === seat ? "to-act" : ""}`;
-  box.replaceChildren(
-    el("div", { class: `name ${state.thinking === seat ? "thinking" : ""}` }, state.seat_names[seat],
-       state.dealer === seat ? " (dealer)" : ""),
-    el("div", { class: "agent" }, agent),
-    el("div", {}, `${bidText(state.bids[seat], state.blind[seat])} · ${state.tricks_won[seat]} won`));
+  box.replaceChildren(...seatLines(state, seat, agent));
   return box;
 }
 
@@ -184,13 +260,15 @@ function renderPlay() {
   renderCenter($("center"), state, at);
   const myTurn = state.to_act === state.seat && !state.over;
   const legalIds = new Set(state.legal.map((a) => a.id));
-  // The hand: legal cards are buttons; an illegal one says why when clicked.
+  // A card is marked playable or not only when a card is what this turn asks for; while bidding
+  // (or waiting) the hand is shown as it is, and a click says what is asked instead.
+  const cardTurn = myTurn && state.legal.some((a) => a.kind === "card");
   $("hand").replaceChildren(...(state.hand_hidden
     ? [el("span", { class: "or" }, `${state.hand_size} cards face down: decide on blind nil before you look`)]
     : state.hand.map((card) => {
-      const legal = myTurn && legalIds.has(card.id);
+      const legal = cardTurn && legalIds.has(card.id);
       const reason = state.illegal_reasons[String(card.id)];
-      return cardNode(card, legal ? "legal" : (myTurn ? "illegal" : ""), "button", {
+      return cardNode(card, legal ? "legal" : (cardTurn ? "illegal" : ""), "button", {
         type: "button", title: legal ? `play ${card.text}` : (reason || ""),
         onclick: () => legal ? act(card.id) : (reason ? say($("message"), reason, "warn") : null),
       });
@@ -207,12 +285,12 @@ function renderPlay() {
     } else {
       controls.push(el("span", { class: "or" }, "Your turn: click a card."));
     }
+  } else if (!state.over && state.to_act !== null && state.to_act !== undefined) {
+    controls.push(el("span", { class: "or to-act-note" }, `${state.seat_names[state.to_act]} to act`));
   }
   if (state.error) say($("message"), state.error, "error");
   if (state.over) {
-    const sides = state.partnerships ? ["North + South", "East + West"] : state.seat_names;
-    const winner = state.winner === null || state.winner === undefined || state.winner < 0 ? "nobody" : sides[state.winner];
-    controls.push(el("span", { class: "or" }, `Game over: ${winner} won. `),
+    controls.push(el("span", { class: "or" }, `Game over: ${winnerText(state.winner, state.seat_names, state.partnerships)} won. `),
       el("a", { href: `/api/games/${state.id}/record`, download: `spades-${state.id}.json`, id: "download" }, "Download the record"),
       el("button", { type: "button", onclick: () => { showTab("inspect"); openRecordFile(`web-${state.id}.json`); } }, "Inspect it"));
   } else {
@@ -220,6 +298,9 @@ function renderPlay() {
   }
   $("controls").replaceChildren(...controls);
   $("controls").dataset.version = String(state.version);    // which state the page shows (tests wait on it)
+  $("controls").dataset.game = state.id;
+  $("last-hand").replaceChildren(...lastHandSummary(state));
+  $("last-hand").classList.toggle("hidden", !(state.hands || []).length);
   $("scoreboard").replaceChildren(scoreTable(state));
 }
 
@@ -279,6 +360,19 @@ function showRecord(data) {
   renderFrame();
 }
 
+// What the next action says: in one seat's view another seat's card stays hidden until played
+// (a pass stays hidden: only the two partners know it).
+function nextActionText(frame, seatNames, seatView) {
+  const who = seatNames[frame.to_act];
+  const action = frame.action;
+  const seen = seatView < 0 || seatView === frame.to_act;
+  if (action.kind === "bid") return `${who} bids ${action.text}`;
+  if (action.kind === "blind_nil") return `${who} bids blind nil`;
+  if (action.kind === "look") return `${who} looks at the cards`;
+  if (frame.phase === "passing") return seen ? `${who} passes ${action.text}` : `${who} passes a card`;
+  return seen ? `${who} plays ${action.text}` : `${who} plays a card`;
+}
+
 function renderFrame() {
   const data = view.data;
   const frame = data.frames[view.step];
@@ -292,9 +386,7 @@ function renderFrame() {
     const box = $(`ipos-${at[s]}`);
     box.className = `seat-box pos-${at[s]} ${frame.to_act === s ? "to-act" : ""}`;
     const visible = seatView < 0 || seatView === s;
-    box.replaceChildren(
-      el("div", { class: "name" }, data.seat_names[s], frame.dealer === s ? " (dealer)" : ""),
-      el("div", {}, `${bidText(frame.bids[s], frame.blind[s])} · ${frame.tricks_won[s]} won`),
+    box.replaceChildren(...seatLines(state, s, null),
       el("div", { class: "mini-hand" }, visible ? frame.hands[s].map((c) =>
         cardNode(c, `small ${frame.action && frame.action.id === c.id && frame.to_act === s ? "winner" : ""}`))
         : `${frame.hands[s].length} cards`));
@@ -303,8 +395,8 @@ function renderFrame() {
   $("step").value = view.step;
   $("step-label").textContent = `action ${view.step} of ${data.frames.length - 1} · hand ${frame.hand_number} · ${frame.phase.replaceAll("_", " ")}`;
   $("next-action").textContent = frame.action
-    ? `Next: ${data.seat_names[frame.to_act]} plays ${frame.action.text}${frame.action.kind === "bid" ? " (bid)" : ""}`
-    : `Final position${data.winner !== null && data.winner !== undefined && data.winner >= 0 ? ` · winner: side ${data.winner}` : ""}`;
+    ? `Next: ${nextActionText(frame, data.seat_names, seatView)}`
+    : `Final position${typeof data.winner === "number" && data.winner >= 0 ? ` · winner: ${winnerText(data.winner, data.seat_names, data.partnerships)}` : ""}`;
   $("iscoreboard").replaceChildren(scoreTable(state));
   $("analysis").replaceChildren();
 }
@@ -319,6 +411,12 @@ async function analyse() {
   if (!view.data) return;
   const frame = view.data.frames[view.step];
   if (!frame.action) { say($("inspect-message"), "The final position has no decision to analyse.", "warn"); return; }
+  const seatView = Number($("view-seat").value);
+  if (seatView >= 0 && seatView !== frame.to_act) {     // its legal moves would show a hidden hand
+    say($("inspect-message"), `In ${view.data.seat_names[seatView]}'s view only ${view.data.seat_names[seatView]}'s `
+        + "decisions can be analysed: choose the spectator view or the view of the seat to act.", "warn");
+    return;
+  }
   $("analysis").replaceChildren(el("span", { class: "or" }, "thinking…"));
   try {
     const result = await api("POST", "/api/analyse", { record_id: view.data.record_id, step: view.step,
