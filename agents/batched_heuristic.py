@@ -538,14 +538,18 @@ def choose_passes(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return torch.where(we_bid_blind, dangerous, low)
 
 
-def choose_actions(obs: torch.Tensor, mask: torch.Tensor, min_batch: int = MIN_BATCH) -> torch.Tensor:
+def choose_actions(obs: torch.Tensor, mask: torch.Tensor, conventions=None, min_batch: int = MIN_BATCH) -> torch.Tensor:
     """:func:`agents.heuristic.choose_action` at every row of ``obs`` (B, obs_size) and ``mask``
     (B, 68): the rows of partnership games batched by phase, those of games without partners
     by the per-row heuristic, and so are all rows of a CPU batch smaller than ``min_batch``
-    (there the tensor ops' fixed cost is more than the rows' Python cost)."""
+    (there the tensor ops' fixed cost is more than the rows' Python cost). The tensor ops are
+    the standard conventions' play; other ``conventions`` (:mod:`agents.heuristic_conventions`)
+    go row by row (the native backend decides them in C at full speed)."""
     mask = mask.bool()
     B = obs.shape[0]
     layout = layout_for_size(obs.shape[1])
+    if conventions is not None and not conventions.is_standard:
+        return _row_by_row(obs, mask, conventions)
     if B == 0 or layout.n != 4 or layout.num_sides != 2 or (B < min_batch and obs.device.type == "cpu"):
         return _row_by_row(obs, mask)
     actions = torch.zeros(B, dtype=torch.int64, device=obs.device)
@@ -572,11 +576,11 @@ def choose_actions(obs: torch.Tensor, mask: torch.Tensor, min_batch: int = MIN_B
     return actions
 
 
-def _row_by_row(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def _row_by_row(obs: torch.Tensor, mask: torch.Tensor, conventions=None) -> torch.Tensor:
     """The per-row heuristic at every row (as ``HeuristicAgent.act`` does it)."""
     obs_np, mask_np = obs.float().cpu().numpy(), mask.cpu().numpy()
     chosen = []
     for o, m in zip(obs_np, mask_np):
         legal = np.flatnonzero(m).tolist()
-        chosen.append(legal[0] if len(legal) == 1 else choose_action(decode_observation(o), legal))
+        chosen.append(legal[0] if len(legal) == 1 else choose_action(decode_observation(o), legal, None, conventions))
     return torch.tensor(chosen, dtype=torch.int64, device=obs.device)

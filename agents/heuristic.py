@@ -14,6 +14,10 @@ attacks an opponent's, then makes its contract cheaply or, once safe, ducks bags
 Why rules: a strong, fast, deterministic baseline and teacher (ties broken by card id, so the
 seed changes nothing). Variant rules are respected by choosing among the legal actions only.
 The strategy in full, and how it scores: ``docs/agents.md``.
+
+Conventions (:mod:`agents.heuristic_conventions`) make it a family of partners: every decision
+function takes ``conventions`` (``None``: standard, which is the play described above); the rules
+that change with them are marked "convention" below.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, PHA
 from spades_env.observation import ObservationView, decode_observation
 
 from .base import Agent, register
+from .heuristic_conventions import (CONVENTION_OPTIONS, STANDARD_CONVENTIONS, Conventions, conventions_from,
+                                    optional_conventions)
 
 __all__ = ["HeuristicAgent", "choose_action", "choose_bid", "choose_blind_nil", "choose_pass",
            "choose_card", "estimate_tricks", "nil_success_chance"]
@@ -50,6 +56,11 @@ UNCLAIMED_TRICKS = 3       # the last bidder adds a trick when the bids leave th
 RUFF_RISK_LIMIT = 0.3      # a side-suit master is "safe" while the chance of a ruff is below this
 BLIND_NIL_FAR_BEHIND = 200
 BLIND_NIL_CLOSE_TO_TARGET = 100
+# Conventions (agents/heuristic_conventions.py; the same numbers in heuristic.c).
+BID_ADJUSTMENT = {"standard": 0, "conservative": -1, "aggressive": 1}   # tricks added to the plain bid
+EAGER_NIL_MAX_ESTIMATE = 4.0   # nil=eager: nils hands expected to take up to this many tricks
+EAGER_NIL_EDGE = -20.0         # nil=eager: and accepts a nil expected to score this much below a bid
+SIGNAL_HIGH_RANK = 6           # discards: a card of this rank (the eight) or above is "high", below it "low"
 
 Legal = Union[int, Iterable[int]]
 
@@ -64,10 +75,12 @@ def _legal_mask(legal: Legal) -> int:
 
 
 # ====================================================================== top level
-def choose_action(view: ObservationView, legal_actions: Legal, rng=None) -> int:
+def choose_action(view: ObservationView, legal_actions: Legal, rng=None,
+                  conventions: Optional[Conventions] = None) -> int:
     """The heuristic's action for ``view`` (what the seat may know) among ``legal_actions``
-    (a list of action ids, or a bitmask over them as ``SpadesGame.legal_mask()`` returns).
-    ``rng`` is accepted for callers that pass one; the decisions do not use it."""
+    (a list of action ids, or a bitmask over them as ``SpadesGame.legal_mask()`` returns) under
+    ``conventions`` (``None``: standard). ``rng`` is accepted for callers that pass one; the
+    decisions do not use it."""
     legal = _legal_mask(legal_actions)
     if not legal:
         raise ValueError("choose_action: no legal action (is it this seat's turn?)")
@@ -75,13 +88,13 @@ def choose_action(view: ObservationView, legal_actions: Legal, rng=None) -> int:
         return legal.bit_length() - 1
     phase = view.phase
     if phase == PHASE_PLAY:
-        action = choose_card(view, legal)
+        action = choose_card(view, legal, conventions=conventions)
     elif phase == PHASE_BIDDING:
-        action = choose_bid(view, legal)
+        action = choose_bid(view, legal, conventions)
     elif phase == PHASE_PASSING:
         action = choose_pass(view, legal)
     elif phase == PHASE_BLIND_DECISION:
-        action = choose_blind_nil(view, legal)
+        action = choose_blind_nil(view, legal, conventions)
     else:
         action = (legal & -legal).bit_length() - 1
     if not legal >> action & 1:                      # never happens; never play illegally
@@ -183,17 +196,23 @@ def nil_success_chance(hand: Sequence[int], partner_bid: Optional[int] = None,
 
 
 def _prefers_nil(hand: Sequence[int], estimate: float, partner_bid: Optional[int],
-                 players: int = 4, partnership: bool = True) -> bool:
+                 players: int = 4, partnership: bool = True, nil: str = "standard") -> bool:
     """Nil when its expected value (+-100) beats bidding the hand's tricks (about ten points a
-    trick) by NIL_EDGE."""
-    if estimate > NIL_MAX_ESTIMATE:
+    trick) by NIL_EDGE. Convention nil=never: never; nil=eager: up to EAGER_NIL_MAX_ESTIMATE
+    tricks and EAGER_NIL_EDGE."""
+    if nil == "never":
+        return False
+    eager = nil == "eager"
+    if estimate > (EAGER_NIL_MAX_ESTIMATE if eager else NIL_MAX_ESTIMATE):
         return False
     chance = nil_success_chance(hand, partner_bid, players, partnership)
-    return 200.0 * chance - 100.0 - 10.0 * max(1.0, estimate) >= NIL_EDGE
+    return 200.0 * chance - 100.0 - 10.0 * max(1.0, estimate) >= (EAGER_NIL_EDGE if eager else NIL_EDGE)
 
 
-def choose_bid(view: ObservationView, legal: Legal) -> int:
-    """The bid action (52 + bid; 52 is nil) for the seat's hand among the legal bids."""
+def choose_bid(view: ObservationView, legal: Legal, conventions: Optional[Conventions] = None) -> int:
+    """The bid action (52 + bid; 52 is nil) for the seat's hand among the legal bids. Convention
+    bidding: conservative bids a trick less than standard, aggressive one more (at least 1)."""
+    conventions = optional_conventions(conventions)
     legal = _legal_mask(legal)
     hand = view.hand
     estimate = estimate_tricks(hand, view.players)
@@ -203,9 +222,9 @@ def choose_bid(view: ObservationView, legal: Legal) -> int:
         estimate += 1.0 if view.blind[partner] else -0.3   # a blind nil passes us its high cards
     nil_legal = legal >> BID_ACTION_BASE & 1
     if (nil_legal and partner_bid != 0
-            and _prefers_nil(hand, estimate, partner_bid, view.players, view.partnerships)):
+            and _prefers_nil(hand, estimate, partner_bid, view.players, view.partnerships, conventions.nil)):
         return BID_ACTION_BASE
-    desired = max(1, math.floor(estimate + 0.5 - BID_MARGIN))
+    desired = max(1, math.floor(estimate + 0.5 - BID_MARGIN) + BID_ADJUSTMENT[conventions.bidding])
     others = view.bids[1:]
     tricks_in_hand = 52 // view.players
     if all(b is not None for b in others) and sum(others) + desired <= tricks_in_hand - UNCLAIMED_TRICKS:
@@ -221,13 +240,16 @@ def choose_bid(view: ObservationView, legal: Legal) -> int:
     return BID_ACTION_BASE + best
 
 
-def choose_blind_nil(view: ObservationView, legal: Legal) -> int:
+def choose_blind_nil(view: ObservationView, legal: Legal, conventions: Optional[Conventions] = None) -> int:
     """66 (blind nil) only when far behind, else 67 (look at the cards). The engine offers the
     choice only while the side trails by the rules' deficit; we take it when it trails by
     BLIND_NIL_FAR_BEHIND, or by 100 while the opponents are within BLIND_NIL_CLOSE_TO_TARGET
-    of the target, and never beside a partner's nil (the side needs someone to take tricks)."""
+    of the target, and never beside a partner's nil (the side needs someone to take tricks).
+    Convention nil=never: never."""
     legal = _legal_mask(legal)
     if not legal >> BLIND_NIL_ACTION & 1:
+        return LOOK_ACTION
+    if conventions is not None and conventions.nil == "never":
         return LOOK_ACTION
     if view.partnerships and view.bids[2] == 0:
         return LOOK_ACTION
@@ -269,9 +291,11 @@ class _Table:
 
     __slots__ = ("n", "hand", "legal", "unseen", "trick", "led", "win_card", "win_seat",
                  "after", "opps_after", "partner", "voids", "hand_sizes", "remaining",
-                 "bids", "tricks")
+                 "bids", "tricks", "played", "conventions")
 
-    def __init__(self, view: ObservationView, legal: int) -> None:
+    def __init__(self, view: ObservationView, legal: int, conventions: Conventions = STANDARD_CONVENTIONS) -> None:
+        self.conventions = conventions
+        self.played = view.played
         n = self.n = view.players
         hand = 0
         for c in view.hand:
@@ -383,20 +407,27 @@ class _Table:
         return to_set <= masters + 1
 
 
-def choose_card(view: ObservationView, legal: Legal, rng=None) -> int:
-    """The card to play (see the module docstring for the strategy)."""
-    t = _Table(view, _legal_mask(legal))
+def choose_card(view: ObservationView, legal: Legal, rng=None, conventions: Optional[Conventions] = None) -> int:
+    """The card to play (see the module docstring for the strategy). Convention cover=none plays
+    as if the partner had not bid nil; cover=strong leads a suit the nil partner has shown void
+    in first (it sheds its dangerous cards on it)."""
+    conventions = optional_conventions(conventions)
+    t = _Table(view, _legal_mask(legal), conventions)
     cards = mask_to_cards(t.legal)
     if len(cards) == 1:
         return cards[0]
     partner = t.partner
     my_nil = t.intact_nil(0)
-    partner_nil = partner is not None and t.intact_nil(partner)
+    partner_nil = partner is not None and t.intact_nil(partner) and conventions.cover != "none"
     nil_opps = [s for s in range(1, t.n) if s != partner and t.intact_nil(s)]
     if not t.trick:
         if my_nil:
             return _lead_low(t, cards)
         if partner_nil:
+            if conventions.cover == "strong":
+                shed = [c for c in cards if c // 13 in t.voids[partner]]
+                if shed:
+                    return max(shed, key=lambda c: (c % 13, -c))
             return _lead_high(t, cards)
         if nil_opps:
             return _lead_against_nil(t, cards, nil_opps)
@@ -466,13 +497,76 @@ def _throw_low(t: _Table, cards: list[int]) -> int:
 
 def _discard_low(t: _Table, cards: list[int]) -> int:
     """Discard (void in the led suit): a low side card, from a short suit, never a master or
-    a spade if a side card will do."""
-    hand = t.hand
+    a spade if a side card will do. Conventions: discards=none throws the lowest-ranked side
+    card; high_asks and low_asks signal (:func:`_signal_discard`)."""
     side = [c for c in cards if c < 39]
     if not side:
         return cards[0]
+    discards = t.conventions.discards
+    if discards == "none":
+        return min(side, key=lambda c: (c % 13, c))
+    if discards != "standard":
+        return _signal_discard(t, side, discards == "high_asks")
+    return _plain_discard(t, side)
+
+
+def _plain_discard(t: _Table, side: list[int]) -> int:
+    hand = t.hand
     return min(side, key=lambda c: (t.is_master(c),
                                     c % 13 + 0.5 * (hand & _SUIT_MASKS[c // 13]).bit_count(), c))
+
+
+def _signal_discard(t: _Table, side: list[int], high_asks: bool) -> int:
+    """Convention discards=high_asks / low_asks: ask the partner to lead a side suit in which we
+    hold the master by discarding from it a card that is high (rank SIGNAL_HIGH_RANK or above) /
+    low (below it), never the master; with no such suit, a discard that asks for nothing (a low /
+    high non-master card, else the plain discard). When several suits can ask: the one in which
+    we hold the most cards, then the lower suit."""
+    hand = t.hand
+    best_suit, best_length = None, 0
+    for suit in range(3):
+        held = hand & _SUIT_MASKS[suit]
+        if not held or not t.is_master(held.bit_length() - 1):
+            continue
+        if any(c // 13 == suit and _is_signal(t, c, high_asks) for c in side):
+            length = held.bit_count()
+            if length > best_length:
+                best_suit, best_length = suit, length
+    if best_suit is not None:
+        return min(c for c in side if c // 13 == best_suit and _is_signal(t, c, high_asks))
+    quiet = [c for c in side if not t.is_master(c) and (c % 13 >= SIGNAL_HIGH_RANK) != high_asks]
+    return _plain_discard(t, quiet or side)
+
+
+def _is_signal(t: _Table, card: int, high_asks: bool) -> bool:
+    """A card whose discard asks for its suit under the convention (and not a master: we keep it)."""
+    return not t.is_master(card) and (card % 13 >= SIGNAL_HIGH_RANK) == high_asks
+
+
+def _asked_suit(t: _Table, cards: list[int]) -> Optional[int]:
+    """The side suit the partner asked for by its discards (convention discards=high_asks /
+    low_asks, read by a partner with the same one), among the suits we can lead; else None.
+    The observation keeps no trick history, so a partner's cards of a suit are known to be
+    discards only while no trick has been led in the suit: some other seat, not shown void in
+    it, has played none of it. The partner asks when its highest (high_asks) / lowest (low_asks)
+    such discard is high / low, and is not void in the suit since. The lowest such suit."""
+    partner = t.partner
+    if partner is None or t.conventions.discards not in ("high_asks", "low_asks"):
+        return None
+    high_asks = t.conventions.discards == "high_asks"
+    voids, played = t.voids, t.played
+    for suit in range(3):
+        if suit in voids[partner] or not any(c // 13 == suit for c in cards):
+            continue
+        ranks = [c % 13 for c in played[partner] if c // 13 == suit]
+        if not ranks:
+            continue
+        unled = any(suit not in voids[s] and not any(c // 13 == suit for c in played[s]) for s in (0, 1, 3))
+        if not unled:
+            continue
+        if (max(ranks) >= SIGNAL_HIGH_RANK) if high_asks else (min(ranks) < SIGNAL_HIGH_RANK):
+            return suit
+    return None
 
 
 def _duck(t: _Table, winners: list[int], losers: list[int]) -> int:
@@ -517,8 +611,16 @@ def _lead_against_nil(t: _Table, cards: list[int], nil_opps: list[int]) -> int:
 
 def _lead_for_tricks(t: _Table, cards: list[int]) -> int:
     """Lead when the side wants tricks: safe side masters, top spades, the partner's void,
-    else low from the most useful suit."""
+    else low from the most useful suit. Conventions: leads=trumps first draws trumps when long in
+    spades (:func:`_trump_lead`); after the safe masters, discards=high_asks / low_asks leads low
+    in the suit the partner asked for and leads=partner_suit low in the partner's suit
+    (:func:`_partner_suit`)."""
     opps = [s for s in range(1, t.n) if s != t.partner]
+    conventions = t.conventions
+    if conventions.leads == "trumps":
+        trump = _trump_lead(t, cards, opps)
+        if trump is not None:
+            return trump
     # 1. Side-suit masters while a ruff is unlikely, the safest first.
     best, best_risk = None, RUFF_RISK_LIMIT
     for c in cards:
@@ -528,6 +630,12 @@ def _lead_for_tricks(t: _Table, cards: list[int]) -> int:
                 best, best_risk = c, risk
     if best is not None:
         return best
+    if not conventions.is_standard:
+        asked = _asked_suit(t, cards)
+        if asked is None and conventions.leads == "partner_suit":
+            asked = _partner_suit(t, cards, opps)
+        if asked is not None:
+            return _lowest_in_suit(cards, asked)
     # 2. Top spades.
     spade_masters = [c for c in cards if c >= 39 and t.is_master(c)]
     if spade_masters:
@@ -567,6 +675,42 @@ def _lead_for_tricks(t: _Table, cards: list[int]) -> int:
     return best
 
 
+def _trump_lead(t: _Table, cards: list[int], opps: list[int]) -> Optional[int]:
+    """Convention leads=trumps: with four spades or more, or three with the master spade, lead
+    spades while an opponent may still hold one: the master spade if we hold it, else the lowest
+    (the partner may hold the top ones)."""
+    spades = [c for c in cards if c >= 39]
+    count = (t.hand & _SPADE_MASK).bit_count()
+    if not spades or not t.unseen & _SPADE_MASK or all(SPADES in t.voids[o] for o in opps):
+        return None
+    top = spades[-1]
+    if t.is_master(top) and count >= 3:
+        return top
+    return spades[0] if count >= 4 else None
+
+
+def _partner_suit(t: _Table, cards: list[int], opps: list[int]) -> Optional[int]:
+    """Convention leads=partner_suit: the side suit in which the partner has played its highest
+    card this hand (where it led, won or showed strength; the observation has no trick
+    history), if we can lead it, the partner is not void in it and no opponent shows a void in
+    it while it may hold spades; ties: the lower suit."""
+    partner = t.partner
+    if partner is None:
+        return None
+    voids = t.voids
+    best, best_rank = None, -1
+    for c in t.played[partner]:
+        suit = c // 13
+        if suit == SPADES or c % 13 <= best_rank or suit in voids[partner]:
+            continue
+        if not any(d // 13 == suit for d in cards):
+            continue
+        if any(suit in voids[o] and SPADES not in voids[o] for o in opps):
+            continue
+        best, best_rank = suit, c % 13
+    return best
+
+
 def _lowest_in_suit(cards: list[int], suit: int) -> int:
     for c in cards:
         if c // 13 == suit:
@@ -581,12 +725,24 @@ class HeuristicAgent(Agent):
     ``backend``: ``"native"`` (the default where the C library builds) decides in C with exactly
     the same decisions (:mod:`agents.native_heuristic`), ``"python"`` runs this module's
     functions (the readable reference). Asking for ``"native"`` where it cannot build is an
-    error, never a quiet switch."""
+    error, never a quiet switch.
+
+    The convention options ``bidding``, ``nil``, ``cover``, ``discards`` and ``leads``
+    (:mod:`agents.heuristic_conventions`; all ``"standard"`` by default) choose how it
+    cooperates: ``agents.make("heuristic", bidding="aggressive")`` or the spec
+    ``heuristic:bidding=aggressive,nil=never``."""
 
     name = "heuristic"
     BACKENDS = ("native", "python")
+    OPTIONS = ("seed", "backend", "threads") + tuple(CONVENTION_OPTIONS)
 
-    def __init__(self, seed: Optional[int] = None, backend: Optional[str] = None, threads: int = 1) -> None:
+    def __init__(self, seed: Optional[int] = None, backend: Optional[str] = None, threads: int = 1,
+                 **conventions: str) -> None:
+        unknown = sorted(set(conventions) - set(CONVENTION_OPTIONS))
+        if unknown:
+            raise TypeError(f"heuristic: unknown option {unknown[0]!r}; options: {', '.join(self.OPTIONS)}")
+        self.conventions = conventions_from(conventions)
+        self._codes = None if self.conventions.is_standard else self.conventions.codes()
         super().__init__(seed)
         from spades_env.native import unavailable_reason
         if backend is None:
@@ -602,14 +758,16 @@ class HeuristicAgent(Agent):
         self.threads = max(1, int(threads))
 
     def __repr__(self) -> str:
-        return f"HeuristicAgent(seed={self.seed!r}, backend={self.backend!r})"
+        extra = "".join(f", {option}={getattr(self.conventions, option)!r}" for option in CONVENTION_OPTIONS
+                        if getattr(self.conventions, option) != "standard")
+        return f"HeuristicAgent(seed={self.seed!r}, backend={self.backend!r}{extra})"
 
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
         mask = obs["action_mask"]
         if self.backend == "native":                       # C takes a single legal action at once too
             from .native_heuristic import NativeHeuristicError, choose_action as native_action
             try:
-                return native_action(obs["observation"], mask)
+                return native_action(obs["observation"], mask, self._codes)
             except NativeHeuristicError:
                 if np.any(mask):
                     raise
@@ -619,7 +777,7 @@ class HeuristicAgent(Agent):
         if len(legal) == 1:
             return int(legal[0])
         view = decode_observation(obs["observation"])
-        return choose_action(view, [int(a) for a in legal], self.rng)
+        return choose_action(view, [int(a) for a in legal], self.rng, self.conventions)
 
     def act_batch(self, observations, masks):
         """The action at every row of batched observations and masks (torch tensors, as
@@ -630,9 +788,9 @@ class HeuristicAgent(Agent):
         if self.backend == "native" and not (isinstance(observations, torch.Tensor) and observations.is_cuda):
             from .native_heuristic import choose_actions as native_actions
             device = observations.device if isinstance(observations, torch.Tensor) else "cpu"
-            return torch.from_numpy(native_actions(observations, masks, self.threads)).to(device)
+            return torch.from_numpy(native_actions(observations, masks, self.threads, self._codes)).to(device)
         from .batched_heuristic import choose_actions
-        return choose_actions(observations, masks)
+        return choose_actions(observations, masks, self.conventions)
 
 
 register("heuristic", HeuristicAgent)

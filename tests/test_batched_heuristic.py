@@ -113,3 +113,22 @@ def test_heuristic_agent_act_batch_equals_act_on_the_aec_env():
     assert bot.act_batch(obs_t, mask_t).tolist() == actions
     assert choose_actions(obs_t, mask_t, min_batch=1).tolist() == actions
     assert choose_actions(obs_t[:40], mask_t[:40]).tolist() == actions[:40]    # a small batch: row by row
+
+
+def test_batched_heuristic_under_conventions_decides_as_the_per_row_heuristic():
+    """Non-standard conventions go row by row (the tensor ops are the standard play): the same
+    actions as choose_action with those conventions, and different from standard somewhere."""
+    from agents.heuristic_conventions import Conventions
+    conventions = Conventions(bidding="aggressive", nil="never", cover="none", discards="high_asks")
+    env = SpadesVectorEnv(300, rules="standard", seed=2)
+    obs, mask = env.reset(seed=6)
+    differs = False
+    for _ in range(30):
+        chosen = choose_actions(obs, mask, conventions, min_batch=1)
+        expected = [choose_action(decode_observation(o), m.nonzero()[0].tolist(), None, conventions)
+                    for o, m in zip(obs.numpy(), mask.numpy())]
+        assert chosen.tolist() == expected
+        differs |= not torch.equal(chosen, choose_actions(obs, mask, min_batch=1))
+        obs, mask, *_ = env.step(chosen)
+    assert differs
+    assert torch.equal(choose_actions(obs, mask, Conventions(), min_batch=1), choose_actions(obs, mask, min_batch=1))

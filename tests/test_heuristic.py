@@ -3,6 +3,7 @@ no peeking at hidden cards, hand-made situations, and a quick strength check."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 
@@ -12,6 +13,7 @@ import pytest
 import agents
 from agents.heuristic import (HeuristicAgent, choose_action, choose_bid, choose_card, choose_pass,
                               estimate_tricks, nil_success_chance)
+from agents.heuristic_conventions import Conventions, conventions_from
 from spades_env import ObservationView, spades_v0, view_from_game
 from spades_env.game import (BLIND_NIL_ACTION, LOOK_ACTION, PHASE_BIDDING, PHASE_BLIND_DECISION,
                              PHASE_PASSING, PHASE_PLAY, SpadesGame)
@@ -320,3 +322,178 @@ def test_beats_random_and_makes_its_contracts():
                 contracts += 1
                 made += sum(game.tricks_taken[s] for s in (side, side + 2) if game.bids[s] != 0) >= contract
     assert made / contracts >= 0.8, (made, contracts)
+
+
+# ---------------------------------------------------------------------- conventions
+
+def test_standard_conventions_decide_as_the_heuristic_did_before_them():
+    """Every decision of whole hands and games in every kind of table (with random moves for odd
+    positions), against the decisions recorded from commit a469642 (tests/heuristic_golden.py)."""
+    import json
+    import heuristic_golden as golden
+    recorded = json.loads(golden.GOLDEN_FILE.read_text())
+    standard = Conventions()
+    for preset, overrides in golden.SETUPS:
+        key = golden.setup_id(preset, overrides)
+        decisions = golden.replay(preset, overrides, lambda v, legal: choose_action(v, legal, None, standard),
+                                  recorded[key])
+        assert len(decisions) == len(recorded[key]) > 500, key
+
+
+def test_convention_options_through_make_and_specs():
+    from agents.specs import AgentSpecError, make_agent
+    assert agents.make("heuristic", bidding="aggressive").conventions == Conventions(bidding="aggressive")
+    agent = make_agent("heuristic:bidding=aggressive,nil=never,cover=none,discards=none,leads=trumps")
+    assert agent.conventions == Conventions("aggressive", "never", "none", "none", "trumps")
+    assert "bidding='aggressive'" in repr(agent) and "leads='trumps'" in repr(agent)
+    assert agents.make("heuristic").conventions.is_standard and "bidding" not in repr(agents.make("heuristic"))
+    assert Conventions(discards="high_asks", nil="eager").spec() == "nil=eager,discards=high_asks"
+    assert Conventions(cover="strong").codes() == (0, 0, 2, 0, 0)
+    with pytest.raises(ValueError, match="bidding='bold'.*conservative, aggressive"):
+        make_agent("heuristic:bidding=bold")
+    with pytest.raises(ValueError, match="discards=3.*high_asks, low_asks"):
+        agents.make("heuristic", discards=3)
+    with pytest.raises(AgentSpecError, match="unknown option 'bluff'.*bidding, nil, cover, discards, leads"):
+        make_agent("heuristic:bluff=1")
+    with pytest.raises(ValueError, match="unknown convention option 'bluff'"):
+        conventions_from({"bluff": "yes"})
+    with pytest.raises(ValueError, match="nil=None"):
+        Conventions(nil=None)                        # 'none' is no value of nil
+
+
+def _bids_over_deals(conventions, deals=300):
+    """Every bid of ``deals`` deals, all four seats bidding under ``conventions`` (same deals)."""
+    bids = []
+    for i in range(deals):
+        game = SpadesGame("standard", i)
+        while game.phase == PHASE_BIDDING:
+            action = choose_action(view_from_game(game, game.to_act), game.legal_mask(), None, conventions)
+            bids.append(action - bid(0))
+            game.apply(action)
+    return np.array(bids)
+
+
+def test_bidding_conventions_move_the_mean_bid():
+    means = {b: _bids_over_deals(Conventions(bidding=b, nil="never")).mean()
+             for b in ("conservative", "standard", "aggressive")}
+    assert means["conservative"] + 0.5 < means["standard"] < means["aggressive"] - 0.5, means
+
+
+def test_nil_conventions():
+    never, standard, eager = (_bids_over_deals(Conventions(nil=n)) for n in ("never", "standard", "eager"))
+    assert not (never == 0).any()
+    assert (standard == 0).mean() + 0.02 < (eager == 0).mean(), ((standard == 0).mean(), (eager == 0).mean())
+    weak = make_view("2C 3C 4C 5C 2D 3D 4D 5D 2H 3H 4H 6H 2S", phase=PHASE_BIDDING, bids=(None,) * 4)
+    legal = [bid(b) for b in range(14)]
+    assert choose_bid(weak, legal, Conventions(nil="never")) == bid(1)
+    assert choose_bid(weak, [bid(0)], Conventions(nil="never")) == bid(0)       # nothing else is legal
+    behind = make_view([], phase=PHASE_BLIND_DECISION, scores=(0, 300), bids=(None, 3, None, None))
+    assert choose_action(behind, [BLIND_NIL_ACTION, LOOK_ACTION]) == BLIND_NIL_ACTION
+    assert choose_action(behind, [BLIND_NIL_ACTION, LOOK_ACTION], None, Conventions(nil="never")) == LOOK_ACTION
+
+
+def test_cover_conventions():
+    none, strong = Conventions(cover="none"), Conventions(cover="strong")
+    # The nil partner is winning the trick: standard overtakes it, cover=none throws low.
+    view = make_view("KD TD 2D 9C 8C 7C 5H 4H 3H", trick=[(1, "5D"), (2, "9D"), (3, "7D")],
+                     bids=(5, 3, 0, 3), tricks_taken=(2, 2, 0, 0))
+    assert choose_card(view, follow_legal(view)) == card("TD")
+    assert choose_card(view, follow_legal(view), conventions=none) == card("2D")
+    # Leading beside a nil partner that has shown a void in clubs: standard leads its top heart,
+    # strong a club (the partner sheds a dangerous card on it), none plays for its own tricks.
+    lead = make_view("AH 7H 2H 9C 8C 3C 5D 4D 3D", bids=(5, 3, 0, 3), tricks_taken=(2, 2, 0, 0),
+                     voids=[(), (), (0,), ()])
+    assert choose_card(lead, lead.hand) == card("AH")
+    assert choose_card(lead, lead.hand, conventions=strong) == card("9C")
+    assert choose_card(make_view("AH 7H 2H 9C 8C 3C 5D 4D 3D", bids=(5, 3, 0, 3), tricks_taken=(2, 2, 0, 0)),
+                       lead.hand, conventions=strong) == card("AH")   # no void shown: as standard
+
+
+def test_cover_none_plays_differently_in_partner_nil_hands():
+    """Over whole hands in which a partner bid nil, cover=none changes play decisions."""
+    changed = compared = 0
+    for i in range(400):
+        game = SpadesGame("standard", i)
+        while game.phase < 4:
+            view = view_from_game(game, game.to_act)
+            action = choose_action(view, game.legal_mask())
+            if game.phase == PHASE_PLAY and view.bids[2] == 0 and view.tricks_taken[2] == 0:
+                compared += 1
+                changed += choose_action(view, game.legal_mask(), None, Conventions(cover="none")) != action
+            game.apply(action)
+    assert compared > 100 and changed > 0.1 * compared, (changed, compared)
+
+
+def test_discard_conventions_send_the_signal_they_claim():
+    # Spades are led and we hold none: a discard. We hold the master heart (the ace).
+    view = make_view("AH 9H 3H KC 5C 4C 3C 6D 3D", trick=[(3, "QS")], leader=3, tricks_taken=(1, 1, 1, 1))
+    legal = follow_legal(view)                       # no spade: any card
+    assert choose_card(view, legal) == card("3D")    # standard: low, from a short suit
+    assert choose_card(view, legal, conventions=Conventions(discards="none")) == card("3C")   # plainly lowest
+    high = choose_card(view, legal, conventions=Conventions(discards="high_asks"))
+    assert high == card("9H")                        # a high heart asks for hearts
+    low = choose_card(view, legal, conventions=Conventions(discards="low_asks"))
+    assert low == card("3H")                         # a low heart asks for hearts
+    # Without a suit to ask for, the discard says nothing: low under high_asks, high under low_asks.
+    quiet = make_view("QH 9H 3H QC 4C 2C 8D 3D", trick=[(3, "QS")], leader=3, tricks_taken=(1, 1, 1, 1))
+    legal = follow_legal(quiet)
+    assert choose_card(quiet, legal, conventions=Conventions(discards="high_asks")) % 13 < 6
+    assert choose_card(quiet, legal, conventions=Conventions(discards="low_asks")) % 13 >= 6
+
+
+def _with_partner_played(view, partner_cards, others=()):
+    played = [list(p) for p in view.played]
+    played[2] = sorted(partner_cards)
+    for seat, cards_ in others:
+        played[seat] = sorted(cards_)
+    return dataclasses.replace(view, played=played)
+
+
+def _after_four_tricks(partner_cards, diamonds_elsewhere=()):
+    """We lead the fifth trick. Two heart tricks (the partner discarded on the second: it is void
+    in hearts) and two club tricks were played; nobody but the partner has played a diamond,
+    unless ``diamonds_elsewhere`` adds some to seats 0, 1 and 3."""
+    import dataclasses
+    view = make_view("KH 7H 4H QD 6D 8C 5C 3C 2C", bids=(3, 3, 4, 3), tricks_taken=(1, 1, 1, 1),
+                     voids=[(), (), (2,), ()])
+    played = [cards("2H 6H AC 4C"), cards("3H 8H 6C 7C"), cards(partner_cards), cards("5H TH KC QC")]
+    for seat, c in zip((0, 1, 3), diamonds_elsewhere):
+        played[seat].append(card(c))
+    return dataclasses.replace(view, played=[sorted(p) for p in played])
+
+
+def test_a_partner_with_the_same_convention_reads_the_discard_when_it_leads():
+    high_asks, low_asks = Conventions(discards="high_asks"), Conventions(discards="low_asks")
+    view = _after_four_tricks("9H 9D TC JC")         # the partner discarded the nine of diamonds
+    assert choose_card(view, view.hand) == card("4H")          # standard: the partner's void (it ruffs)
+    assert choose_card(view, view.hand, conventions=high_asks) == card("6D")    # a high discard: asked
+    assert choose_card(view, view.hand, conventions=low_asks) == card("4H")     # not low: not asked
+    low = _after_four_tricks("9H 3D TC JC")
+    assert choose_card(low, low.hand, conventions=low_asks) == card("6D")
+    assert choose_card(low, low.hand, conventions=high_asks) == card("4H")
+    # Once a diamond trick may have been led (every other seat played one), the partner's
+    # diamond may be a follow: nothing is read.
+    led = _after_four_tricks("9H 9D TC JC", ("5D", "7D", "JD"))
+    assert choose_card(led, led.hand, conventions=high_asks) == card("4H")
+    one_short = _after_four_tricks("9H 9D TC JC", ("5D", "7D"))        # seat 3 has played none: unled
+    assert choose_card(one_short, one_short.hand, conventions=high_asks) == card("6D")
+
+
+def test_lead_conventions():
+    # leads=trumps: long in spades, it draws trumps before anything else.
+    trumps = make_view("AS QS 9S 5S 2S AH 4H 3D 2C", bids=(4, 3, 3, 3), tricks_taken=(1, 1, 1, 1),
+                       spades_broken=True, earlier="KS")
+    assert choose_card(trumps, trumps.hand) == card("AH")                # standard: a safe side master first
+    assert choose_card(trumps, trumps.hand, conventions=Conventions(leads="trumps")) == card("AS")
+    short = make_view("9S 5S 2S KH 4H 3D 2C 8C 9D", bids=(4, 3, 3, 3), tricks_taken=(1, 1, 1, 1),
+                      spades_broken=True)
+    assert choose_card(short, short.hand, conventions=Conventions(leads="trumps")) // 13 != 3   # three, no master
+    # leads=partner_suit: low in the suit where the partner showed its highest card (the king of
+    # clubs), where standard leads low from its longest suit.
+    base = make_view("KH 7H 4H QC 6C 5D 3D 2D", bids=(3, 3, 4, 3), tricks_taken=(0, 1, 1, 1),
+                     earlier="2C 3C 4C 5H 6H 8H 9D TD JD")
+    view = _with_partner_played(base, cards("KC 4D 2H"))
+    assert choose_card(view, view.hand) == card("2D")
+    assert choose_card(view, view.hand, conventions=Conventions(leads="partner_suit")) == card("6C")
+    ruffed = dataclasses.replace(view, voids=[set(), {0}, set(), set()])    # an opponent ruffs clubs
+    assert choose_card(ruffed, ruffed.hand, conventions=Conventions(leads="partner_suit")) == card("2D")

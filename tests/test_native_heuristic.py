@@ -213,3 +213,75 @@ def test_garbage_never_crashes():
         assert mask[action]
         decided += 1
     assert decided
+
+
+# ---------------------------------------------------------------------- conventions
+def _convention_settings():
+    from agents.heuristic_conventions import CONVENTION_OPTIONS, Conventions
+    singles = [Conventions(**{option: value}) for option, values in CONVENTION_OPTIONS.items() for value in values[1:]]
+    combined = [Conventions("aggressive", "eager", "strong", "high_asks", "trumps"),
+                Conventions("conservative", "never", "none", "low_asks", "partner_suit"),
+                Conventions(nil="eager", discards="high_asks", leads="partner_suit"),
+                Conventions(bidding="aggressive", cover="none", discards="none")]
+    return singles + combined
+
+
+CONVENTION_SETTINGS = _convention_settings()
+CONVENTION_SETUPS = [("standard", {}), ("tournament", {}), ("cutthroat", {})]
+
+
+@pytest.mark.parametrize("conventions", CONVENTION_SETTINGS, ids=[c.spec() for c in CONVENTION_SETTINGS])
+def test_native_and_python_heuristics_agree_under_every_convention(conventions):
+    """Every seat plays under the conventions (so the partner's signals and nils are its own),
+    with random moves now and then; C decides exactly as Python at every decision."""
+    from agents.native_heuristic import choose_action as native_action
+    changed = 0
+    for preset, overrides in CONVENTION_SETUPS:
+        rules = make_rules(preset, **overrides)
+        for game in range(max(12, GAMES // 8)):
+            rng = random.Random(game)
+            env = spades_v0.raw_env(rules=rules, episode="hand")
+            env.reset(seed=game, options={"scores": [-150, 0]} if game % 4 == 3 and rules.partnerships else None)
+            for _ in env.agent_iter():
+                obs, _, term, trunc, _ = env.last()
+                if term or trunc:
+                    env.step(None)
+                    continue
+                legal = np.flatnonzero(obs["action_mask"]).tolist()
+                view = decode_observation(obs["observation"])
+                python = legal[0] if len(legal) == 1 else choose_action(view, legal, None, conventions)
+                native = native_action(obs["observation"], obs["action_mask"], conventions)
+                assert native == python, (conventions, preset, game, view)
+                changed += len(legal) > 1 and python != choose_action(view, legal)
+                env.step(rng.choice(legal) if rng.random() < RANDOM_MOVE_CHANCE else python)
+    assert changed, f"{conventions.spec()} never changed a decision"
+
+
+def test_batched_native_heuristic_under_conventions_agrees_with_python():
+    env = SpadesVectorEnv(48, rules="standard", seed=0)
+    obs, mask = env.reset(seed=4, scores=[-200, 0])
+    spec = dict(bidding="aggressive", nil="eager", cover="strong", discards="low_asks", leads="partner_suit")
+    native = HeuristicAgent(backend="native", threads=2, **spec)
+    python = HeuristicAgent(backend="python", **spec)
+    for _ in range(70):
+        a = native.act_batch(obs, mask)
+        assert torch.equal(a, python.act_batch(obs, mask))
+        obs, mask, *_ = env.step(a)
+
+
+def test_bad_convention_codes_are_named_errors():
+    from agents.native_heuristic import NativeHeuristicError, choose_actions
+    o, m = _first_observation()
+    for codes in [(0, 0, 0, 4, 0), (3, 0, 0, 0, 0), (0, 0, 0, 0, -1), (0, 0, 0), ("a", 0, 0, 0, 0)]:
+        with pytest.raises(NativeHeuristicError, match="convention codes"):
+            choose_actions(o, m, conventions=codes)
+    assert choose_actions(o, m, conventions=(0, 0, 0, 0, 0))[0] == choose_actions(o, m)[0]
+    # C checks them too (HEUR_ERR_BAD_CONVENTIONS, nothing written) for callers that skip Python.
+    from agents.native_heuristic import _layout_array, _library
+    out = np.full(1, 99, dtype=np.int64)
+    bad = np.array([0, 0, 0, 4, 0], dtype=np.int32)
+    mask = np.ascontiguousarray(m != 0, dtype=np.uint8)
+    status = _library().spades_heuristic_from_obs_with(o.ctypes.data, mask.ctypes.data, 1,
+                                                       _layout_array(layout_for_size(o.size)).ctypes.data,
+                                                       bad.ctypes.data, out.ctypes.data, 1)
+    assert status == -4 and out[0] == 99

@@ -24,6 +24,13 @@ enum { ACE = 12, KING = 11, QUEEN = 10, JACK = 9, TEN = 8 };
 
 static const double BID_MARGIN = 0.5, NIL_MAX_ESTIMATE = 3.0, NIL_EDGE = 5.0, RUFF_RISK_LIMIT = 0.3;
 static const int UNCLAIMED_TRICKS = 3, BLIND_NIL_FAR_BEHIND = 200, BLIND_NIL_CLOSE_TO_TARGET = 100;
+/* Conventions (heuristic.py's BID_ADJUSTMENT, EAGER_NIL_*, SIGNAL_HIGH_RANK). */
+static const int BID_ADJUSTMENT[BIDDING_VALUES] = {0, -1, 1};
+static const double EAGER_NIL_MAX_ESTIMATE = 4.0, EAGER_NIL_EDGE = -20.0;
+static const int SIGNAL_HIGH_RANK = 6;
+static const int32_t STANDARD_CONVENTIONS[HEUR_CONV_COUNT] = {0, 0, 0, 0, 0};
+static const int32_t CONVENTION_VALUES[HEUR_CONV_COUNT] = {BIDDING_VALUES, NIL_VALUES, COVER_VALUES, DISCARDS_VALUES,
+                                                           LEADS_VALUES};
 
 static inline int popcount(uint64_t x) { return __builtin_popcountll(x); }
 static inline int lowest_bit(uint64_t x) { return __builtin_ctzll(x); }
@@ -95,20 +102,22 @@ static double nil_success_chance(uint64_t hand, int partner_bid, int players, in
     return 1.0 / (1.0 + exp(-z));
 }
 
-static int prefers_nil(uint64_t hand, double estimate, int partner_bid, int players, int partnership) {
-    if (estimate > NIL_MAX_ESTIMATE) return 0;
+static int prefers_nil(uint64_t hand, double estimate, int partner_bid, int players, int partnership, int nil) {
+    if (nil == NIL_NEVER) return 0;
+    int eager = nil == NIL_EAGER;
+    if (estimate > (eager ? EAGER_NIL_MAX_ESTIMATE : NIL_MAX_ESTIMATE)) return 0;
     double chance = nil_success_chance(hand, partner_bid, players, partnership);
-    return 200.0 * chance - 100.0 - 10.0 * py_max(1.0, estimate) >= NIL_EDGE;
+    return 200.0 * chance - 100.0 - 10.0 * py_max(1.0, estimate) >= (eager ? EAGER_NIL_EDGE : NIL_EDGE);
 }
 
-static int choose_bid(const SeatView *v, const uint64_t legal[2]) {
+static int choose_bid(const SeatView *v, const uint64_t legal[2], const int32_t *conv) {
     double estimate = estimate_tricks(v->hand, v->players);
     int partner_bid = v->partnerships ? v->bids[2] : -1;       /* -1: none (or no partner) */
     if (v->partnerships && partner_bid == 0) estimate += v->blind[2] ? 1.0 : -0.3;
     if (has_action(legal, BID_BASE) && partner_bid != 0
-            && prefers_nil(v->hand, estimate, partner_bid, v->players, v->partnerships))
+            && prefers_nil(v->hand, estimate, partner_bid, v->players, v->partnerships, conv[HEUR_CONV_NIL]))
         return BID_BASE;
-    long desired = (long)floor(estimate + 0.5 - BID_MARGIN);
+    long desired = (long)floor(estimate + 0.5 - BID_MARGIN) + BID_ADJUSTMENT[conv[HEUR_CONV_BIDDING]];
     if (desired < 1) desired = 1;
     int all_bid = 1, others = 0;
     for (int s = 1; s < v->players; s++) {
@@ -128,8 +137,9 @@ static int choose_bid(const SeatView *v, const uint64_t legal[2]) {
     return best < 0 ? BID_BASE : BID_BASE + best;
 }
 
-static int choose_blind_nil(const SeatView *v, const uint64_t legal[2]) {
+static int choose_blind_nil(const SeatView *v, const uint64_t legal[2], const int32_t *conv) {
     if (!has_action(legal, BLIND_NIL)) return LOOK;
+    if (conv[HEUR_CONV_NIL] == NIL_NEVER) return LOOK;
     if (v->partnerships && v->bids[2] == 0) return LOOK;
     int64_t own = v->scores[0], other = v->scores[1], deficit = other - own;
     int far_behind = deficit >= BLIND_NIL_FAR_BEHIND;
@@ -183,12 +193,16 @@ typedef struct {
     int opps_after[4], n_opps_after;
     const int32_t *voids, *bids, *tricks;
     int hand_sizes[4], remaining;
+    uint64_t played[4];         /* per relative seat, this hand */
+    const int32_t *conv;        /* the conventions (HEUR_CONV_COUNT values) */
 } Table;
 
 static inline int void_in(const Table *t, int seat, int suit) { return (t->voids[seat] >> suit) & 1; }
 
-static void table_init(Table *t, const SeatView *v, uint64_t legal_cards) {
+static void table_init(Table *t, const SeatView *v, uint64_t legal_cards, const int32_t *conv) {
     int n = t->n = v->players;
+    t->conv = conv;
+    for (int s = 0; s < 4; s++) t->played[s] = s < n ? v->played[s] : 0;
     t->hand = v->hand;
     t->legal = legal_cards & ALL_CARDS;
     uint64_t seen = v->hand;
@@ -286,9 +300,7 @@ static int wants_tricks(const Table *t) {
 }
 
 /* ------------------------------------------------------------------ play: choices */
-static int discard_low(const Table *t, uint64_t cards) {
-    uint64_t side = cards & ~SPADE_MASK;
-    if (!side) return lowest_bit(cards);
+static int plain_discard(const Table *t, uint64_t side) {
     int best = -1, best_master = 0;
     double best_key = 0.0;
     for (uint64_t m = side; m; m &= m - 1) {
@@ -299,6 +311,46 @@ static int discard_low(const Table *t, uint64_t cards) {
         }
     }
     return best;
+}
+
+/* The cards of `cards` whose discard asks for their suit (heuristic.py _is_signal). */
+static uint64_t signal_cards(const Table *t, uint64_t cards, int high_asks) {
+    uint64_t out = 0;
+    for (uint64_t m = cards; m; m &= m - 1) {
+        int c = lowest_bit(m);
+        if (!is_master(t, c) && (c % 13 >= SIGNAL_HIGH_RANK) == high_asks) out |= (uint64_t)1 << c;
+    }
+    return out;
+}
+
+static int signal_discard(const Table *t, uint64_t side, int high_asks) {
+    int best_suit = -1, best_length = 0;
+    for (int suit = 0; suit < 3; suit++) {
+        uint64_t held = t->hand & SUIT_MASK(suit);
+        if (!held || !is_master(t, highest_bit(held))) continue;
+        if (!signal_cards(t, side & SUIT_MASK(suit), high_asks)) continue;
+        int length = popcount(held);
+        if (length > best_length) { best_suit = suit; best_length = length; }
+    }
+    if (best_suit >= 0) return lowest_bit(signal_cards(t, side & SUIT_MASK(best_suit), high_asks));
+    uint64_t quiet = signal_cards(t, side, !high_asks);          /* non-masters that ask for nothing */
+    return plain_discard(t, quiet ? quiet : side);
+}
+
+static int discard_low(const Table *t, uint64_t cards) {
+    uint64_t side = cards & ~SPADE_MASK;
+    if (!side) return lowest_bit(cards);
+    int discards = t->conv[HEUR_CONV_DISCARDS];
+    if (discards == DISCARDS_NONE) {
+        int best = -1;
+        for (uint64_t m = side; m; m &= m - 1) {
+            int c = lowest_bit(m);
+            if (best < 0 || c % 13 < best % 13) best = c;
+        }
+        return best;
+    }
+    if (discards != DISCARDS_STANDARD) return signal_discard(t, side, discards == DISCARDS_HIGH_ASKS);
+    return plain_discard(t, side);
 }
 
 static int throw_low(const Table *t, uint64_t cards) {
@@ -355,10 +407,60 @@ static int lead_against_nil(const Table *t, uint64_t cards, const int *nil_opps,
     return best;
 }
 
+/* The side suit the partner asked for by its discards (heuristic.py _asked_suit), or -1. */
+static int asked_suit(const Table *t, uint64_t cards) {
+    int partner = t->partner, discards = t->conv[HEUR_CONV_DISCARDS];
+    if (partner < 0 || (discards != DISCARDS_HIGH_ASKS && discards != DISCARDS_LOW_ASKS)) return -1;
+    for (int suit = 0; suit < 3; suit++) {
+        if (void_in(t, partner, suit) || !(cards & SUIT_MASK(suit))) continue;
+        uint64_t shown = t->played[partner] & SUIT_MASK(suit);
+        if (!shown) continue;
+        int unled = 0;
+        for (int s = 0; s < 4; s++)
+            if (s != partner && !void_in(t, s, suit) && !(t->played[s] & SUIT_MASK(suit))) unled = 1;
+        if (!unled) continue;
+        if (discards == DISCARDS_HIGH_ASKS ? highest_bit(shown) % 13 >= SIGNAL_HIGH_RANK
+                                           : lowest_bit(shown) % 13 < SIGNAL_HIGH_RANK) return suit;
+    }
+    return -1;
+}
+
+/* leads=trumps (heuristic.py _trump_lead): a spade to lead, or -1. */
+static int trump_lead(const Table *t, uint64_t cards, const int *opps, int n_opps) {
+    uint64_t spades = cards & SPADE_MASK;
+    int count = popcount(t->hand & SPADE_MASK), all_void = 1;
+    for (int k = 0; k < n_opps; k++) all_void &= void_in(t, opps[k], SPADES);
+    if (!spades || !(t->unseen & SPADE_MASK) || all_void) return -1;
+    int top = highest_bit(spades);
+    if (is_master(t, top) && count >= 3) return top;
+    return count >= 4 ? lowest_bit(spades) : -1;
+}
+
+/* leads=partner_suit (heuristic.py _partner_suit): the suit to lead, or -1. */
+static int partner_suit(const Table *t, uint64_t cards, const int *opps, int n_opps) {
+    int partner = t->partner, best = -1, best_rank = -1;
+    if (partner < 0) return -1;
+    for (uint64_t m = t->played[partner]; m; m &= m - 1) {
+        int c = lowest_bit(m), suit = c / 13;
+        if (suit == SPADES || c % 13 <= best_rank || void_in(t, partner, suit)) continue;
+        if (!(cards & SUIT_MASK(suit))) continue;
+        int ruffed = 0;
+        for (int k = 0; k < n_opps; k++)
+            if (void_in(t, opps[k], suit) && !void_in(t, opps[k], SPADES)) ruffed = 1;
+        if (ruffed) continue;
+        best = suit; best_rank = c % 13;
+    }
+    return best;
+}
+
 static int lead_for_tricks(const Table *t, uint64_t cards) {
     int opps[4], n_opps = 0;
     for (int s = 1; s < t->n; s++)
         if (s != t->partner) opps[n_opps++] = s;
+    if (t->conv[HEUR_CONV_LEADS] == LEADS_TRUMPS) {
+        int trump = trump_lead(t, cards, opps, n_opps);
+        if (trump >= 0) return trump;
+    }
     /* 1. side-suit masters while a ruff is unlikely, the safest first */
     int best = -1;
     double best_risk = RUFF_RISK_LIMIT;
@@ -369,6 +471,9 @@ static int lead_for_tricks(const Table *t, uint64_t cards) {
         if (risk < best_risk) { best = c; best_risk = risk; }
     }
     if (best >= 0) return best;
+    int asked = asked_suit(t, cards);
+    if (asked < 0 && t->conv[HEUR_CONV_LEADS] == LEADS_PARTNER_SUIT) asked = partner_suit(t, cards, opps, n_opps);
+    if (asked >= 0) return lowest_bit(cards & SUIT_MASK(asked));
     /* 2. top spades */
     int top_spade = -1;
     for (uint64_t m = cards & SPADE_MASK; m; m &= m - 1) {
@@ -432,20 +537,31 @@ static int follow_for_tricks(const Table *t, uint64_t winners, uint64_t losers) 
     return throw_low(t, losers);
 }
 
-static int choose_card(const SeatView *v, uint64_t legal_cards) {
+static int choose_card(const SeatView *v, uint64_t legal_cards, const int32_t *conv) {
     Table table, *t = &table;
-    table_init(t, v, legal_cards);
+    table_init(t, v, legal_cards, conv);
     uint64_t cards = t->legal;
     if (!cards) return HEUR_ERR_NO_LEGAL;
     if (!(cards & (cards - 1))) return lowest_bit(cards);
     int partner = t->partner;
-    int my_nil = intact_nil(t, 0), partner_nil = partner >= 0 && intact_nil(t, partner);
+    int my_nil = intact_nil(t, 0);
+    int partner_nil = partner >= 0 && intact_nil(t, partner) && conv[HEUR_CONV_COVER] != COVER_NONE;
     int nil_opps[4], n_nil = 0;
     for (int s = 1; s < t->n; s++)
         if (s != partner && intact_nil(t, s)) nil_opps[n_nil++] = s;
     if (!t->trick_len) {
         if (my_nil) return lead_low(t, cards);
-        if (partner_nil) return lead_high(t, cards);
+        if (partner_nil) {
+            if (conv[HEUR_CONV_COVER] == COVER_STRONG) {      /* a suit the partner is void in: it sheds */
+                int shed = -1;
+                for (uint64_t m = cards; m; m &= m - 1) {
+                    int c = lowest_bit(m);
+                    if (void_in(t, partner, c / 13) && (shed < 0 || c % 13 > shed % 13)) shed = c;
+                }
+                if (shed >= 0) return shed;
+            }
+            return lead_high(t, cards);
+        }
         if (n_nil) return lead_against_nil(t, cards, nil_opps, n_nil);
         return wants_tricks(t) ? lead_for_tricks(t, cards) : lead_low(t, cards);
     }
@@ -495,7 +611,21 @@ static int view_is_sane(const SeatView *v) {
     return 1;
 }
 
-int spades_heuristic_act(const SeatView *v, const uint64_t legal_in[2]) {
+static int conventions_ok(const int32_t *conv) {
+    for (int k = 0; k < HEUR_CONV_COUNT; k++)
+        if (conv[k] < 0 || conv[k] >= CONVENTION_VALUES[k]) return 0;
+    return 1;
+}
+
+int spades_heuristic_convention_count(void) { return HEUR_CONV_COUNT; }
+
+int spades_heuristic_act(const SeatView *v, const uint64_t legal[2]) {
+    return spades_heuristic_act_with(v, legal, STANDARD_CONVENTIONS);
+}
+
+int spades_heuristic_act_with(const SeatView *v, const uint64_t legal_in[2], const int32_t *conv) {
+    if (!conv) conv = STANDARD_CONVENTIONS;
+    if (!conventions_ok(conv)) return HEUR_ERR_BAD_CONVENTIONS;
     uint64_t legal[2] = {legal_in[0], legal_in[1] & 0xF};
     int count = popcount(legal[0]) + popcount(legal[1]);
     if (!count) return HEUR_ERR_NO_LEGAL;
@@ -504,10 +634,10 @@ int spades_heuristic_act(const SeatView *v, const uint64_t legal_in[2]) {
     if (!view_is_sane(v)) return HEUR_ERR_BAD_VIEW;
     int action;
     switch (v->phase) {
-        case PH_PLAY: action = choose_card(v, legal[0]); break;
-        case PH_BIDDING: action = choose_bid(v, legal); break;
+        case PH_PLAY: action = choose_card(v, legal[0], conv); break;
+        case PH_BIDDING: action = choose_bid(v, legal, conv); break;
         case PH_PASSING: action = choose_pass(v, legal); break;
-        default: action = choose_blind_nil(v, legal); break;   /* PH_BLIND (view_is_sane) */
+        default: action = choose_blind_nil(v, legal, conv); break;   /* PH_BLIND (view_is_sane) */
     }
     if (action < 0) return action;
     if (!has_action(legal, action)) action = lowest;     /* never happens; never play illegally */
@@ -593,15 +723,15 @@ static int layout_is_sane(const int64_t *L) {
 }
 
 /* One row: its view decoded from the observation, its legal actions from the mask. */
-static int64_t decide_row(const float *o, const uint8_t *m, const int64_t *layout) {
+static int64_t decide_row(const float *o, const uint8_t *m, const int64_t *layout, const int32_t *conv) {
     SeatView v;
     uint64_t legal[2] = {0, 0};
     for (int a = 0; a < 68; a++) if (m[a]) legal[a >> 6] |= (uint64_t)1 << (a & 63);
-    return view_from_obs(o, layout, &v) ? spades_heuristic_act(&v, legal) : HEUR_ERR_BAD_OBS;
+    return view_from_obs(o, layout, &v) ? spades_heuristic_act_with(&v, legal, conv) : HEUR_ERR_BAD_OBS;
 }
 
 int64_t spades_heuristic_decide(const float *obs, const uint8_t *mask, const int64_t *layout) {
-    return decide_row(obs, mask, layout);
+    return decide_row(obs, mask, layout, STANDARD_CONVENTIONS);
 }
 
 int spades_heuristic_layout_ok(const int64_t *layout) { return layout_is_sane(layout); }
@@ -611,16 +741,23 @@ int spades_heuristic_layout_ok(const int64_t *layout) { return layout_is_sane(la
  * 0, or HEUR_ERR_BAD_OBS if the layout itself is malformed (nothing is written then). */
 int64_t spades_heuristic_from_obs(const float *obs, const uint8_t *mask, int64_t rows, const int64_t *layout,
                                   int64_t *out, int64_t threads) {
+    return spades_heuristic_from_obs_with(obs, mask, rows, layout, STANDARD_CONVENTIONS, out, threads);
+}
+
+int64_t spades_heuristic_from_obs_with(const float *obs, const uint8_t *mask, int64_t rows, const int64_t *layout,
+                                       const int32_t *conv, int64_t *out, int64_t threads) {
+    if (!conv) conv = STANDARD_CONVENTIONS;
+    if (!conventions_ok(conv)) return HEUR_ERR_BAD_CONVENTIONS;
     if (!layout_is_sane(layout) || rows < 0) return HEUR_ERR_BAD_OBS;
     int64_t size = layout[L_OBS_SIZE];
 #ifdef _OPENMP
     if (threads > 1 && rows >= 64) {
 #pragma omp parallel for num_threads((int)threads) schedule(dynamic, 64)   /* a busy core slows no one */
-        for (int64_t r = 0; r < rows; r++) out[r] = decide_row(obs + r * size, mask + r * 68, layout);
+        for (int64_t r = 0; r < rows; r++) out[r] = decide_row(obs + r * size, mask + r * 68, layout, conv);
         return 0;
     }
 #endif
     (void)threads;
-    for (int64_t r = 0; r < rows; r++) out[r] = decide_row(obs + r * size, mask + r * 68, layout);
+    for (int64_t r = 0; r < rows; r++) out[r] = decide_row(obs + r * size, mask + r * 68, layout, conv);
     return 0;
 }

@@ -34,10 +34,28 @@ typedef struct {
 } SeatView;
 
 /* Legal actions: bit a of legal[0] for actions 0..63, bit a - 64 of legal[1] for 64..67. */
-enum { HEUR_ERR_NO_LEGAL = -1, HEUR_ERR_BAD_VIEW = -2, HEUR_ERR_BAD_OBS = -3 };
+enum { HEUR_ERR_NO_LEGAL = -1, HEUR_ERR_BAD_VIEW = -2, HEUR_ERR_BAD_OBS = -3, HEUR_ERR_BAD_CONVENTIONS = -4 };
+
+/* Conventions (agents/heuristic_conventions.py): an array of HEUR_CONV_COUNT int32, one per
+ * option in this order, each the index of its value in CONVENTION_OPTIONS (0 = standard). A NULL
+ * array is all standard: the heuristic as it played before conventions existed. */
+enum { HEUR_CONV_BIDDING, HEUR_CONV_NIL, HEUR_CONV_COVER, HEUR_CONV_DISCARDS, HEUR_CONV_LEADS, HEUR_CONV_COUNT };
+enum { BIDDING_STANDARD, BIDDING_CONSERVATIVE, BIDDING_AGGRESSIVE, BIDDING_VALUES };
+enum { NIL_STANDARD, NIL_NEVER, NIL_EAGER, NIL_VALUES };
+enum { COVER_STANDARD, COVER_NONE, COVER_STRONG, COVER_VALUES };
+enum { DISCARDS_STANDARD, DISCARDS_NONE, DISCARDS_HIGH_ASKS, DISCARDS_LOW_ASKS, DISCARDS_VALUES };
+enum { LEADS_STANDARD, LEADS_PARTNER_SUIT, LEADS_TRUMPS, LEADS_VALUES };
 
 /* The heuristic's action (0..67), or a negative HEUR_ERR_* code. */
 int spades_heuristic_act(const SeatView *v, const uint64_t legal[2]);
+/* The same under `conventions` (NULL: standard); HEUR_ERR_BAD_CONVENTIONS for a value out of range. */
+int spades_heuristic_act_with(const SeatView *v, const uint64_t legal[2], const int32_t *conventions);
+/* HEUR_CONV_COUNT (the Python side checks that it matches its option count). */
+int spades_heuristic_convention_count(void);
+/* spades_heuristic_from_obs (heuristic.c) under `conventions` (NULL: standard); returns
+ * HEUR_ERR_BAD_CONVENTIONS, writing nothing, when a value is out of range. */
+int64_t spades_heuristic_from_obs_with(const float *obs, const uint8_t *mask, int64_t rows, const int64_t *layout,
+                                       const int32_t *conventions, int64_t *out, int64_t threads);
 
 /* The heuristic's action for one observation row (float32, in the layout `layout` describes, as
  * spades_heuristic_from_obs takes it) and its mask (68 bytes, nonzero = legal): 0..67, or a
