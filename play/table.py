@@ -171,21 +171,21 @@ class Table:
                                    else bid_word(bids[m], blind[m]) for m in members),
                          str(sum(taken[m] for m in members)), points, str(record["scores"][side]),
                          str(record["bags"][side])])
-            for m in members:
-                if bids[m] == 0:
-                    kind = "blind nil" if blind[m] else "nil"
-                    whose = self.seats.possessive(self.name(m))
-                    whose = whose[0].upper() + whose[1:]
-                    bonus = r.blind_nil_bonus if blind[m] else r.nil_bonus
-                    if taken[m] == 0:
-                        notes.append(f"{whose} {kind} made: +{bonus}.")
-                    else:
-                        counts = "" if r.nil_tricks_count_for_partner else ", counted as bags"
-                        notes.append(f"{whose} {kind} failed ({plural(taken[m], 'trick')}{counts}): -{bonus}.")
-            contract = sum(bids[m] for m in members if bids[m])
-            counted = sum(taken[m] for m in members if bids[m] or r.nil_tricks_count_for_partner)
+            result = record["results"][side]      # the engine's scoring of this side's hand
+            for nil in sorted(result["nils"], key=lambda n: n["seat"] != self.seat):
+                m = nil["seat"]
+                kind = "blind nil" if blind[m] else "nil"
+                whose = self.seats.possessive(self.name(m))
+                whose = whose[0].upper() + whose[1:]
+                bonus = r.blind_nil_bonus if blind[m] else r.nil_bonus
+                if nil["kept"]:
+                    notes.append(f"{whose} {kind} made: +{bonus}.")
+                else:
+                    counts = "" if r.nil_tricks_count_for_partner else ", counted as bags"
+                    notes.append(f"{whose} {kind} failed ({plural(taken[m], 'trick')}{counts}): -{bonus}.")
+            contract, counted = result["contract"], result["tricks"]
             if contract:
-                if counted >= contract:
+                if result["made"]:
                     notes.append(f"{label} made {contract} with {counted}.")
                 else:
                     notes.append(f"{label} set: took {counted} of {contract}.")

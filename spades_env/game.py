@@ -532,8 +532,7 @@ class SpadesGame:
                 self.passes, self.tricks, list(self.tricks_taken), results, scores_before,
                 list(self.scores), list(self.bags))
 
-    @staticmethod
-    def _log_to_dict(log: tuple) -> dict:
+    def _log_to_dict(self, log: tuple) -> dict:
         (number, dealer, deal, actions, bids, blind, passes, tricks, taken, results, scores_before,
          scores, bags) = log
         rec: dict[str, Any] = {
@@ -557,8 +556,23 @@ class SpadesGame:
                 "bags": list(bags),
                 "scores": list(scores),
                 "scores_before": list(scores_before),
+                "results": [self._result_dict(side, res) for side, res in enumerate(results)],
             })
         return rec
+
+    def _result_dict(self, side: int, res: SideResult) -> dict:
+        """One side's scoring of a hand as the engine did it (``spades_env.scoring.score_side``):
+        readers of records take contracts, made/set and nils from here instead of recomputing."""
+        members = self.rules.side_members(side)
+        return {
+            "side": side, "seats": list(members),
+            "contract": res.contract, "tricks": res.tricks, "made": res.made,
+            "contract_points": res.contract_points, "overtrick_points": res.overtrick_points,
+            "nil_points": res.nil_points, "bags_taken": res.bags_taken,
+            "bag_penalties": res.bag_penalties, "points": res.points, "bags_after": res.bags_after,
+            "nils": [{"seat": seat, "kept": kept} for seat, kept in zip(members, res.nils_kept)
+                     if kept is not None],
+        }
 
     @property
     def hands_completed(self) -> int:

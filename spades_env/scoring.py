@@ -23,6 +23,7 @@ class SideResult(NamedTuple):
     bag_penalties: int     # how many times the penalty was applied
     points: int            # total score change, penalties included
     bags_after: int        # the bag counter after this hand
+    nils_kept: tuple = ()  # per member in seat order: True kept, False broken, None no nil bid
 
 
 def _cpp_remainder(value: int, divisor: int) -> int:
@@ -42,6 +43,7 @@ def score_side(rules: Rules, bids: Sequence[int], blind: Sequence[bool], tricks:
     nil_points = 0
     counted = 0
     nil_bags = 0
+    nils_kept = tuple(taken == 0 if bid == 0 else None for bid, taken in zip(bids, tricks))
     for bid, is_blind, taken in zip(bids, blind, tricks):
         if bid == 0:
             value = rules.blind_nil_bonus if is_blind else rules.nil_bonus
@@ -61,7 +63,7 @@ def score_side(rules: Rules, bids: Sequence[int], blind: Sequence[bool], tricks:
         overtricks = 0
     if not rules.bags:
         return SideResult(contract, counted, made, contract_points, 0, nil_points, 0, 0,
-                          contract_points + nil_points, 0)
+                          contract_points + nil_points, 0, nils_kept)
     overtrick_points = overtricks
     bags_taken = overtricks + nil_bags
     if rules.bags_from_score_digit:
@@ -75,7 +77,7 @@ def score_side(rules: Rules, bids: Sequence[int], blind: Sequence[bool], tricks:
         bags_after = counter - penalties * rules.bag_limit
         points = contract_points + overtrick_points + nil_points - rules.bag_penalty * penalties
     return SideResult(contract, counted, made, contract_points, overtrick_points, nil_points,
-                      bags_taken, penalties, points, bags_after)
+                      bags_taken, penalties, points, bags_after, nils_kept)
 
 
 def score_hand(rules: Rules, bids: Sequence[int], blind: Sequence[bool], tricks: Sequence[int],
