@@ -2,26 +2,39 @@
 ``spades-eval ... --journal FILE``, then the same command again.
 
 The file is JSON lines: a header naming the match (the teams' specs, rules, mode, deal count,
-duplicate, seed, start scores), then one line per finished unit (a deal, or a game seed) with its
-plays' outcomes. Each unit is played from seeds derived from the match seed and its index, so
+duplicate, seed, start scores), then one line per finished unit (a deal, or a game seed) with all
+its plays' outcomes. Each unit is played from seeds derived from the match seed and its index, so
 the units read back are exactly those a full run would play, and the result (its timings
-aside) is the uninterrupted run's. A line torn by a kill is dropped (that unit is played again);
-a file that names another match is refused. The journal trusts the specs: a checkpoint file
-changed under the same path is not noticed.
+aside) is the uninterrupted run's.
+
+What is refused, before anything is played (an :class:`EvaluationError` naming the file, and the
+line where there is one): a path that is not a regular file (a directory, ``/dev/null``, a FIFO:
+checked without opening it) or cannot be written; a file that is not UTF-8 text, not a journal,
+of another version or of another match; a line whose checksum (every line carries one) does not
+match its content, or that is not a well-formed entry of this match. What is not refused: the
+last line torn by a kill (cut off and played again), and an entry without all the plays of its
+deal (the deal is played again whole: a deal counts only complete). The journal trusts the
+specs: a checkpoint file changed under the same path is not noticed.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
+import stat
+import warnings
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
-from .outcomes import EvaluationError, PlayOutcome, TeamTally
+from .outcomes import HAND_KINDS, TEAMS, EvaluationError, PlayOutcome, TeamTally
 
 FORMAT = "spades-eval-journal"
-VERSION = 1
+VERSION = 2                       # 2: a checksum on every line
+CHECK = "check"                   # the key of a line's checksum (its last key)
+_OUTCOME_FIELDS = {f.name for f in dataclasses.fields(PlayOutcome)}
+_TALLY_FIELDS = {f.name for f in dataclasses.fields(TeamTally)}
 
 
 def match_key(configs: Sequence[Any]) -> list[dict]:
@@ -38,62 +51,195 @@ def match_key(configs: Sequence[Any]) -> list[dict]:
     return json.loads(json.dumps(key))
 
 
+def checksum(entry: dict) -> str:
+    """The checksum of a line's content (the entry as written, without its checksum)."""
+    return hashlib.blake2b(json.dumps(entry).encode(), digest_size=8).hexdigest()
+
+
+def encode_line(entry: dict) -> str:
+    """One journal line: the entry with its checksum as the last key."""
+    return json.dumps({**entry, CHECK: checksum(entry)}) + "\n"
+
+
+def check_journal_path(path: Path) -> bool:
+    """Whether ``path`` holds a journal to read (else it is to be created); an
+    :class:`EvaluationError` when it is not a regular file or cannot be written. Nothing is
+    opened: a FIFO or a device is refused as it is."""
+    try:
+        info = path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        info = None
+    except OSError as exc:
+        raise EvaluationError(f"--journal {path}: cannot be read ({exc.strerror or exc})") from None
+    if info is not None:
+        if stat.S_ISDIR(info.st_mode):
+            raise EvaluationError(f"--journal {path} is a directory: expected a file (new, or a journal to resume)")
+        if not stat.S_ISREG(info.st_mode):
+            raise EvaluationError(f"--journal {path} is not a regular file (a device, FIFO or socket): expected a "
+                                  "file (new, or a journal to resume)")
+        if not os.access(path, os.R_OK | os.W_OK):
+            raise EvaluationError(f"--journal {path}: no permission to read and write it")
+        return info.st_size > 0
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:       # created at the start of play
+        folder = folder.parent
+    if not folder.is_dir():
+        raise EvaluationError(f"--journal {path}: {folder} is not a directory")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise EvaluationError(f"--journal {path}: the directory {folder} is not writable")
+    return False
+
+
 class Journal:
-    """The finished units of ``configs`` in ``path`` (read at construction; ``add`` appends)."""
+    """The finished units of ``configs`` in ``path`` (read and checked at construction, before
+    any play; ``add`` appends one unit, ``close`` syncs the file to disk)."""
 
-    def __init__(self, path: str | Path, configs: Sequence[Any], error: type = EvaluationError) -> None:
+    def __init__(self, path: str | Path, configs: Sequence[Any]) -> None:
         self.path = Path(path)
-        self.done: dict[tuple[int, int], list] = {}
-        key = match_key(configs)
-        header = {"format": FORMAT, "version": VERSION, "match": key}
-        if self.path.exists() and self.path.stat().st_size > 0:
-            text = self.path.read_text()
-            lines = text.splitlines()
-            try:
-                first = json.loads(lines[0])
-            except (json.JSONDecodeError, IndexError):
-                raise error(f"--journal {self.path}: not a spades-eval journal (its first line is not JSON)") from None
-            if not isinstance(first, dict) or first.get("format") != FORMAT:
-                raise error(f"--journal {self.path}: not a spades-eval journal")
-            if first.get("match") != key:
-                raise error(f"--journal {self.path} holds another match (other teams, rules, deals or seed); "
-                            "pick another file, or delete it to start again")
-            for line in lines[1:]:
-                try:
-                    entry = json.loads(line)
-                    m, unit = int(entry["m"]), int(entry["unit"])
-                    outcomes = [_outcome(o) for o in entry["outcomes"]]
-                except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                    continue                             # a line torn by a kill: that unit is played again
-                if 0 <= m < len(configs) and 0 <= unit < configs[m].units:
-                    self.done[(m, unit)] = outcomes
-            self._file = self.path.open("a")
-            if not text.endswith("\n"):
-                self._file.write("\n")                   # end a torn last line before appending
-        else:
-            if self.path.parent and not self.path.parent.exists():
+        self.configs = list(configs)
+        self.done: dict[tuple[int, int], list[PlayOutcome]] = {}
+        self._file = None
+        header = {"format": FORMAT, "version": VERSION, "match": match_key(configs)}
+        keep = self._read(header) if check_journal_path(self.path) else None
+        try:
+            if keep is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = self.path.open("w")
-            self._file.write(json.dumps(header) + "\n")
-            self._file.flush()
+                self._file = self.path.open("w", encoding="utf-8")
+                self._file.write(encode_line(header))
+                self._file.flush()
+            else:
+                with self.path.open("r+b") as raw:       # cut a line torn by a kill
+                    raw.truncate(keep)
+                self._file = self.path.open("a", encoding="utf-8")
+        except OSError as exc:
+            raise EvaluationError(f"--journal {self.path}: cannot be written ({exc.strerror or exc})") from None
 
-    def add(self, m: int, unit: int, outcomes: list) -> None:
+    def _fail(self, line: Optional[int], message: str) -> EvaluationError:
+        where = f"--journal {self.path}" + (f", line {line}" if line is not None else "")
+        return EvaluationError(f"{where}: {message}")
+
+    def _read(self, header: dict) -> Optional[int]:
+        """Read a journal into ``done``; the number of bytes to keep (a torn last line cut), or
+        None when the file holds only a torn header (start again)."""
+        data = self.path.read_bytes()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise self._fail(None, "not a spades-eval journal (not UTF-8 text)") from None
+        keep = text.rfind("\n") + 1                  # a last line without its newline was torn by a kill
+        if keep == 0:
+            if encode_line(header).startswith(text):
+                return None                          # killed while writing the header
+            raise self._fail(None, "not a spades-eval journal (no complete first line)")
+        lines = text[:keep].splitlines()
+        first = self._entry(lines[0], 1, header=True)
+        if first.get("match") != header["match"]:
+            raise self._fail(None, "holds another match (other teams, rules, deals or seed); pick another file, or "
+                                   "delete it to start again")
+        seen: dict[tuple[int, int], int] = {}
+        for number, line in enumerate(lines[1:], start=2):
+            entry = self._entry(line, number)
+            m, unit, outcomes = self._unit(entry, number)
+            if (m, unit) in seen:
+                word = "deal" if self.configs[m].mode == "hands" else "game"
+                raise self._fail(number, f"{word} {unit} is already on line {seen[(m, unit)]}")
+            seen[(m, unit)] = number
+            plays = [0, 1] if self.configs[m].duplicate else [0]
+            if [o.play for o in outcomes] == plays:
+                self.done[(m, unit)] = outcomes
+            # else: not all the deal's plays are here; it is played again whole
+        return len(text[:keep].encode("utf-8"))
+
+    def _entry(self, line: str, number: int, header: bool = False) -> dict:
+        """A line's JSON object, its checksum checked and removed."""
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            entry = None
+        if not isinstance(entry, dict):
+            what = "not a spades-eval journal (its first line is not a JSON object)" if header else \
+                "not a JSON object: the journal is damaged (delete it to start again)"
+            raise self._fail(None if header else number, what)
+        written = entry.pop(CHECK, None)
+        if header and entry.get("format") != FORMAT:
+            raise self._fail(None, "not a spades-eval journal")
+        if header and entry.get("version") != VERSION:
+            raise self._fail(1, f"journal format version {entry.get('version')!r}; this spades-eval reads version "
+                                f"{VERSION}: finish it with the spades-eval that wrote it, or delete it to start again")
+        if written != checksum(entry):
+            raise self._fail(number, "its checksum does not match its content (changed since spades-eval wrote it); "
+                                     "delete the journal to start again")
+        return entry
+
+    def _unit(self, entry: dict, number: int) -> tuple[int, int, list[PlayOutcome]]:
+        """A unit's entry read into outcomes; an error naming the line when it is not one of this match."""
+        try:
+            if set(entry) != {"m", "unit", "outcomes"}:
+                raise ValueError("expected the keys m, unit, outcomes")
+            m, unit = entry["m"], entry["unit"]
+            if not (_is_int(m) and 0 <= m < len(self.configs) and _is_int(unit) and 0 <= unit < self.configs[m].units):
+                raise ValueError(f"no unit {unit!r} of match {m!r} here")
+            if not isinstance(entry["outcomes"], list):
+                raise ValueError("outcomes is not a list")
+            outcomes = [_outcome(o, unit) for o in entry["outcomes"]]
+        except ValueError as exc:
+            raise self._fail(number, f"not an entry of this match ({exc})") from None
+        return m, unit, outcomes
+
+    def add(self, m: int, unit: int, outcomes: list[PlayOutcome]) -> None:
         """Append one finished unit (flushed to the OS: a kill of this process loses nothing written)."""
         entry = {"m": m, "unit": unit, "outcomes": [dataclasses.asdict(o) for o in outcomes]}
-        self._file.write(json.dumps(entry) + "\n")
-        self._file.flush()
+        try:
+            self._file.write(encode_line(entry))
+            self._file.flush()
+        except OSError as exc:
+            raise EvaluationError(f"--journal {self.path}: cannot be written ({exc.strerror or exc}); the match "
+                                  "was not finished") from None
         self.done[(m, unit)] = outcomes
 
     def close(self) -> None:
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self._file.close()
+        """Sync and close the file. A failed sync only warns: the units are written, and the
+        match's result does not depend on the journal."""
+        if self._file is None:
+            return
+        try:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        except OSError as exc:
+            warnings.warn(f"--journal {self.path}: could not be synced to disk ({exc.strerror or exc})", stacklevel=2)
+        finally:
+            self._file.close()
+            self._file = None
 
 
-def _outcome(data: dict) -> Any:
-    fields = {f.name for f in dataclasses.fields(PlayOutcome)}
-    if set(data) - fields:
-        raise ValueError("unknown outcome fields")
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _outcome(data: Any, unit: int) -> PlayOutcome:
+    """One play's outcome from its JSON form, every field checked (a ValueError says which)."""
+    if not isinstance(data, dict) or set(data) != _OUTCOME_FIELDS:
+        raise ValueError(f"a play needs exactly the fields {sorted(_OUTCOME_FIELDS)}")
+    if data["unit"] != unit or data["play"] not in (0, 1) or not _is_int(data["play"]):
+        raise ValueError(f"a play of unit {data['unit']!r} (play {data['play']!r}) under unit {unit}")
+    if not _is_int(data["hands"]) or data["hands"] < 1:
+        raise ValueError(f"hands={data['hands']!r}")
+    if data["winner"] not in (None, *TEAMS) or not (data["record"] is None or isinstance(data["record"], dict)):
+        raise ValueError("winner or record malformed")
+    tallies = data["tallies"]
+    if not isinstance(tallies, dict) or set(tallies) != set(TEAMS):
+        raise ValueError("tallies need teams A and B")
+    for tally in tallies.values():
+        if not isinstance(tally, dict) or set(tally) != _TALLY_FIELDS:
+            raise ValueError(f"a tally needs exactly the fields {sorted(_TALLY_FIELDS)}")
+        for name, value in tally.items():
+            if not (_is_int(value) or (name == "seconds" and isinstance(value, float))) or \
+                    (name not in ("points", "bid_error_sum") and value < 0):
+                raise ValueError(f"tally {name}={value!r}")
+    kinds = data["kinds"]
+    if not isinstance(kinds, dict) or not set(kinds) <= set(HAND_KINDS) or \
+            not all(isinstance(v, list) and len(v) == 2 and all(map(_is_int, v)) for v in kinds.values()):
+        raise ValueError("kinds malformed")
     values = dict(data)
-    values["tallies"] = {team: TeamTally(**tally) for team, tally in data["tallies"].items()}
+    values["tallies"] = {team: TeamTally(**tally) for team, tally in tallies.items()}
     return PlayOutcome(**values)

@@ -1,6 +1,9 @@
 """spades-eval --journal (evaluation/journal.py): a match killed part-way resumes from its
 journal to exactly the uninterrupted result, replaying only the deals it had not finished; a torn
-last line is played again; a journal of another match is refused."""
+last line is played again; a deal counts only with all its plays. Refused before any play, in one
+line: a journal of another match or version, a path that is not a regular writable file (devices,
+FIFOs, directories), a file that is not UTF-8, a line whose checksum does not match or that is
+not an entry of this match."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ import time
 
 import pytest
 
-from evaluation import EvaluationError, compare, evaluate, strip_timing
+from evaluation import EvaluationError, compare, evaluate, main, strip_timing
 from evaluation import matches
 
 
@@ -79,3 +82,160 @@ def test_spades_eval_killed_and_run_again_gives_the_uninterrupted_result(tmp_pat
     subprocess.run(base + ["--json", str(plain_json)], check=True, capture_output=True)
     strip = strip_timing
     assert strip(json.loads(killed_json.read_text())) == strip(json.loads(plain_json.read_text()))
+
+
+# --------------------------------------------------------------------------------- refused inputs
+
+def _no_play(monkeypatch):
+    """Any play now fails the test: a refused journal must be refused before the match is played."""
+    def play_unit(self, m, u):
+        raise AssertionError("a deal was played before the journal was checked")
+    monkeypatch.setattr(matches._Worker, "play_unit", play_unit)
+
+
+def _small(journal, **kw):
+    return evaluate("random", "random:seed=2", deals=4, duplicate=True, seed=1, workers=1, journal=str(journal), **kw)
+
+
+@pytest.mark.parametrize("path", ["/dev/null", "/dev/zero"])
+def test_a_device_is_refused_before_any_play_in_one_line(path, monkeypatch, capsys):
+    _no_play(monkeypatch)
+    with pytest.raises(EvaluationError, match="not a regular file"):
+        _small(path)
+    assert main(["--team-a", "random", "--team-b", "random", "--deals", "3", "--quiet", "--journal", path]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "spades-eval: error: --journal" in err and "not a regular file" in err
+
+
+def test_a_directory_a_fifo_and_a_file_under_a_file_are_refused_without_opening(tmp_path, monkeypatch):
+    _no_play(monkeypatch)
+    with pytest.raises(EvaluationError, match="is a directory"):
+        _small(tmp_path)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(EvaluationError, match="not a regular file"):     # an open() would block here
+        _small(fifo)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(EvaluationError, match="is not a directory"):
+        _small(blocker / "sub" / "j.jsonl")
+
+
+def test_a_fifo_journal_does_not_hang_the_command(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    run = subprocess.run([sys.executable, "-m", "evaluation.cli", "--team-a", "random", "--team-b", "random",
+                          "--deals", "2", "--quiet", "--journal", str(fifo)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and run.stderr.count("\n") == 1 and "not a regular file" in run.stderr, run.stderr
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
+def test_an_unwritable_directory_is_refused(tmp_path, monkeypatch):
+    _no_play(monkeypatch)
+    tmp_path.chmod(0o500)
+    try:
+        with pytest.raises(EvaluationError, match="not writable"):
+            _small(tmp_path / "j.jsonl")
+    finally:
+        tmp_path.chmod(0o700)
+
+
+def test_a_file_that_is_not_utf8_is_refused(tmp_path, monkeypatch, capsys):
+    _no_play(monkeypatch)
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"\xff\xfe\x00binary\n")
+    with pytest.raises(EvaluationError, match="not UTF-8"):
+        _small(junk)
+    assert main(["--team-a", "random", "--team-b", "random", "--deals", "3", "--quiet", "--journal", str(junk)]) == 2
+    assert "not UTF-8" in capsys.readouterr().err
+    assert junk.read_bytes() == b"\xff\xfe\x00binary\n"
+
+
+def _rewrite(journal, number, change, resign=True):
+    """Change line ``number`` (1-based) of a journal, with a valid checksum again unless ``resign`` is off."""
+    from evaluation.journal import CHECK, encode_line
+    lines = journal.read_text().splitlines(keepends=True)
+    entry = json.loads(lines[number - 1])
+    entry.pop(CHECK)
+    change(entry)
+    lines[number - 1] = encode_line(entry) if resign else json.dumps(entry) + "\n"
+    journal.write_text("".join(lines))
+
+
+def test_a_tampered_line_is_refused_naming_the_file_and_the_line(tmp_path, monkeypatch):
+    journal = tmp_path / "j.jsonl"
+    _small(journal)
+    text = journal.read_text()
+    lines = text.splitlines(keepends=True)
+    entry = json.loads(lines[2])
+    entry["outcomes"][0]["tallies"]["A"]["points"] += 100          # well-formed, but not what was played
+    journal.write_text("".join(lines[:2]) + json.dumps(entry) + "\n" + "".join(lines[3:]))
+    _no_play(monkeypatch)
+    with pytest.raises(EvaluationError, match=rf"--journal {journal}, line 3: its checksum does not match"):
+        _small(journal)
+
+
+def test_a_deal_counts_only_with_all_its_plays(tmp_path):
+    journal = tmp_path / "j.jsonl"
+    plain = _small(journal)
+    assert plain.hands == 8
+    _rewrite(journal, 2, lambda entry: entry["outcomes"].pop())      # 1 of the deal's 2 plays
+    _rewrite(journal, 3, lambda entry: entry["outcomes"].clear())    # none of them (was a ZeroDivisionError)
+    resumed = _small(journal)
+    assert resumed.hands == 8 and resumed.to_dict(timing=False) == plain.to_dict(timing=False)
+
+
+def test_malformed_entries_and_repeated_deals_are_refused(tmp_path, monkeypatch):
+    journal = tmp_path / "j.jsonl"
+    _small(journal)
+    good = journal.read_text()
+    _no_play(monkeypatch)
+    cases = [
+        (lambda e: e["outcomes"][0]["tallies"]["A"].update(points="many"), "line 2: not an entry of this match"),
+        (lambda e: e.update(unit=99), "line 2: not an entry of this match"),
+        (lambda e: e["outcomes"][0]["tallies"].pop("B"), "line 2: not an entry of this match"),
+        (lambda e: e["outcomes"][0].update(kinds={"made up": [1, 2]}), "line 2: not an entry of this match"),
+    ]
+    for change, message in cases:
+        journal.write_text(good)
+        _rewrite(journal, 2, change)
+        with pytest.raises(EvaluationError, match=message):
+            _small(journal)
+    lines = good.splitlines(keepends=True)
+    journal.write_text("".join([lines[0], lines[2], lines[2]] + lines[3:]))     # one deal twice
+    with pytest.raises(EvaluationError, match="line 3: deal .* is already on line 2"):
+        _small(journal)
+    journal.write_text(good.replace("\n", "\n\n", 1))
+    with pytest.raises(EvaluationError, match="line 2: not a JSON object"):
+        _small(journal)
+
+
+def test_an_unknown_version_is_refused(tmp_path, monkeypatch):
+    journal = tmp_path / "j.jsonl"
+    _small(journal)
+    good = journal.read_text()
+    _no_play(monkeypatch)
+    for resign in (True, False):
+        journal.write_text(good)
+        _rewrite(journal, 1, lambda header: header.update(version=99), resign=resign)
+        with pytest.raises(EvaluationError, match="version 99; this spades-eval reads version 2"):
+            _small(journal)
+
+
+def test_a_header_torn_by_a_kill_starts_again(tmp_path):
+    journal = tmp_path / "j.jsonl"
+    plain = _small(journal)
+    journal.write_text(journal.read_text().splitlines()[0][:40])
+    assert _small(journal).to_dict(timing=False) == plain.to_dict(timing=False)
+    assert len(_lines(journal)) == 1 + 4
+
+
+def test_a_failed_sync_at_the_end_warns_and_keeps_the_result(tmp_path, monkeypatch):
+    plain = _small(tmp_path / "a.jsonl")
+
+    def fsync(fd):
+        raise OSError(5, "Input/output error")
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.warns(UserWarning, match="could not be synced"):
+        result = _small(tmp_path / "b.jsonl")
+    assert result.to_dict(timing=False) == plain.to_dict(timing=False)
