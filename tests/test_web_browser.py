@@ -156,6 +156,7 @@ def test_a_record_is_opened_stepped_and_analysed(server, browser):
     page.wait_for_selector("#viewer:not(.hidden)")
     assert "action 0 of" in page.inner_text("#step-label")
     assert page.locator("#itable .mini-hand .card").count() == 52        # spectator: every hand
+    assert "null" not in page.inner_text("#itable")
     for _ in range(20):
         page.click("#next")
     assert "action 20 of" in page.inner_text("#step-label")

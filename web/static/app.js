@@ -223,7 +223,7 @@ function seatLines(state, seat, agent) {
        state.dealer === seat ? el("span", { class: "dealer", title: "dealer" }, "D") : null),
     agent === null ? null : el("div", { class: "agent", title: agent }, agent),
     el("div", { class: "stats" }, [bid, won].filter(Boolean).join(" · ")),
-  ];
+  ].filter(Boolean);
 }
 
 function seatBox(state, seat, where, prefix = "pos") {
