@@ -472,5 +472,65 @@ class BatchedSymmetries:
         return relabelled
 
 
+def benchmark(specs: Sequence[str], batch: int = 4096, reps: int = 40) -> list[str]:
+    """Milliseconds per call of the batched maps on ``batch`` tables, beside one engine step, for
+    each ``device:threads:backend`` spec (``cuda:1:torch``, ``cpu:1:native``...): the figures of
+    docs/symmetries.md (the command is there)."""
+    import time
+
+    import torch
+
+    from .vector import SpadesVectorEnv
+
+    lines = []
+    for spec in specs:
+        device, threads, backend = spec.split(":")
+        torch.set_num_threads(int(threads))
+        sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+
+        def timed(fn: Callable[[], Any]) -> float:
+            for _ in range(3):
+                fn()
+            sync()
+            start = time.perf_counter()
+            for _ in range(reps):
+                fn()
+            sync()
+            return (time.perf_counter() - start) / reps * 1e3
+
+        extra = {"threads": int(threads)} if backend == "native" else {}
+        env = SpadesVectorEnv(batch, rules="standard", seed=0, device=device, backend=backend, **extra)
+        current = list(env.reset())
+        gen = torch.Generator(device=device).manual_seed(0)
+
+        def step() -> None:
+            mask = current[1]
+            actions = torch.where(mask, torch.rand(mask.shape, generator=gen, device=device), -1.0).argmax(1)
+            current[:] = env.step(actions)[:2]
+
+        rows = [("engine step (random legal actions)", timed(step))]
+        obs, mask = current
+        maps = symmetries("standard").batched(device)
+        which = maps.sample(batch, generator=gen)
+        actions = torch.randint(0, NUM_ACTIONS, (batch,), device=device)
+        states, hands = env.state_tensor(), env.state.hands
+        rows += [
+            ("map_observations, a relabelling per row", timed(lambda: maps.map_observations(obs, which))),
+            ("map_observations, one for all rows", timed(lambda: maps.map_observations(obs, 3))),
+            ("map_masks, per row", timed(lambda: maps.map_masks(mask, which))),
+            ("map_actions, per row", timed(lambda: maps.map_actions(actions, which))),
+            ("map_states, per row", timed(lambda: maps.map_states(states, which))),
+            ("map_card_sets (B, 4), per row", timed(lambda: maps.map_card_sets(hands, which))),
+            ("Other-Play decision: obs and mask in, action back",
+             timed(lambda: (maps.map_observations(obs, which), maps.map_masks(mask, which),
+                            maps.map_actions(actions, maps.inverse(which))))),
+            ("obs.clone() (a plain copy, for scale)", timed(lambda: obs.clone())),
+        ]
+        lines.append(f"{device} backend={backend} threads={threads} tables={batch}")
+        lines += [f"  {name:52s} {ms:8.3f} ms" for name, ms in rows]
+    return lines
+
+
 __all__ = ["symmetries", "named_suits", "Relabelling", "SymmetryGroup", "BatchedSymmetries", "SymmetryError",
-           "SIDE_SUITS", "SUIT_NAMING_RULES", "SUIT_NEUTRAL_RULES", "CARD_BLOCKS", "SUIT_BLOCKS"]
+           "benchmark", "SIDE_SUITS", "SUIT_NAMING_RULES", "SUIT_NEUTRAL_RULES", "CARD_BLOCKS", "SUIT_BLOCKS"]
+

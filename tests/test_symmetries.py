@@ -376,3 +376,22 @@ def test_batched_bad_input_is_refused_clearly():
     with pytest.raises(SymmetryError, match="not a symmetry"):
         symmetries("standard", two_of_clubs_leads=True).batched().map_masks(
             torch.zeros(4, 68), symmetries("standard")[2])
+
+
+def test_the_docs_examples_run():
+    """Every Python block of docs/symmetries.md runs as written."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "symmetries.md").read_text()
+    blocks = [part.split("```", 1)[0] for part in text.split("```python\n")[1:]]
+    assert len(blocks) >= 3
+    for block in blocks:
+        exec(compile(block, "docs/symmetries.md", "exec"), {})
+
+
+def test_the_benchmark_of_the_docs_runs():
+    from spades_env.symmetries import benchmark
+
+    lines = benchmark(["cpu:1:torch"], batch=8, reps=1)
+    assert lines[0] == "cpu backend=torch threads=1 tables=8" and len(lines) == 10
+    assert all(line.endswith(" ms") for line in lines[1:])
