@@ -129,42 +129,39 @@ def choose_actions(observations, masks, threads: int = 1, conventions=None) -> n
 _BYTE_MASKS = (np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.bool_))
 
 
+_CODE_POINTERS: dict = {}
+
+
+def _code_pointer(conventions) -> Optional[int]:
+    """The address of :func:`_code_array`'s array for ``conventions`` (None: standard), cached."""
+    try:
+        return _CODE_POINTERS[conventions]
+    except (KeyError, TypeError):
+        array = _code_array(conventions)
+        pointer = None if array is None else array.ctypes.data
+        try:
+            _CODE_POINTERS[conventions] = pointer
+        except TypeError:               # an unhashable sequence of codes: not cached
+            pass
+        return pointer
+
+
 def choose_action(observation, mask, conventions=None) -> int:
     """One row's action: :func:`choose_actions` with a fast path for the AEC env's numpy arrays
     (a contiguous float32 observation and an int8/uint8/bool mask), the per-call overhead of
-    :meth:`HeuristicAgent.act`. Anything else, and every error, goes through :func:`choose_actions`."""
-    if conventions is not None:
-        codes = _code_array(conventions)
-        if codes is not None:
-            return _choose_action_with(observation, mask, codes)
+    :meth:`HeuristicAgent.act`, under every convention alike. Anything else, and every error,
+    goes through :func:`choose_actions`."""
+    codes = None if conventions is None else _code_pointer(conventions)
     if (_LIB is not None and type(observation) is np.ndarray and type(mask) is np.ndarray
             and observation.dtype == np.float32 and observation.ndim == 1 and observation.flags.c_contiguous
             and mask.dtype in _BYTE_MASKS and mask.shape == (NUM_ACTIONS,) and mask.flags.c_contiguous):
         layout = _LAYOUT_ARRAYS.get(observation.shape[0])      # set by the first choose_actions call
         if layout is not None:
             out = np.empty(1, dtype=np.int64)
-            code = _LIB.spades_heuristic_from_obs(observation.__array_interface__["data"][0],
-                                                  mask.__array_interface__["data"][0], 1,
-                                                  layout.__array_interface__["data"][0],
-                                                  out.__array_interface__["data"][0], 1)
-            if code == 0 and out[0] >= 0:
-                return int(out[0])
-    return int(choose_actions(observation, mask)[0])
-
-
-def _choose_action_with(observation, mask, codes: np.ndarray) -> int:
-    """:func:`choose_action`'s fast path under non-standard conventions (``codes``: their array)."""
-    if (_LIB is not None and type(observation) is np.ndarray and type(mask) is np.ndarray
-            and observation.dtype == np.float32 and observation.ndim == 1 and observation.flags.c_contiguous
-            and mask.dtype in _BYTE_MASKS and mask.shape == (NUM_ACTIONS,) and mask.flags.c_contiguous):
-        layout = _LAYOUT_ARRAYS.get(observation.shape[0])
-        if layout is not None:
-            out = np.empty(1, dtype=np.int64)
             code = _LIB.spades_heuristic_from_obs_with(observation.__array_interface__["data"][0],
                                                        mask.__array_interface__["data"][0], 1,
-                                                       layout.__array_interface__["data"][0],
-                                                       codes.__array_interface__["data"][0],
+                                                       layout.__array_interface__["data"][0], codes,
                                                        out.__array_interface__["data"][0], 1)
             if code == 0 and out[0] >= 0:
                 return int(out[0])
-    return int(choose_actions(observation, mask, conventions=tuple(int(c) for c in codes))[0])
+    return int(choose_actions(observation, mask, conventions=conventions)[0])
