@@ -1,0 +1,135 @@
+"""``spades-coop`` (zoo, run, signals) and ``spades-league``: the cooperation lab's commands.
+
+    spades-coop zoo [--json FILE]
+    spades-coop run SPEC [--suite NAME] [--deals N] [--seed S] [--workers N] [--json FILE] [--plot FILE]
+                         [--ray [ADDRESS]] [--journal FILE]
+    spades-coop signals SPEC [--deals N] [--seed S] [--workers N] [--json FILE]
+    spades-league SPEC SPEC ... [--deals N] [--seed S] [--workers N] [--json FILE] [--plot FILE]
+                               [--ray [ADDRESS]] [--journal FILE]
+
+Bad input (an unknown agent, a malformed spec, an unknown suite, a roster of one) is one line on
+stderr and exit status 2. docs/cooperation.md walks through them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable, Optional
+
+from .coop_common import plot_path, write_json
+from .outcomes import EvaluationError
+
+
+def _add_common(parser: argparse.ArgumentParser, deals: int, ray: bool) -> None:
+    parser.add_argument("--deals", type=int, default=None, help=f"duplicate deals (default: {deals})")
+    parser.add_argument("--seed", type=int, default=0, help="the seed every deal and agent seed derives from")
+    parser.add_argument("--workers", type=int, default=None, help="processes (default: the CPUs available)")
+    parser.add_argument("--json", metavar="FILE", help="write the result as JSON")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    if ray:
+        parser.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                            help="play on a Ray cluster (no address: start one here); the same result")
+        parser.add_argument("--journal", metavar="FILE",
+                            help="keep every finished deal here; the same command again resumes a killed run")
+        parser.add_argument("--plot", metavar="FILE", help="the figure (default: beside --json, .png)")
+
+
+def _coop_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="spades-coop", description="The cooperation lab: the partner zoo, "
+                                     "the ad-hoc teamwork suite and signalling measures (docs/cooperation.md).")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{zoo,run,signals}")
+    zoo = sub.add_parser("zoo", help="list the partner zoo", description="List the partner zoo: name, spec, "
+                         "split (train, validation, held-out), group and hash.")
+    zoo.add_argument("--json", metavar="FILE", help="write the list as JSON")
+    run = sub.add_parser("run", help="score an agent on the scenario suite",
+                         description="Score an agent on a scenario suite: points per hand beside unseen partners, "
+                                     "normalised per partner (0 = random in its seat, 1 = the partner's copy).")
+    run.add_argument("spec", metavar="SPEC", help="the focal agent (any spades-eval spec)")
+    run.add_argument("--suite", default="standard", help="the suite (standard, quick; default standard)")
+    _add_common(run, 100, ray=True)
+    signals = sub.add_parser("signals", help="measure an agent's signalling and listening",
+                             description="Bid calibration, bid information (bits), listening, nil cover and "
+                                         "the partner's reply to a lead, from duplicate deals.")
+    signals.add_argument("spec", metavar="SPEC", help="the agent (any spades-eval spec)")
+    signals.add_argument("--opponent", default="heuristic", help="the opponent team (default heuristic)")
+    _add_common(signals, 100, ray=False)
+    return parser
+
+
+def _league_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="spades-league", description="A round robin on duplicate deals, rated "
+                                     "by Bradley-Terry (Elo-scaled, bootstrap intervals) and by Nash averaging "
+                                     "(docs/cooperation.md).")
+    parser.add_argument("specs", nargs="+", metavar="SPEC", help="the roster: two or more spades-eval specs")
+    _add_common(parser, 100, ray=True)
+    return parser
+
+
+def _guarded(prog: str, body: Callable[[], int]) -> int:
+    try:
+        return body()
+    except (EvaluationError, ValueError, FileNotFoundError) as exc:
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"{prog}: error: {message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """``spades-coop``."""
+    args = _coop_parser().parse_args(argv)
+
+    def body() -> int:
+        if args.command == "zoo":
+            from .zoo import format_zoo, zoo_listing
+            print(format_zoo())
+            if args.json:
+                write_json(args.json, zoo_listing())
+            return 0
+        if args.command == "run":
+            from .scenarios import format_suite_result, plot_suite_result, run_suite
+            result = run_suite(args.spec, args.suite, deals=args.deals, seed=args.seed, workers=args.workers,
+                               progress=not args.no_progress, ray=args.ray, journal=args.journal)
+            print(format_suite_result(result))
+            figure = plot_path(args.json, args.plot)
+        else:
+            from .signals import format_signals, measure_signals
+            result = measure_signals(args.spec, deals=100 if args.deals is None else args.deals, seed=args.seed,
+                                     opponent=args.opponent, workers=args.workers, progress=not args.no_progress)
+            print(format_signals(result))
+            figure = None
+        if args.json:
+            write_json(args.json, result)
+        if figure is not None:
+            plot_suite_result(result, figure)
+            print(f"heat map: {figure}")
+        return 0
+
+    return _guarded("spades-coop", body)
+
+
+def league_main(argv: Optional[list[str]] = None) -> int:
+    """``spades-league``."""
+    args = _league_parser().parse_args(argv)
+
+    def body() -> int:
+        from .league import format_league, plot_league, run_league
+        result = run_league(args.specs, deals=100 if args.deals is None else args.deals, seed=args.seed,
+                            workers=args.workers, progress=not args.no_progress, ray=args.ray, journal=args.journal)
+        print(format_league(result))
+        if args.json:
+            write_json(args.json, result)
+        figure = plot_path(args.json, args.plot)
+        if figure is not None:
+            plot_league(result, figure)
+            print(f"plot: {figure}")
+        return 0
+
+    return _guarded("spades-league", body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

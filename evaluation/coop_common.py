@@ -1,0 +1,77 @@
+"""Helpers shared by the cooperation tools (scenarios, signals, league): building players once
+per spec, per-deal scores out of played matches, JSON and plot files."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Optional, Sequence, Union
+
+from .matches import Player
+from .outcomes import EvaluationError, PlayOutcome
+
+
+class PlayerCache:
+    """One :class:`Player` per spec string, so that equal specs are the same player (and the
+    matches they play can be shared)."""
+
+    def __init__(self) -> None:
+        self._players: dict[Any, Player] = {}
+
+    def get(self, spec: Any) -> Player:
+        key = spec if isinstance(spec, str) else id(spec)
+        player = self._players.get(key)
+        if player is None:
+            player = self._players[key] = Player.of(spec.strip() if isinstance(spec, str) else spec)
+        return player
+
+
+def player_key(player: Player) -> tuple:
+    """Players with equal keys play alike: the same spec (label) and the same seed salt."""
+    return (player.label, player.salt)
+
+
+def deal_scores(outcomes: Sequence[Sequence[PlayOutcome]]) -> list[float]:
+    """Per deal, team A's points minus team B's per hand (a duplicate's two plays pooled)."""
+    scores = []
+    for plays in outcomes:
+        hands = sum(o.hands for o in plays)
+        scores.append(sum(o.diff for o in plays) / hands)
+    return scores
+
+
+def fmean(values: Sequence[float]) -> float:
+    return math.fsum(values) / len(values)
+
+
+def value_dict(value: Optional[float], low: Optional[float], high: Optional[float], **extra: Any) -> dict:
+    return {"value": value, "low": low, "high": high, **extra}
+
+
+def write_json(path: Union[str, os.PathLike], data: Any) -> Path:
+    path = Path(path)
+    if path.parent and not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    return path
+
+
+def plot_path(json_path: Optional[str], plot: Optional[str]) -> Optional[Path]:
+    """Where a command writes its plot: ``--plot``, else beside ``--json`` (``.png``), else nowhere."""
+    if plot:
+        return Path(plot)
+    if json_path:
+        return Path(json_path).with_suffix(".png")
+    return None
+
+
+def check_positive(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise EvaluationError(f"{what}={value!r}: expected a positive integer")
+    return value
+
+
+__all__ = ["PlayerCache", "player_key", "deal_scores", "fmean", "value_dict", "write_json", "plot_path",
+           "check_positive", "EvaluationError"]

@@ -1,0 +1,298 @@
+"""Signalling and listening: ``spades-coop signals SPEC``.
+
+Measured from the agent's own play on duplicate deals (the agent on both seats of a partnership,
+against an opponent team), except where a partner is needed that does something specific:
+
+- ``bid_calibration``: per bid, how many tricks the bidder took and how often it made its bid
+  (a nil is made when it takes none).
+- ``bid_information``: how much a bid tells about the hand, in bits: the mutual information
+  between the bid (blind nil its own value) and the hand's trick potential (the heuristic's
+  ``estimate_tricks``, rounded, 7 and more together). The plug-in estimate is biased upwards on
+  finite samples, so the mean over shuffled bids (the same bids, paired with hands at random: the
+  *control*, which holds no information) is subtracted; the interval is a bootstrap over deals.
+  A bidder whose bid never changes tells nothing: exactly 0.
+- ``listening``: at the agent's decisions where its partner has bid (not nil, not blind), the
+  partner's bid in the agent's observation (and the side's contract with it) is replaced by
+  another bid, and the agent asked again from the same seed: the share of decisions whose choice
+  changes (Wilson interval). ``listening_control`` asks again with nothing changed (an agent that
+  is not a function of its observation and seed shows up there). An agent that ignores its
+  partner's bid scores exactly 0.
+- ``nil_cover``: the agent beside a partner that bids nil often (``heuristic:nil=eager``): the
+  share of the partner's nil bids that survive; ``nil_cover_reference`` is that partner's own copy
+  in the agent's seat on the same deals.
+- ``lead_reply``: when the agent leads, what its partner (its own copy) does third to the trick,
+  by the suit led: overtakes, follows low, trumps or discards.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+import numpy as np
+
+from spades_env import spades_v0
+from spades_env.cards import parse_card
+from spades_env.observation import BID_SLOTS, layout_for
+
+from .coop_common import PlayerCache, check_positive, value_dict
+from .matches import Team, derive_seed, make_deal, match_config, play_matches, resolve_rules
+from .outcomes import EvaluationError
+from .statistics import t_quantile, wilson_interval
+
+POTENTIAL_BUCKETS = 8           # rounded estimate 0..6, and 7 or more
+BLIND_NIL_LABEL = 14
+NIL_PARTNER = "heuristic:nil=eager"
+NIL_PARTNER_FALLBACK = "heuristic"
+SUITS = ("clubs", "diamonds", "hearts", "spades")
+REPLIES = ("overtook", "followed low", "trumped", "discarded")
+
+
+# ------------------------------------------------------------------ mutual information
+def mutual_information(x: np.ndarray, y: np.ndarray) -> float:
+    """Plug-in mutual information (bits) between two label arrays of small non-negative ints."""
+    n = len(x)
+    if n == 0:
+        return 0.0
+    joint = np.zeros((int(x.max()) + 1, int(y.max()) + 1))
+    np.add.at(joint, (x, y), 1.0)
+    joint /= n
+    px, py = joint.sum(1, keepdims=True), joint.sum(0, keepdims=True)
+    nz = joint > 0
+    return float(max(0.0, (joint[nz] * np.log2(joint[nz] / (px @ py)[nz])).sum()))
+
+
+def bid_information(bids: np.ndarray, potential: np.ndarray, units: np.ndarray, seed: int,
+                    shuffles: int = 100, blocks: int = 20, block_shuffles: int = 20) -> dict:
+    """Mutual information minus the shuffled-label control, with a delete-a-block jackknife
+    interval over deals (a bootstrap would not do: resampling with repeats adds spurious
+    information of its own, and plug-in MI is biased by it)."""
+    rng = np.random.default_rng(seed)
+
+    def corrected(b: np.ndarray, p: np.ndarray, k: int) -> float:
+        return mutual_information(b, p) - float(np.mean([mutual_information(rng.permutation(b), p) for _ in range(k)]))
+
+    raw = mutual_information(bids, potential)
+    control = raw - corrected(bids, potential, shuffles)
+    value = raw - control
+    distinct = np.unique(units)
+    g = min(blocks, len(distinct))
+    if g < 2:
+        return value_dict(value, None, None, raw=raw, control=control, hands=int(len(bids)))
+    block_of = {u: i % g for i, u in enumerate(distinct.tolist())}
+    block = np.array([block_of[u] for u in units.tolist()])
+    thetas = np.array([corrected(bids[block != i], potential[block != i], block_shuffles) for i in range(g)])
+    se = math.sqrt((g - 1) / g * float(((thetas - thetas.mean()) ** 2).sum()))
+    q = t_quantile(0.95, g - 1)
+    return value_dict(value, value - q * se, value + q * se, raw=raw, control=control, hands=int(len(bids)),
+                      method=f"plug-in MI minus mean over shuffled bids; jackknife over {g} blocks of deals")
+
+
+def potential_bucket(hand: list[int]) -> int:
+    from agents.heuristic import estimate_tricks
+    return int(min(POTENTIAL_BUCKETS - 1, max(0, round(estimate_tricks(hand)))))
+
+
+# ------------------------------------------------------------------ records
+def _agent_seats(play: int) -> tuple[int, int]:
+    return (0, 2) if play == 0 else (1, 3)
+
+
+def _trick_reply(cards: list[int]) -> str:
+    """The third card's reply to the lead (cards in play order)."""
+    led = cards[0] // 13
+    best = cards[0]
+    for c in cards[1:2]:
+        if (c // 13 == best // 13 and c > best) or (c // 13 == 3 and best // 13 != 3):
+            best = c
+    reply = cards[2]
+    if reply // 13 == led:
+        return "overtook" if best // 13 == led and reply > best else "followed low"
+    return "trumped" if reply // 13 == 3 else "discarded"
+
+
+def read_selfplay(outcomes, rules) -> dict:
+    """Bids, potentials and lead replies of the agent's seats in its self-play records."""
+    bids, potential, units, taken = [], [], [], []
+    lead_reply = np.zeros((4, len(REPLIES)), dtype=np.int64)
+    for unit, plays in enumerate(outcomes):
+        for o in plays:
+            seats = _agent_seats(o.play)
+            for hand in o.record["hands"]:
+                for s in seats:
+                    cards = [parse_card(c) for c in hand["deal"][s]]
+                    bid = hand["bids"][s]
+                    bids.append(BLIND_NIL_LABEL if hand["blind"][s] else bid)
+                    potential.append(potential_bucket(cards))
+                    units.append(unit)
+                    taken.append(hand["tricks_taken"][s])
+                for trick in hand["tricks"]:
+                    if trick["leader"] in seats and len(trick["cards"]) >= 3:
+                        cards = [parse_card(c) for c in trick["cards"]]
+                        lead_reply[cards[0] // 13, REPLIES.index(_trick_reply(cards))] += 1
+    return {"bids": np.array(bids, dtype=np.int64), "potential": np.array(potential, dtype=np.int64),
+            "units": np.array(units, dtype=np.int64), "taken": np.array(taken, dtype=np.int64),
+            "lead_reply": lead_reply}
+
+
+def calibration(bids: np.ndarray, taken: np.ndarray) -> dict:
+    """Per bid: hands, mean tricks taken, made rate; overall mean (taken - bid) over non-nil bids."""
+    by_bid = []
+    for b in sorted(set(bids.tolist())):
+        mask = bids == b
+        made = taken[mask] == 0 if b in (0, BLIND_NIL_LABEL) else taken[mask] >= b
+        by_bid.append({"bid": "blind nil" if b == BLIND_NIL_LABEL else int(b), "hands": int(mask.sum()),
+                       "tricks_mean": float(taken[mask].mean()), "made_rate": float(made.mean())})
+    plain = (bids > 0) & (bids != BLIND_NIL_LABEL)
+    return {"by_bid": by_bid, "overtricks_mean": float((taken[plain] - bids[plain]).mean()) if plain.any() else None,
+            "mean_bid": float(bids[plain].mean()) if plain.any() else None,
+            "nil_share": float(np.isin(bids, (0, BLIND_NIL_LABEL)).mean()) if len(bids) else None}
+
+
+def nil_cover_rate(outcomes) -> tuple[int, int]:
+    """(partner nil bids, of them kept): the partner sits on the team's second seat."""
+    bids = kept = 0
+    for plays in outcomes:
+        for o in plays:
+            partner = _agent_seats(o.play)[1]
+            for hand in o.record["hands"]:
+                if hand["bids"][partner] == 0:
+                    bids += 1
+                    kept += hand["tricks_taken"][partner] == 0
+    return bids, kept
+
+
+def _rate(successes: int, n: int, **extra: Any) -> dict:
+    if n == 0:
+        return value_dict(None, None, None, n=0, **extra)
+    iv = wilson_interval(successes, n)
+    low = 0.0 if successes == 0 else iv.low         # exact at the ends (no rounding residue)
+    high = 1.0 if successes == n else iv.high
+    return value_dict(successes / n, low, high, n=n, **extra)
+
+
+# ------------------------------------------------------------------ listening
+def listening(player, opponent, rules, deals: int, seed: int, progress: bool = False) -> dict:
+    """Ask the agent again with its partner's bid changed in its observation (module docstring)."""
+    from tqdm import tqdm
+
+    layout = layout_for(rules)
+    bids_at = layout.obs_blocks["bids"].offset + 2 * BID_SLOTS          # the partner's row
+    contract_at = layout.obs_blocks["sides"].offset + 6                 # own side's contract / T
+    tricks = rules.tricks_per_hand
+    rng = np.random.default_rng(derive_seed("spades-coop", "listening", seed))
+    env = spades_v0.raw_env(rules=rules, episode="hand", reward_scale=1.0)
+    seated = [player.factory(), opponent.factory(), player.factory(), opponent.factory()]
+    probe = player.factory()
+    counts = {"bidding": [0, 0], "play": [0, 0]}
+    unstable = 0
+    for k in tqdm(range(deals), desc="listening", unit="deal", disable=not progress, dynamic_ncols=True):
+        deal, dealer = make_deal(seed, k, rules)
+        options = {"deal": deal} if dealer is None else {"deal": deal, "dealer": dealer}
+        env.reset(seed=derive_seed("spades-coop", "listening-env", seed, k), options=options)
+        for s, agent in enumerate(seated):
+            agent.reset(derive_seed("spades-coop", "listening-seat", seed, k, s))
+        for name in env.agent_iter():
+            obs, _, term, trunc, info = env.last()
+            if term or trunc:
+                env.step(None)
+                continue
+            seat = env.agent_name_mapping[name]
+            if seat in (0, 2) and np.count_nonzero(obs["action_mask"]) > 1:
+                row = obs["observation"][bids_at:bids_at + BID_SLOTS]
+                bid = int(np.argmax(row[:14])) if row[:14].any() else None
+                if bid and not row[14]:
+                    other = int(rng.choice([b for b in range(1, tricks + 1) if b != bid]))
+                    changed = obs["observation"].copy()
+                    changed[bids_at + bid] = 0.0
+                    changed[bids_at + other] = 1.0
+                    changed[contract_at] += (other - bid) / tricks
+                    probe_seed = derive_seed("spades-coop", "probe", seed, k, seat, int(rng.integers(1 << 30)))
+                    answers = []
+                    for observation in (obs["observation"], changed, obs["observation"]):
+                        probe.reset(probe_seed)
+                        answers.append(probe.act({"observation": observation, "action_mask": obs["action_mask"]}, info))
+                    phase = "bidding" if any(obs["action_mask"][52:66]) else "play"
+                    counts[phase][0] += 1
+                    counts[phase][1] += int(answers[1] != answers[0])
+                    unstable += int(answers[2] != answers[0])
+            env.step(seated[seat].act(obs, info))
+    probes = counts["bidding"][0] + counts["play"][0]
+    changed = counts["bidding"][1] + counts["play"][1]
+    return {"listening": _rate(changed, probes, method="share of choices changed; Wilson interval"),
+            "listening_by_phase": {phase: _rate(c, n) for phase, (n, c) in counts.items()},
+            "listening_control": _rate(unstable, probes, method="asked twice with nothing changed")}
+
+
+# ------------------------------------------------------------------ the measurement
+def measure_signals(agent: Any, *, deals: int = 100, seed: int = 0, opponent: str = "heuristic",
+                    rules: Any = "standard", workers: Optional[int] = None, progress: bool = False,
+                    nil_partner: Optional[str] = None) -> dict:
+    """Everything ``spades-coop signals`` writes, for ``agent`` (a spec or a factory)."""
+    check_positive(deals, "deals")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise EvaluationError(f"seed={seed!r}: expected an integer")
+    rules = resolve_rules(rules)
+    if not rules.partnerships:
+        raise EvaluationError(f"rules {rules.name!r} have no partnerships: signals need a partner")
+    cache = PlayerCache()
+    player, opp = cache.get(agent), cache.get(opponent)
+    if nil_partner is None:
+        nil_partner = NIL_PARTNER
+        try:
+            cache.get(NIL_PARTNER).factory()
+        except Exception:       # the convention options are not there: the plain heuristic
+            nil_partner = NIL_PARTNER_FALLBACK
+    partner = cache.get(nil_partner)
+    match_seed = derive_seed("spades-coop", "signals", seed)
+    configs = [match_config(Team(player, player), Team(opp, opp), deals=deals, duplicate=True, rules=rules,
+                            seed=match_seed, keep_records=True),
+               match_config(Team(player, partner), Team(opp, opp), deals=deals, duplicate=True, rules=rules,
+                            seed=match_seed, keep_records=True),
+               match_config(Team(partner, partner), Team(opp, opp), deals=deals, duplicate=True, rules=rules,
+                            seed=match_seed, keep_records=True)]
+    selfplay, beside, reference = play_matches(configs, workers, progress, desc="spades-coop signals")
+    data = read_selfplay(selfplay, rules)
+    info = bid_information(data["bids"], data["potential"], data["units"], derive_seed("spades-coop", "mi", seed))
+    listened = listening(player, opp, rules, deals, match_seed, progress)
+    lead_reply = data["lead_reply"]
+    shares = lead_reply / np.maximum(1, lead_reply.sum(1, keepdims=True))
+    return {
+        "agent": player.label, "opponent": opp.label, "rules": rules.name, "deals": deals, "seed": seed,
+        "bid_information": info,
+        **listened,
+        "nil_cover": _rate(*reversed(nil_cover_rate(beside)), partner=partner.label),
+        "nil_cover_reference": _rate(*reversed(nil_cover_rate(reference)), partner=partner.label),
+        "bid_calibration": calibration(data["bids"], data["taken"]),
+        "lead_reply": {"rows": list(SUITS), "columns": list(REPLIES), "counts": lead_reply.tolist(),
+                       "shares": [[float(round(v, 6)) for v in row] for row in shares]},
+    }
+
+
+def format_signals(result: dict) -> str:
+    def iv(d, fmt):
+        if d["value"] is None:
+            return "-"
+        return f"{fmt.format(d['value'])} [{fmt.format(d['low'])}, {fmt.format(d['high'])}]"
+    cal, info = result["bid_calibration"], result["bid_information"]
+    lines = [f"signals of {result['agent']} ({result['deals']} duplicate deals vs {result['opponent']}, "
+             f"{result['rules']} rules)",
+             f"  bid information   {iv(result['bid_information'], '{:.3f}')} bits "
+             f"(raw {info['raw']:.3f}, shuffled control {info['control']:.3f})",
+             f"  listening         {iv(result['listening'], '{:.3f}')} of {result['listening']['n']} choices "
+             f"(control {iv(result['listening_control'], '{:.3f}')})",
+             f"  nil cover         {iv(result['nil_cover'], '{:.2f}')} of {result['nil_cover']['n']} partner nils "
+             f"(partner's copy: {iv(result['nil_cover_reference'], '{:.2f}')})",
+             "  calibration       " + ("-" if cal["mean_bid"] is None else
+                                       f"mean bid {cal['mean_bid']:.2f}, tricks over bid "
+                                       f"{cal['overtricks_mean']:+.2f}, nil share {cal['nil_share']:.3f}"),
+             "  made rate by bid  " + ", ".join(f"{b['bid']}: {b['made_rate']:.2f} ({b['hands']})"
+                                                for b in cal["by_bid"]),
+             "  partner's reply to my lead (shares): " + ", ".join(result["lead_reply"]["columns"])]
+    for suit, row in zip(result["lead_reply"]["rows"], result["lead_reply"]["shares"]):
+        lines.append(f"    {suit:<9}" + "  ".join(f"{v:5.2f}" for v in row))
+    return "\n".join(lines)
+
+
+__all__ = ["measure_signals", "format_signals", "mutual_information", "bid_information", "calibration",
+           "listening", "potential_bucket", "NIL_PARTNER"]

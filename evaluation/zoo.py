@@ -1,0 +1,172 @@
+"""The partner zoo: a versioned list of partners to test cooperation with (``spades-coop zoo``).
+
+Each partner has a name, an agent spec (anything ``spades-eval`` takes), a split and a group:
+
+- ``train``: partners a training run may play with;
+- ``validation``: partners to choose checkpoints and settings on;
+- ``held-out``: partners only an evaluation may see (the ad-hoc teamwork test).
+
+Groups are families that cooperate alike: the heuristic's convention settings (cautious, standard,
+bold), the search player's budgets and the neural policies. A cross-play table of the zoo shows
+them as blocks.
+
+Training code asks for partners through :func:`partners`, which refuses the held-out split unless
+the caller says it evaluates (``purpose="evaluation"``), so that held-out partners cannot leak into
+training by accident. ``hash`` is a SHA-256 of what defines a partner (its spec and, for a model,
+the checkpoint's bytes): a partner that changes under the same name changes its hash.
+
+Policies trained by the project from different seeds (from scratch and from imitation) are not in
+this version: they join the zoo once they are trained and shipped (``ZOO_VERSION`` then goes up).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+ZOO_VERSION = 1
+SPLITS = ("train", "validation", "held-out")
+PURPOSES = ("training", "evaluation")
+
+_MODELS = Path(__file__).resolve().parent.parent / "agents" / "models"
+# The checkpoint behind each registered neural agent that takes no checkpoint= option.
+_REGISTERED_MODELS = {"neural": _MODELS / "neural_standard.pt", "neural_v1": _MODELS / "neural_standard_v1.pt"}
+
+
+class HeldOutError(PermissionError):
+    """Held-out partners were asked for without ``purpose="evaluation"``."""
+
+
+@dataclass(frozen=True)
+class Partner:
+    """One partner of the zoo."""
+
+    name: str
+    spec: str
+    split: str
+    group: str
+    about: str
+
+    @property
+    def hash(self) -> str:
+        return partner_hash(self.spec)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "spec": self.spec, "split": self.split, "group": self.group,
+                "about": self.about, "hash": self.hash}
+
+
+def _h(name: str, spec: str, split: str, group: str, about: str) -> Partner:
+    return Partner(name, spec, split, group, about)
+
+
+PARTNERS: tuple[Partner, ...] = (
+    # Standard conventions: today's heuristic and variants that only change what its cards say.
+    _h("heuristic", "heuristic", "train", "standard", "the default heuristic"),
+    _h("high-asks", "heuristic:discards=high_asks", "train", "standard", "a high discard asks for the suit"),
+    _h("low-asks", "heuristic:discards=low_asks", "held-out", "standard", "a low discard asks for the suit"),
+    _h("partner-leads", "heuristic:leads=partner_suit", "validation", "standard", "leads its partner's suit"),
+    _h("trump-leads", "heuristic:leads=trumps", "held-out", "standard", "leads trumps to draw them"),
+    # Cautious: bids low, no nil, leaves its partner alone.
+    _h("conservative", "heuristic:bidding=conservative", "train", "cautious", "bids its hand low"),
+    _h("never-nil", "heuristic:bidding=conservative,nil=never", "validation", "cautious",
+       "bids low and never nil"),
+    _h("cautious", "heuristic:bidding=conservative,nil=never,cover=none", "held-out", "cautious",
+       "bids low, never nil, does not cover a partner's nil"),
+    # Bold: bids high, nils eagerly, covers hard.
+    _h("aggressive", "heuristic:bidding=aggressive", "train", "bold", "bids its hand high"),
+    _h("eager-nil", "heuristic:bidding=aggressive,nil=eager", "validation", "bold", "bids high and nil often"),
+    _h("bold", "heuristic:bidding=aggressive,nil=eager,cover=strong", "held-out", "bold",
+       "bids high, nil often, covers a partner's nil hard"),
+    # Search budgets (play-outs by the heuristic over sampled deals).
+    _h("search-8", "search:worlds=8", "train", "search", "search over 8 sampled worlds"),
+    _h("search-32", "search:worlds=32", "held-out", "search", "search over 32 sampled worlds"),
+    # Neural policies shipped with the project.
+    _h("neural", "neural", "train", "neural", "the shipped policy (expert iteration round 4)"),
+    _h("neural-v1", "neural_v1", "held-out", "neural", "the policy shipped before it (PPO and play-out fits)"),
+)
+
+
+def model_file(spec: str) -> Optional[Path]:
+    """The checkpoint a spec loads (``checkpoint=`` or a registered neural agent's), else None."""
+    from agents.specs import parse_agent_spec
+    name, options = parse_agent_spec(spec)
+    if options.get("checkpoint") is not None:
+        return Path(str(options["checkpoint"]))
+    return _REGISTERED_MODELS.get(name)
+
+
+def partner_hash(spec: str) -> str:
+    """SHA-256 over the spec and, for a model, the checkpoint's bytes (``missing`` if absent)."""
+    digest = hashlib.sha256(spec.encode())
+    path = model_file(spec)
+    if path is not None:
+        digest.update(b"\0model\0")
+        digest.update(path.read_bytes() if path.is_file() else b"missing")
+    return digest.hexdigest()
+
+
+def _check_splits(splits: Iterable[str]) -> tuple[str, ...]:
+    splits = (splits,) if isinstance(splits, str) else tuple(splits)
+    for split in splits:
+        if split not in SPLITS:
+            raise ValueError(f"split {split!r}: expected one of {', '.join(SPLITS)}")
+    return splits
+
+
+def partners(splits: Sequence[str] | str = ("train",), *, purpose: str = "training",
+             group: Optional[str] = None) -> list[Partner]:
+    """The zoo's partners in ``splits`` (and ``group``), in zoo order.
+
+    Held-out partners are only for evaluations: asking for them without
+    ``purpose="evaluation"`` raises :class:`HeldOutError`."""
+    if purpose not in PURPOSES:
+        raise ValueError(f"purpose={purpose!r}: expected one of {', '.join(PURPOSES)}")
+    splits = _check_splits(splits)
+    if "held-out" in splits and purpose != "evaluation":
+        raise HeldOutError("held-out partners are for evaluation only: pass purpose='evaluation' "
+                           "(training code must use the train and validation splits)")
+    if group is not None and group not in groups():
+        raise ValueError(f"group {group!r}: expected one of {', '.join(groups())}")
+    return [p for p in PARTNERS if p.split in splits and (group is None or p.group == group)]
+
+
+def partner(name: str, *, purpose: str = "training") -> Partner:
+    """One partner by name (a held-out one only with ``purpose="evaluation"``)."""
+    for p in PARTNERS:
+        if p.name == name:
+            partners(p.split, purpose=purpose)          # refuses a held-out partner for training
+            return p
+    raise KeyError(f"no partner {name!r} in the zoo; partners: {', '.join(p.name for p in PARTNERS)}")
+
+
+def groups() -> list[str]:
+    """The convention groups, in zoo order."""
+    return list(dict.fromkeys(p.group for p in PARTNERS))
+
+
+def zoo_listing() -> list[dict]:
+    """What ``spades-coop zoo --json`` writes: every partner's name, spec, split, group and hash."""
+    return [p.to_dict() for p in PARTNERS]
+
+
+def zoo_hash() -> str:
+    """A hash of the whole zoo (version and every partner's hash)."""
+    text = json.dumps({"version": ZOO_VERSION, "partners": zoo_listing()}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def format_zoo() -> str:
+    rows = [("name", "split", "group", "spec", "hash")]
+    rows += [(p.name, p.split, p.group, p.spec, p.hash[:12]) for p in PARTNERS]
+    widths = [max(len(r[k]) for r in rows) for k in range(5)]
+    lines = [f"partner zoo, version {ZOO_VERSION}: {len(PARTNERS)} partners"]
+    lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+__all__ = ["ZOO_VERSION", "SPLITS", "PARTNERS", "Partner", "HeldOutError", "partners", "partner", "groups",
+           "partner_hash", "model_file", "zoo_listing", "zoo_hash", "format_zoo"]

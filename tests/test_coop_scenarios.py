@@ -1,0 +1,97 @@
+"""The ad-hoc teamwork suite: normalisation anchors, bit-identical reruns, the standard suite's
+coverage and ``spades-coop run``."""
+
+import json
+
+import pytest
+
+import agents
+from evaluation import zoo
+from evaluation.coop_cli import main
+from evaluation.outcomes import EvaluationError
+from evaluation.scenarios import Scenario, Suite, get_suite, run_suite, suite_definition, suite_hash
+from spades_env.rules import PRESET_NAMES, make_rules
+
+SMALL = Suite("small", (Scenario("plain", ("heuristic",), deals=6),
+                        Scenario("seats", ("high-asks", "conservative"), focal_seats=(0, 2), deals=4, seed=1)))
+
+
+def test_the_partners_copy_scores_exactly_one_and_random_exactly_zero():
+    copy = run_suite("heuristic", Suite("one", SMALL.scenarios[:1]), workers=1)
+    (scenario,) = copy["scenarios"]
+    assert scenario["normalised"] == 1.0
+    assert scenario["partners"][0]["score"] == scenario["partners"][0]["copy"]
+    rand = run_suite("random", Suite("one", SMALL.scenarios[:1]), workers=1)
+    assert rand["scenarios"][0]["normalised"] == 0.0
+    assert rand["scenarios"][0]["high"] < scenario["low"]      # random hurts its partner
+
+
+def test_reruns_are_bit_identical_whatever_the_workers():
+    first = run_suite("heuristic:bidding=aggressive", SMALL, workers=1)
+    second = run_suite("heuristic:bidding=aggressive", SMALL, workers=2)
+    assert json.dumps(first) == json.dumps(second)
+    keys = {"suite", "suite_hash", "agent", "scenarios", "normalised"}
+    assert keys <= set(first)
+    for s in first["scenarios"]:
+        assert {"name", "score", "low", "high", "normalised"} <= set(s)
+        assert s["low"] <= s["score"] <= s["high"]
+    other_seed = run_suite("heuristic:bidding=aggressive", SMALL, workers=2, seed=1)
+    assert other_seed["suite_hash"] != first["suite_hash"]
+    assert other_seed["scenarios"] != first["scenarios"]
+
+
+def test_standard_suite_covers_held_out_groups_nil_and_every_partnership_preset():
+    suite = get_suite("standard")
+    names = [s.name for s in suite.scenarios]
+    held_out = {p.name for p in zoo.partners("held-out", purpose="evaluation")}
+    assert set(suite.scenarios[names.index("held-out")].partners) == held_out
+    assert {f"group:{g}" for g in zoo.groups()} <= set(names)
+    assert "partner-nil" in names
+    presets = [p for p in PRESET_NAMES if make_rules(p).partnerships]
+    assert {f"rules:{p}" for p in presets} <= set(names)
+    for s in suite.scenarios:
+        s.check()
+        for entry in s.partners:
+            assert entry in {p.name for p in zoo.PARTNERS}
+    definition = suite_definition(suite, None, 0)
+    assert suite_hash(definition) == suite_hash(suite_definition(get_suite("standard"), None, 0))
+    assert suite_hash(definition) != suite_hash(suite_definition(suite, 10, 0))
+
+
+def test_bad_scenarios_are_refused():
+    with pytest.raises(EvaluationError, match="partnerships"):
+        run_suite("heuristic", Suite("x", (Scenario("cut", ("heuristic",), rules="cutthroat", deals=2),)))
+    with pytest.raises(EvaluationError, match="focal_seats"):
+        run_suite("heuristic", Suite("x", (Scenario("s", ("heuristic",), focal_seats=(1,), deals=2),)))
+    with pytest.raises(EvaluationError, match="unknown suite"):
+        run_suite("heuristic", "nope")
+    with pytest.raises(EvaluationError, match="deals"):
+        run_suite("heuristic", SMALL, deals=0)
+
+
+def test_a_registered_agent_runs_with_one_worker(monkeypatch):
+    monkeypatch.setitem(agents.base._REGISTRY, "coop_test_random", None)    # removed again after the test
+    agents.register("coop_test_random", agents.RandomAgent)
+    result = run_suite("coop_test_random", Suite("one", SMALL.scenarios[:1]), workers=1)
+    assert result["agent"] == "coop_test_random"
+    assert result["scenarios"][0]["normalised"] == run_suite("random", Suite("one", SMALL.scenarios[:1]),
+                                                             workers=1)["scenarios"][0]["normalised"]
+
+
+def test_spades_coop_run_writes_json_and_heat_map_and_resumes(tmp_path, capsys):
+    out, journal = tmp_path / "run.json", tmp_path / "run.journal"
+    argv = ["run", "heuristic", "--suite", "quick", "--deals", "3", "--workers", "2", "--json", str(out),
+            "--journal", str(journal), "--no-progress"]
+    assert main(argv) == 0
+    result = json.loads(out.read_text())
+    assert result["suite"] == "quick" and len(result["suite_hash"]) == 64
+    assert (tmp_path / "run.png").stat().st_size > 1000
+    assert "overall normalised" in capsys.readouterr().out
+    first = out.read_text()
+    assert main(argv) == 0                       # everything read back from the journal
+    assert out.read_text() == first
+    assert main(["run", "nosuchagent", "--suite", "quick"]) == 2
+    assert main(["run", "heuristic", "--suite", "nosuch"]) == 2
+    assert main(["run", "heuristic:bogus=1", "--suite", "quick", "--deals", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and all(line.startswith("spades-coop: error: ") for line in err)

@@ -1,0 +1,71 @@
+"""Signalling and listening measured on agents with known answers."""
+
+import json
+
+import numpy as np
+
+import agents
+from evaluation.coop_cli import main
+from evaluation.signals import measure_signals, mutual_information
+
+DEALS = 24
+
+
+class ConstantBidder(agents.Agent):
+    """Bids 3 whatever its hand (the lowest legal bid where 3 is not allowed), then plays its
+    lowest legal card: its bids tell nothing."""
+
+    name = "constant_bidder"
+
+    def act(self, obs, info=None):
+        legal = np.flatnonzero(obs["action_mask"])
+        bids = [a for a in legal if 52 <= a < 66]
+        if bids:
+            return 55 if 55 in bids else int(bids[0])
+        return int(legal[0])
+
+
+def test_mutual_information_of_known_pairs():
+    x = np.array([0, 1, 2, 3] * 50)
+    assert abs(mutual_information(x, x) - 2.0) < 1e-12
+    assert mutual_information(np.zeros(200, dtype=int), x) == 0.0
+    assert abs(mutual_information(x, np.array([0, 0, 1, 1] * 50)) - 1.0) < 1e-12
+
+
+def test_a_constant_bidder_tells_nothing_and_the_heuristic_does(monkeypatch):
+    monkeypatch.setitem(agents.base._REGISTRY, "constant_bidder", ConstantBidder)   # registered for this test
+    constant = measure_signals("constant_bidder", deals=DEALS, workers=2)["bid_information"]
+    assert constant["value"] == 0.0 and constant["low"] <= 0.0 <= constant["high"]
+    heuristic = measure_signals("heuristic", deals=DEALS, workers=2)
+    info = heuristic["bid_information"]
+    assert info["low"] > 0.3, info
+    assert info["raw"] > info["control"] > 0          # the control measures the plug-in's bias
+    random_bids = measure_signals("random", deals=DEALS, workers=2)["bid_information"]
+    assert random_bids["low"] <= 0.0 <= random_bids["high"], random_bids   # bids unrelated to the hand
+    # the heuristic listens to its partner's bid; it is a function of its observation
+    assert heuristic["listening"]["low"] > 0.0
+    assert heuristic["listening_control"]["value"] == 0.0
+    calibration = heuristic["bid_calibration"]
+    assert sum(b["hands"] for b in calibration["by_bid"]) == info["hands"] == DEALS * 2 * 2
+    assert 0.0 <= heuristic["nil_cover"]["value"] <= 1.0 and heuristic["nil_cover"]["n"] > 0
+    counts = np.array(heuristic["lead_reply"]["counts"])
+    assert counts.shape == (4, 4) and counts.sum() > 0 and counts[3, 2] == 0   # nobody trumps a spade lead
+
+
+def test_an_agent_that_ignores_bids_does_not_listen():
+    result = measure_signals("random", deals=8, workers=1)
+    listening = result["listening"]
+    assert listening["n"] > 50
+    assert listening["value"] == 0.0 and listening["low"] <= 0.0 <= listening["high"]
+
+
+def test_spades_coop_signals_writes_json(tmp_path, capsys):
+    out = tmp_path / "signals.json"
+    assert main(["signals", "heuristic", "--deals", "4", "--workers", "1", "--json", str(out), "--no-progress"]) == 0
+    result = json.loads(out.read_text())
+    for key in ("bid_information", "listening", "nil_cover"):
+        assert {"value", "low", "high"} <= set(result[key])
+    assert "bid information" in capsys.readouterr().out
+    assert main(["signals", "nosuch"]) == 2
+    assert main(["signals", "heuristic", "--deals", "0"]) == 2
+    assert capsys.readouterr().err.count("spades-coop: error:") == 2

@@ -1,0 +1,79 @@
+"""The partner zoo: its size and splits, the held-out guard, the hashes and ``spades-coop zoo``."""
+
+import json
+
+import pytest
+
+from agents.specs import make_agent
+from evaluation import zoo
+from evaluation.coop_cli import main
+
+
+def test_zoo_has_enough_partners_splits_and_groups():
+    assert zoo.ZOO_VERSION >= 1
+    names = [p.name for p in zoo.PARTNERS]
+    assert len(names) == len(set(names)) >= 12
+    assert {p.split for p in zoo.PARTNERS} == set(zoo.SPLITS)
+    assert sum(p.split == "held-out" for p in zoo.PARTNERS) >= 4
+    assert len(zoo.groups()) >= 3
+    for group in zoo.groups():       # every group can be trained with and tested against
+        splits = {p.split for p in zoo.PARTNERS if p.group == group}
+        assert "held-out" in splits and "train" in splits, group
+
+
+def test_every_partner_builds():
+    for p in zoo.PARTNERS:
+        agent = make_agent(p.spec)
+        assert callable(agent.act), p.name
+
+
+def test_held_out_partners_need_purpose_evaluation():
+    train = zoo.partners()
+    assert train and all(p.split == "train" for p in train)
+    with pytest.raises(zoo.HeldOutError, match="evaluation"):
+        zoo.partners(("train", "held-out"))
+    with pytest.raises(zoo.HeldOutError):
+        zoo.partners("held-out", purpose="training")
+    held_out = zoo.partners("held-out", purpose="evaluation")
+    assert [p.split for p in held_out] == ["held-out"] * len(held_out) and len(held_out) >= 4
+    name = held_out[0].name
+    with pytest.raises(zoo.HeldOutError):
+        zoo.partner(name)
+    assert zoo.partner(name, purpose="evaluation").name == name
+    assert zoo.partner("heuristic").spec == "heuristic"
+    with pytest.raises(ValueError, match="split"):
+        zoo.partners("test")
+    with pytest.raises(ValueError, match="purpose"):
+        zoo.partners(purpose="fun")
+    with pytest.raises(KeyError):
+        zoo.partner("nobody")
+    assert {p.group for p in zoo.partners(("train", "validation"), group="bold")} == {"bold"}
+
+
+def test_hash_covers_the_spec_and_the_model_bytes(tmp_path):
+    from agents.neural import DEFAULT_MODEL, PREVIOUS_MODEL
+    assert zoo.model_file("neural") == DEFAULT_MODEL.resolve()
+    assert zoo.model_file("neural_v1") == PREVIOUS_MODEL.resolve()
+    assert zoo.model_file("heuristic") is None
+    model = tmp_path / "m.pt"
+    model.write_bytes(b"one")
+    spec = f"neural:checkpoint={model}"
+    first = zoo.partner_hash(spec)
+    model.write_bytes(b"two")
+    assert zoo.partner_hash(spec) != first
+    hashes = [p.hash for p in zoo.PARTNERS]
+    assert len(set(hashes)) == len(hashes) and all(len(h) == 64 for h in hashes)
+    assert zoo.partner_hash("heuristic") != zoo.partner_hash("heuristic:bidding=aggressive")
+
+
+def test_spades_coop_zoo_writes_the_listing(tmp_path, capsys):
+    out = tmp_path / "zoo.json"
+    assert main(["zoo", "--json", str(out)]) == 0
+    listing = json.loads(out.read_text())
+    assert [entry["name"] for entry in listing] == [p.name for p in zoo.PARTNERS]
+    for entry in listing:
+        assert {"name", "spec", "split", "hash"} <= set(entry)
+        assert entry["split"] in ("train", "validation", "held-out")
+    assert "held-out" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["zoo", "--help"])
