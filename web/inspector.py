@@ -22,7 +22,7 @@ import agents as registry
 from spades_env.game import PHASE_NAMES
 from spades_env.record import ReplayError, iter_replay
 
-from .table import SEAT_NAMES, action_json, browser_agent_spec, card_json
+from .table import SEAT_NAMES, action_json, bid_words, browser_agent_spec, card_json, hand_summary, side_names
 
 MAX_FRAMES = 20_000          # a record longer than this is refused (about 100 hands)
 
@@ -37,6 +37,7 @@ def _frame(env, seat: Optional[int], action: Optional[int]) -> dict:
                                                 key=lambda c: (-(c // 13 == 3), -(c // 13), -(c % 13)))]
                   for s in range(n)],
         "bids": [None if b is None or b < 0 else int(b) for b in game.bids], "blind": [bool(b) for b in game.blind],
+        "bid_words": bid_words(game.bids, game.blind),
         "trick": [{"seat": (game.trick_leader + i) % n, "card": card_json(c)} for i, c in enumerate(game.trick_cards)],
         "tricks_won": list(game.tricks_taken), "scores": list(game.scores), "bags": list(game.bags),
         "spades_broken": bool(game.spades_broken),
@@ -59,9 +60,9 @@ def record_frames(record: Any) -> dict:
     frames.append(final)
     rules = env.rules
     return {"rules": rules.name, "players": rules.players, "seat_names": list(SEAT_NAMES[:rules.players]),
+            "side_names": side_names(rules),
             "partnerships": rules.partnerships, "frames": frames,
-            "hands": [{k: h.get(k) for k in ("bids", "blind", "tricks_taken", "score_change", "scores", "bags") if k in h}
-                      for h in env.game_record()["hands"]],
+            "hands": [hand_summary(h) for h in env.game_record()["hands"]],
             "winner": env.game_record().get("winner")}
 
 

@@ -23,7 +23,7 @@ from spades_env.cards import RANK_LETTERS, SUIT_LETTERS, card_pretty
 from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, NUM_ACTIONS, PHASE_NAMES, PHASE_PLAY,
                              IllegalActionError, action_str)
 from spades_env.observation import decode_observation
-from spades_env.names import SEAT_NAMES      # one list of seat names: the page gets them from the server
+from spades_env.names import SEAT_NAMES, bid_word, side_name   # the page's words come from here
 from spades_env.rules import make_rules
 
 
@@ -77,6 +77,26 @@ def table_rules(rules: Any):
         return make_rules(rules)
     except (RulesError, TypeError, ValueError) as exc:
         raise TableError(f"rules: {exc}") from None
+
+
+def bid_words(bids: list, blind: list) -> list:
+    """Each seat's bid as people say it ("nil", "blind nil", "4"); None where not bid yet."""
+    return [None if b is None or b < 0 else bid_word(int(b), bool(k)) for b, k in zip(bids, blind)]
+
+
+def side_names(rules) -> list[str]:
+    """Whom the scores belong to: the partnerships ("North-South"), or each seat in cutthroat."""
+    if rules.partnerships:
+        return [side_name(k) for k in range(2)]
+    return list(SEAT_NAMES[:rules.players])
+
+
+def hand_summary(hand: dict) -> dict:
+    """A scored hand of a game record as the page's score table shows it (its bids in words too)."""
+    summary = {k: hand[k] for k in ("bids", "blind", "tricks_taken", "score_change", "scores", "bags") if k in hand}
+    if "bids" in hand:
+        summary["bid_words"] = bid_words(hand["bids"], hand.get("blind") or [False] * len(hand["bids"]))
+    return summary
 
 
 def card_json(card: int) -> dict:
@@ -280,6 +300,7 @@ class TableGame:
                 "hand_hidden": unseen, "hand_size": len(hand),
                 "legal": [action_json(a) for a in legal], "illegal_reasons": {str(k): v for k, v in reasons.items()},
                 "bids": [None if b is None or b < 0 else int(b) for b in game.bids],   # None: not bid yet
+                "bid_words": bid_words(game.bids, game.blind), "side_names": side_names(self.rules),
                 "blind": [bool(b) for b in game.blind],
                 "trick": [{"seat": (game.trick_leader + i) % n, "card": card_json(c)}
                           for i, c in enumerate(game.trick_cards)],
@@ -287,8 +308,7 @@ class TableGame:
                 "scores": list(game.scores), "bags": list(game.bags),
                 "spades_broken": bool(game.spades_broken),
                 "last_trick": self._last_trick(),
-                "hands": [{k: h.get(k) for k in ("bids", "blind", "tricks_taken", "score_change", "scores", "bags") if k in h}
-                          for h in record["hands"] if h.get("complete")],
+                "hands": [hand_summary(h) for h in record["hands"] if h.get("complete")],
                 "winner": record.get("winner"),
                 "log": self.log[-40:],
             }

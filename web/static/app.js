@@ -56,21 +56,20 @@ function positions(seat, players) {
 // A bid the seat has made (null, undefined or negative: not yet).
 const hasBid = (bid) => bid !== null && bid !== undefined && bid >= 0;
 
-function bidText(bid, blind) {
-  if (!hasBid(bid)) return "";
-  if (bid === 0) return blind ? "blind nil" : "nil";
-  return `bid ${bid}`;
+// A bid in the server's words ("nil", "blind nil", "4"; null before it is made) as a seat shows it.
+function bidText(word) {
+  if (word === null || word === undefined) return "";
+  return /^[0-9]+$/.test(word) ? `bid ${word}` : word;
 }
 
-// The seats of each side (partners together) and the side's name, from the server's seat names.
-function sides(seatNames, partnerships) {
-  if (!partnerships) return seatNames.map((name, s) => ({ seats: [s], name }));
-  return [0, 1].map((k) => ({ seats: [k, k + 2], name: `${seatNames[k]}-${seatNames[k + 2]}` }));
+// The seats of each side (partners together) and the side's name as the server says it.
+function sides(state) {
+  return state.side_names.map((name, k) => ({ seats: state.partnerships ? [k, k + 2] : [k], name }));
 }
 
-function winnerText(winner, seatNames, partnerships) {
+function winnerText(winner, state) {
   if (winner === null || winner === undefined || winner < 0) return "nobody (a tie)";
-  return sides(seatNames, partnerships)[winner].name;
+  return state.side_names[winner];
 }
 
 // A side's bids so far: the sum of the bids made ("" before any), "…" while a partner has yet to bid.
@@ -82,7 +81,7 @@ function sideBid(bids, seats) {
 }
 
 function scoreTable(state) {
-  const teams = sides(state.seat_names, state.partnerships);
+  const teams = sides(state);
   const head = el("tr", {}, el("th", {}, "Hand"), ...teams.map((team) => el("th", {}, team.name)));
   const rows = (state.hands || []).map((hand, i) => el("tr", {}, el("td", {}, `${i + 1}`),
     ...teams.map((team, k) => {
@@ -108,8 +107,8 @@ function lastHandSummary(state) {
   const hand = hands[hands.length - 1];
   const number = hands.length;
   const seats = state.seat_names.map((name, s) => el("span", { class: "seat-result" },
-    el("b", {}, name), ` ${hand.bids ? bidText(hand.bids[s], hand.blind && hand.blind[s]) || "no bid" : ""}, won ${hand.tricks_taken ? hand.tricks_taken[s] : "?"}`));
-  const changes = sides(state.seat_names, state.partnerships).map((team, k) =>
+    el("b", {}, name), ` ${hand.bid_words ? bidText(hand.bid_words[s]) || "no bid" : ""}, won ${hand.tricks_taken ? hand.tricks_taken[s] : "?"}`));
+  const changes = sides(state).map((team, k) =>
     `${team.name} ${hand.score_change ? signed(hand.score_change[k]) : ""}`);
   return [el("span", { class: "or" }, `Hand ${number}: `), ...seats, el("span", { class: "or" }, changes.join(" · "))];
 }
@@ -120,11 +119,11 @@ function signed(x) { return x > 0 ? `+${x}` : `${x}`; }
 // `poller` is the long-poll in flight: {id, abort}. A poll belongs to one game; starting a new
 // game aborts the old game's poll, and any answer about another game than `play.id` is dropped.
 const play = { id: null, state: null, poller: null };
-const meta = { seatNames: ["North", "East", "South", "West"] };   // replaced by the server's names
+const meta = { seatNames: null };           // the seat names, as the server says them (/api/options)
 
 async function loadOptions() {
   const options = await api("GET", "/api/options");
-  if (options.seat_names) meta.seatNames = options.seat_names;
+  meta.seatNames = options.seat_names;
   const seat = $("seat");
   const chosen = seat.value || "2";
   seat.replaceChildren(...meta.seatNames.map((name, s) => el("option", { value: s }, name)));
@@ -150,7 +149,7 @@ function accept(state) {
 async function startGame(event) {
   event.preventDefault();
   const seat = Number($("seat").value);
-  const players = meta.seatNames.length;     // every preset seats four; the server checks the seats
+  const players = meta.seatNames ? meta.seatNames.length : 4;     // the server checks the seats
   const agents = {};
   agents[(seat + 2) % players] = $("agent-partner").value.trim() || "heuristic";
   agents[(seat + 1) % players] = $("agent-left").value.trim() || "heuristic";
@@ -216,7 +215,7 @@ async function act(action) {
 
 // One seat's box: its name, who plays it, its bid once made, and its tricks once the play began.
 function seatLines(state, seat, agent) {
-  const bid = bidText(state.bids[seat], state.blind[seat]);
+  const bid = bidText(state.bid_words[seat]);
   const won = state.phase === "play" || state.tricks_won[seat] > 0 ? `won ${state.tricks_won[seat]}` : "";
   return [
     el("div", { class: `name ${state.thinking === seat ? "thinking" : ""}` }, state.seat_names[seat],
@@ -290,7 +289,7 @@ function renderPlay() {
   }
   if (state.error) say($("message"), state.error, "error");
   if (state.over) {
-    controls.push(el("span", { class: "or" }, `Game over: ${winnerText(state.winner, state.seat_names, state.partnerships)} won. `),
+    controls.push(el("span", { class: "or" }, `Game over: ${winnerText(state.winner, state)} won. `),
       el("a", { href: `/api/games/${state.id}/record`, download: `spades-${state.id}.json`, id: "download" }, "Download the record"),
       el("button", { type: "button", onclick: () => { showTab("inspect"); openRecordFile(`web-${state.id}.json`); } }, "Inspect it"));
   } else {
@@ -379,7 +378,7 @@ function renderFrame() {
   const seatView = Number($("view-seat").value);
   const bottom = seatView >= 0 ? seatView : 2 % data.players;
   const at = positions(bottom, data.players);
-  const state = { ...frame, seat_names: data.seat_names, partnerships: data.partnerships, seat: bottom,
+  const state = { ...frame, seat_names: data.seat_names, side_names: data.side_names, partnerships: data.partnerships, seat: bottom,
                   agents: {}, thinking: null, players: data.players, last_trick: null, hands: data.hands.slice(0, frame.hand_number - 1) };
   for (const where of ["top", "left", "right", "bottom"]) $(`ipos-${where}`).replaceChildren();
   for (let s = 0; s < data.players; s++) {
@@ -396,7 +395,7 @@ function renderFrame() {
   $("step-label").textContent = `action ${view.step} of ${data.frames.length - 1} · hand ${frame.hand_number} · ${frame.phase.replaceAll("_", " ")}`;
   $("next-action").textContent = frame.action
     ? `Next: ${nextActionText(frame, data.seat_names, seatView)}`
-    : `Final position${typeof data.winner === "number" && data.winner >= 0 ? ` · winner: ${winnerText(data.winner, data.seat_names, data.partnerships)}` : ""}`;
+    : `Final position${typeof data.winner === "number" && data.winner >= 0 ? ` · winner: ${winnerText(data.winner, data)}` : ""}`;
   $("iscoreboard").replaceChildren(scoreTable(state));
   $("analysis").replaceChildren();
 }
