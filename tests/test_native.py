@@ -162,21 +162,6 @@ def test_native_random_legal_matches_the_torch_rule():
     assert torch.equal(random_legal(mask.to(torch.int8) * 2, u), expected)     # any nonzero cell is legal
 
 
-def test_native_helpers_name_bad_input():
-    from spades_env.native import NativeEngineError, deal_from_keys, random_legal
-    mask = torch.ones(4, 68, dtype=torch.bool)
-    with pytest.raises(NativeEngineError, match="expected a \\(B, actions\\) mask on the CPU"):
-        random_legal(mask[0], torch.rand(4))
-    with pytest.raises(NativeEngineError, match="3 uniforms for 4 rows"):
-        random_legal(mask, torch.rand(3))
-    with pytest.raises(NativeEngineError, match="expected \\(count, 52\\) float32 keys"):
-        deal_from_keys(torch.rand(4, 51), torch.zeros(4, dtype=torch.int64))
-    with pytest.raises(NativeEngineError, match="expected \\(count, 52\\) float32 keys"):
-        deal_from_keys(torch.rand(4, 52, dtype=torch.float64), torch.zeros(4, dtype=torch.int64))
-    with pytest.raises(NativeEngineError, match="3 dealers for 4 deals"):
-        deal_from_keys(torch.rand(4, 52), torch.zeros(3, dtype=torch.int64))
-
-
 def test_native_backend_errors_are_clear():
     with pytest.raises(VectorEnvError, match="backend='nativ'"):
         SpadesVectorEnv(4, backend="nativ")

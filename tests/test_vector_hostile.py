@@ -182,8 +182,9 @@ def test_the_c_entry_points_check_their_own_arguments():
 @pytest.mark.skipif(__import__("spades_env.native", fromlist=["x"]).unavailable_reason() is not None,
                     reason="no native library")
 def test_the_play_until_loop_checks_its_own_arguments():
-    """spades_step_until refuses null buffers, seat codes out of range, seats with no caller and
-    action ids out of range (naming the table), and steps no table then."""
+    """spades_step_until refuses null buffers and action ids out of range (naming the table), and
+    steps no table then; seat codes out of range and seats with no caller are refused before the
+    call (tests/test_native_arguments.py has the wrappers' checks)."""
     from spades_env import native
     from spades_env.vector_seats import SeatPlayers
     lib = native.load()
@@ -194,10 +195,10 @@ def test_the_play_until_loop_checks_its_own_arguments():
     before = env.state_dict()
     stepper = env._native
     for kinds in ([-1, 0, 7, 0], [0, 0, 0, 0], [-2, 0, -1, 0], [-1, 1, -1, 1]):   # the last: heuristic, no layout
-        with pytest.raises(native.NativeEngineError, match="refused its arguments"):
+        with pytest.raises(native.NativeEngineError, match="seat_kind|heuristic_layout"):
             stepper.step_until(mask.long().argmax(1), torch.tensor(kinds), None, players.rng)
     for rng in (players.rng.int(), players.rng[:4], players.rng.repeat(2)[::2]):   # dtype, size, strides
-        with pytest.raises(native.NativeEngineError, match=r"expected \(8,\) int64 random states"):
+        with pytest.raises(native.NativeEngineError, match=r"rng: expected \(8,\) int64 random states"):
             stepper.step_until(mask.long().argmax(1), torch.tensor([-1, 0, -1, 0]), None, rng)
     actions = mask.long().argmax(1)
     actions[3] = 70

@@ -186,6 +186,8 @@ def load() -> ctypes.CDLL:
         lib.spades_heuristic_from_obs.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
                                                   ctypes.c_void_p, ctypes.c_int64]
         lib.spades_heuristic_from_obs.restype = ctypes.c_int64
+        lib.spades_heuristic_layout_ok.argtypes = [ctypes.c_void_p]
+        lib.spades_heuristic_layout_ok.restype = ctypes.c_int
         lib.spades_native_check_layout.argtypes = [ctypes.c_void_p]
         lib.spades_native_check_layout.restype = ctypes.c_int
         _LIBRARY = lib
@@ -224,6 +226,66 @@ def _check_status(status: int, actions: torch.Tensor, otherwise: str) -> None:
                                 "no table was stepped")
     if status:
         raise NativeEngineError(f"{otherwise} (code {status})")
+
+
+# ------------------------------------------------------------------ argument checks
+# The C entry points trust their pointers and sizes: a buffer shorter than the sizes say is read
+# or written out of bounds (a segfault, or quietly wrong values). Every public wrapper checks its
+# arguments here first and names the argument and what it expected.
+
+def _fail(where: str, name: str, expected: str, got: str) -> None:
+    raise NativeEngineError(f"{where}: {name}: expected {expected}, got {got}")
+
+
+def _describe(value) -> str:
+    if isinstance(value, (np.ndarray, torch.Tensor)):
+        device = value.device if isinstance(value, torch.Tensor) else None
+        contiguous = value.is_contiguous() if isinstance(value, torch.Tensor) else value.flags.c_contiguous
+        kind = "a tensor" if device is not None else "an array"
+        return (f"{kind} of shape {tuple(value.shape)} {value.dtype}"
+                + (f" on {device}" if device and device.type != "cpu" else "")
+                + ("" if contiguous else ", not contiguous"))
+    return type(value).__name__
+
+
+def _cpu_tensor(where: str, name: str, value, expected: str, dims: int) -> torch.Tensor:
+    """``value`` if it is a CPU tensor with ``dims`` dimensions, else a NativeEngineError."""
+    if not isinstance(value, torch.Tensor) or value.device.type != "cpu" or value.dim() != dims:
+        _fail(where, name, expected, _describe(value))
+    return value
+
+
+def _count(where: str, name: str, value, low: int = 1) -> int:
+    """A plain integer >= ``low`` (threads)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        _fail(where, name, f"an integer >= {low}", repr(value)[:40])
+    return int(value)
+
+
+def _checked_heuristic_inputs(obs, mask, layout_array, threads) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`heuristic_codes`'s arguments checked against each other: the C loop reads as many
+    rows of the layout's observation size from ``obs`` as ``obs`` has, and 68 bytes a row from
+    ``mask``."""
+    where = "heuristic_codes"
+    _count(where, "threads", threads)
+    entries = len(HEURISTIC_BLOCKS) + 4
+    if (not isinstance(layout_array, np.ndarray) or layout_array.dtype != np.int64
+            or layout_array.shape != (entries,) or not layout_array.flags.c_contiguous):
+        _fail(where, "layout_array", f"a C-contiguous ({entries},) int64 array, heuristic_layout(layout).numpy()",
+              _describe(layout_array))
+    if not (_LIBRARY or load()).spades_heuristic_layout_ok(ctypes.c_void_p(layout_array.ctypes.data)):
+        _fail(where, "layout_array", "an observation layout (every block inside the observation)",
+              str(layout_array.tolist()))
+    size = int(layout_array[-1])
+    if (not isinstance(obs, np.ndarray) or obs.dtype != np.float32 or obs.ndim != 2 or obs.shape[1] != size
+            or not obs.flags.c_contiguous):
+        _fail(where, "obs", f"a C-contiguous (rows, {size}) float32 array (the layout's observation size)",
+              _describe(obs))
+    if (not isinstance(mask, np.ndarray) or mask.dtype not in (np.uint8, np.bool_)
+            or mask.shape != (obs.shape[0], 68) or not mask.flags.c_contiguous):
+        _fail(where, "mask", f"a C-contiguous ({obs.shape[0]}, 68) uint8 (or bool) array, a row per row of obs",
+              _describe(mask))
+    return obs, mask.view(np.uint8), layout_array
 
 
 class NativeStepper:
@@ -305,9 +367,12 @@ class NativeStepper:
         """One step of every table, in place on ``env.state``; returns what ``_full_step`` returns
         after the state: (pool pointer, observation, mask (uint8), rewards, done, final scores, winner)."""
         env = self.env
+        B = env.num_envs
+        if (not isinstance(actions, torch.Tensor) or actions.dtype != torch.int64 or tuple(actions.shape) != (B,)
+                or actions.device.type != "cpu"):
+            _fail("NativeStepper.step", "actions", f"({B},) int64 action ids on the CPU", _describe(actions))
         if not actions.is_contiguous():
             actions = actions.contiguous()
-        B = env.num_envs
         obs = torch.empty(B, env.obs_size, dtype=torch.float32)
         mask = torch.empty(B, 68, dtype=torch.uint8)
         rewards = torch.empty(B, 4, dtype=torch.float64)
@@ -324,6 +389,35 @@ class NativeStepper:
         _check_status(status, actions, "the C step refused its arguments")
         return new_ptr, obs, mask, rewards, done.view(torch.bool), final_scores, winner
 
+    def _check_until_arguments(self, actions, seat_kind, heuristic_layout, rng) -> None:
+        """:meth:`step_until`'s arguments, before the C loop trusts them."""
+        where, B = "step_until", self.env.num_envs
+        if (not isinstance(rng, torch.Tensor) or rng.dtype != torch.int64 or not rng.is_contiguous()
+                or tuple(rng.shape) != (B,) or rng.device.type != "cpu"):
+            _fail(where, "rng", f"({B},) int64 random states, contiguous, on the CPU", _describe(rng))
+        if (not isinstance(actions, torch.Tensor) or tuple(actions.shape) != (B,) or actions.device.type != "cpu"
+                or actions.is_floating_point() or actions.is_complex() or actions.dtype == torch.bool):
+            _fail(where, "actions", f"({B},) integer action ids on the CPU", _describe(actions))
+        if (not isinstance(seat_kind, torch.Tensor) or seat_kind.dtype != torch.int64 or tuple(seat_kind.shape) != (4,)
+                or not seat_kind.is_contiguous() or seat_kind.device.type != "cpu"):
+            _fail(where, "seat_kind", "(4,) int64 on the CPU: -1 the caller's seat, 0 random, 1 heuristic",
+                  _describe(seat_kind))
+        kinds = seat_kind.tolist()
+        if any(k not in (-1, 0, 1) for k in kinds) or -1 not in kinds:
+            _fail(where, "seat_kind", "-1 (the caller's seat, at least one), 0 (random) or 1 (heuristic) per seat",
+                  str(kinds))
+        if 1 in kinds:
+            entries = len(HEURISTIC_BLOCKS) + 4
+            if (not isinstance(heuristic_layout, torch.Tensor) or heuristic_layout.dtype != torch.int64
+                    or tuple(heuristic_layout.shape) != (entries,) or not heuristic_layout.is_contiguous()
+                    or heuristic_layout.device.type != "cpu"
+                    or not self.lib.spades_heuristic_layout_ok(ctypes.c_void_p(heuristic_layout.data_ptr()))
+                    or int(heuristic_layout[-1]) != self.env.obs_size):
+                _fail(where, "heuristic_layout", f"heuristic_layout(env.layout): ({entries},) int64 for the env's "
+                      f"{self.env.obs_size}-cell observation (a heuristic seat reads it)", _describe(heuristic_layout)
+                      if not isinstance(heuristic_layout, torch.Tensor) or heuristic_layout.shape != (entries,)
+                      else str(heuristic_layout.tolist()))
+
     def step_until(self, actions: torch.Tensor, seat_kind: torch.Tensor, heuristic_layout: Optional[torch.Tensor],
                    rng: torch.Tensor):
         """The caller's actions at every table, then the other seats' moves until a caller's seat is to
@@ -333,8 +427,7 @@ class NativeStepper:
         rewards (B, 4) summed over the moves, ended (B,), final scores, winner, other seats' moves)."""
         env = self.env
         B = env.num_envs
-        if rng.dtype != torch.int64 or not rng.is_contiguous() or rng.shape != (B,):
-            raise NativeEngineError(f"step_until: expected ({B},) int64 random states")
+        self._check_until_arguments(actions, seat_kind, heuristic_layout, rng)
         actions = actions.to(torch.int64).clone()              # the loop writes the other seats' moves here
         if self._until_scratch is None:                        # each move's buffers: the loop's scratch
             self._until_scratch = (torch.empty(B, 4, dtype=torch.float64), torch.empty(B, dtype=torch.uint8),
@@ -380,7 +473,9 @@ def heuristic_layout(layout) -> torch.Tensor:
 def heuristic_codes(obs: np.ndarray, mask: np.ndarray, layout_array: np.ndarray, threads: int = 1):
     """heuristic.c at every row: ``obs`` (rows, size) float32 and ``mask`` (rows, 68) uint8 0/1,
     both C-contiguous, ``layout_array`` from :func:`heuristic_layout`. Returns (status, actions):
-    status 0 or a HEUR_ERR_* code for the whole call; an action per row, or that row's code."""
+    status 0 or a HEUR_ERR_* code for the whole call; an action per row, or that row's code.
+    Arguments that do not fit each other are a :class:`NativeEngineError` naming the argument."""
+    obs, mask, layout_array = _checked_heuristic_inputs(obs, mask, layout_array, threads)
     out = np.empty(obs.shape[0], dtype=np.int64)
     status = (_LIBRARY or load()).spades_heuristic_from_obs(obs.ctypes.data, mask.ctypes.data, obs.shape[0],
                                                             layout_array.ctypes.data, out.ctypes.data,
@@ -393,17 +488,21 @@ def random_legal(mask: torch.Tensor, uniform: torch.Tensor, threads: int = 1) ->
     legal), in C: the k-th legal action with k = floor(u * count) for the row's uniform ``u``
     (``uniform``: (B,) float32 in [0, 1)), or -1 where a row has none. The same choice as ``spades-bench``'s torch
     picker for the same u. ``threads``: how many threads share the rows."""
-    if mask.device.type != "cpu" or mask.dim() != 2:
-        raise NativeEngineError("random_legal: expected a (B, actions) mask on the CPU")
+    where = "random_legal"
+    _cpu_tensor(where, "mask", mask, "a (B, actions) tensor on the CPU", 2)
     rows, width = mask.shape
+    if width < 1 or mask.is_complex():
+        _fail(where, "mask", "a (B, actions) tensor with at least one action", _describe(mask))
+    _cpu_tensor(where, "uniform", uniform, f"a ({rows},) float tensor on the CPU, one uniform per row", 1)
+    if uniform.shape[0] != rows:
+        _fail(where, "uniform", f"one uniform per row of the mask ({rows})", f"{uniform.shape[0]} uniforms")
+    threads = _count(where, "threads", threads)
     if mask.dtype != torch.bool:
         mask = mask != 0                                    # 0/1 bytes
     if not mask.is_contiguous():
         mask = mask.contiguous()
     if uniform.dtype != torch.float32 or not uniform.is_contiguous():
         uniform = uniform.to(torch.float32).contiguous()
-    if uniform.numel() != rows:
-        raise NativeEngineError(f"random_legal: {uniform.numel()} uniforms for {rows} rows")
     out = torch.empty(rows, dtype=torch.int64)
     status = (_LIBRARY or load()).spades_random_legal(mask.data_ptr(), uniform.data_ptr(), out.data_ptr(), rows,
                                                       width, usable_threads(threads))
@@ -419,13 +518,22 @@ def deal_from_keys(keys: torch.Tensor, dealers: torch.Tensor, threads: int = 1) 
     (non-negative: they are compared as their bit patterns);
     ``dealers``: (count,) or (count, 1) int64. The same deals as ``SpadesVectorEnv.draw_deals``'s
     torch path, several times faster."""
-    if keys.device.type != "cpu" or keys.dim() != 2 or keys.shape[1] != 52 or keys.dtype != torch.float32:
-        raise NativeEngineError("deal_from_keys: expected (count, 52) float32 keys on the CPU")
+    where = "deal_from_keys"
+    expected = "(count, 52) float32 keys in [0, 1) on the CPU"
+    _cpu_tensor(where, "keys", keys, expected, 2)
+    if keys.shape[1] != 52 or keys.dtype != torch.float32:
+        _fail(where, "keys", expected, _describe(keys))
+    if not bool(((keys >= 0) & (keys < 1)).all()):      # NaN included: compared as bit patterns in C
+        _fail(where, "keys", expected, "a key outside [0, 1)")
     count = keys.shape[0]
     keys = keys.contiguous()
+    if (not isinstance(dealers, torch.Tensor) or dealers.device.type != "cpu" or dealers.is_floating_point()
+            or dealers.is_complex() or dealers.dtype == torch.bool or dealers.shape not in ((count,), (count, 1))):
+        _fail(where, "dealers", f"({count},) or ({count}, 1) integer seats on the CPU, one per deal", _describe(dealers))
     dealers = dealers.to(torch.int64).contiguous().view(-1)
-    if dealers.shape[0] != count:
-        raise NativeEngineError(f"deal_from_keys: {dealers.shape[0]} dealers for {count} deals")
+    if count and not bool(((dealers >= 0) & (dealers <= 3)).all()):
+        _fail(where, "dealers", "seats 0..3", f"{int(dealers[(dealers < 0) | (dealers > 3)][0])}")
+    threads = _count(where, "threads", threads)
     out = torch.empty(count, 5, dtype=torch.int64)
     status = load().spades_deal_from_keys(keys.data_ptr(), dealers.data_ptr(), out.data_ptr(), count,
                                           usable_threads(threads))
