@@ -433,4 +433,9 @@ def test_the_inspector_says_bids_and_names_the_winning_partnership(server, brows
     page.click("#last")
     winner = ["North-South", "East-West"][record["winner"]]
     assert page.inner_text("#next-action") == f"Final position · winner: {winner}"
+    # the final position: every hand has its row (bids, tricks, change), no row for a hand in progress
+    assert page.locator("#iscoreboard tr.this-hand").count() == 0
+    rows = page.locator("#iscoreboard tbody tr")
+    assert rows.count() == len(record["hands"]) + 1
+    assert all("bid" in rows.nth(k).inner_text() and "won" in rows.nth(k).inner_text() for k in range(len(record["hands"])))
     page.close()

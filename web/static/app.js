@@ -97,7 +97,8 @@ function scoreTable(state) {
       const won = team.seats.reduce((a, s) => a + state.tricks_won[s], 0);
       return el("td", {}, `${sideBid(state.bids, team.seats) || "–"} / ${won}`);
     }));
-  return el("table", {}, el("thead", {}, head), el("tbody", {}, ...rows, contract, now));
+  const handOver = state.over || state.phase === "hand_over" || state.phase === "game_over";   // its row says it all
+  return el("table", {}, el("thead", {}, head), el("tbody", {}, ...rows, handOver ? null : contract, now));
 }
 
 // The last finished hand, seat by seat: kept in view while the next hand is played.
@@ -379,7 +380,8 @@ function renderFrame() {
   const bottom = seatView >= 0 ? seatView : 2 % data.players;
   const at = positions(bottom, data.players);
   const state = { ...frame, seat_names: data.seat_names, side_names: data.side_names, partnerships: data.partnerships, seat: bottom,
-                  agents: {}, thinking: null, players: data.players, last_trick: null, hands: data.hands.slice(0, frame.hand_number - 1) };
+                  agents: {}, thinking: null, players: data.players, last_trick: null,
+                  hands: data.hands.slice(0, frame.action ? frame.hand_number - 1 : frame.hand_number) };
   for (const where of ["top", "left", "right", "bottom"]) $(`ipos-${where}`).replaceChildren();
   for (let s = 0; s < data.players; s++) {
     const box = $(`ipos-${at[s]}`);
