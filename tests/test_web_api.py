@@ -13,7 +13,8 @@ pytest.importorskip("starlette")
 TestClient = pytest.importorskip("starlette.testclient").TestClient     # needs httpx2 (or httpx)
 
 from spades_env import spades_v0  # noqa: E402
-from spades_env.record import replay  # noqa: E402
+import agents  # noqa: E402
+from spades_env.record import iter_replay, replay  # noqa: E402
 from web.server import create_app  # noqa: E402
 
 from helpers import heuristic_hand_record  # noqa: E402
@@ -123,9 +124,20 @@ def test_two_games_stay_apart(client):
     client.post(f"/api/games/{a['id']}/action", json={"action": a["legal"][0]["id"]})
     after_b = client.get(f"/api/games/{b['id']}").json()
     assert after_b["version"] == before_b["version"] and after_b["hand"] == before_b["hand"]
-    # playing out of turn in b is refused, a's state is untouched by it
-    if after_b["to_act"] != after_b["seat"]:
-        assert client.post(f"/api/games/{b['id']}/action", json={"action": 60}).status_code == 409
+
+
+def test_an_action_out_of_turn_is_refused_with_409(client):
+    # pace: 2 s between the agents' moves, so after the person's bid the table is the agents' for 4 s or more
+    state = _wait_for_turn(client, client.post("/api/games", json={"seat": 0, "seed": 1, "pace": 2}).json())
+    gid = state["id"]
+    state = client.post(f"/api/games/{gid}/action", json={"action": state["legal"][0]["id"]}).json()
+    assert not state["over"] and state["to_act"] != state["seat"]
+    refused = client.post(f"/api/games/{gid}/action", json={"action": 60})
+    assert refused.status_code == 409
+    assert refused.json()["error"].endswith("'s turn, not yours")
+    mine = [e for e in client.get(f"/api/games/{gid}").json()["log"] if e["seat"] == 0]
+    assert len(mine) == 1                                 # only the first action was applied
+    client.delete(f"/api/games/{gid}")
 
 
 def test_a_slow_agent_does_not_block_other_requests(client):
@@ -176,8 +188,12 @@ def test_records_open_step_and_analyse(client, tmp_path):
     assert abs(sum(result["probabilities"].values()) - 1.0) < 1e-4
     assert set(result["probabilities"]) == {str(a["id"]) for a in result["legal"]}
     searched = client.post("/api/analyse", json={"record_id": data["record_id"], "step": step,
-                                                 "agent": "search:worlds=50"}).json()
-    assert "choice" in searched
+                                                 "agent": "search:worlds=50,seed=1"}).json()
+    env, seat, _ = next(position for k, position in enumerate(iter_replay(record)) if k == step)
+    obs = env.observe(env.possible_agents[seat])
+    expected = agents.make("search", worlds=50, seed=1).act(obs, env.infos[env.possible_agents[seat]])
+    assert searched["seat"] == seat and searched["choice"]["id"] == expected      # the same search, same seed
+    assert str(expected) in searched["candidate_values"]
     bad = client.post("/api/analyse", json={"record_id": data["record_id"], "step": 10 ** 6, "agent": "neural"})
     assert bad.status_code == 400 and "no action there" in bad.json()["error"]
     # an uploaded record works the same way
@@ -248,11 +264,21 @@ def test_a_file_of_several_records_is_opened_one_at_a_time(client, tmp_path):
     assert uploaded["index"] == 1 and uploaded["count"] == 3
 
 
+def _trick_winner(plays: list[tuple[int, int]]) -> int:
+    """The seat that wins a trick of (seat, card) plays: the highest spade, else the highest card
+    of the suit led (card id // 13 is the suit, spades 3; id % 13 the rank, ace high)."""
+    led = plays[0][1] // 13
+    trumps = [p for p in plays if p[1] // 13 == 3]
+    return max(trumps or [p for p in plays if p[1] // 13 == led], key=lambda p: p[1] % 13)[0]
+
+
 def test_the_last_trick_of_a_hand_names_its_winner(client):
     state = client.post("/api/games", json={"seat": 2, "seed": 21}).json()
     state = _play_heuristically(client, state, hands=1)
-    last = [e for e in state["log"] if e["phase"] == "play"][-1]
-    assert last["trick_won_by"] in (0, 1, 2, 3)
+    plays = [e for e in state["log"] if e["phase"] == "play" and e["hand"] == 1]
+    last_trick = [(e["seat"], e["action"]["card"]["id"]) for e in plays[-4:]]
+    assert plays[-1]["trick_won_by"] == _trick_winner(last_trick)
+    assert all("trick_won_by" not in e for e in plays[-4:-1])
 
 
 def test_a_game_can_be_forgotten_and_huge_bodies_are_refused(client):

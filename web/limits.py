@@ -32,7 +32,7 @@ MAX_JSON_DEPTH = 32             # nesting of a JSON body (a game record needs ab
 MAX_INT_DIGITS = 40             # digits of a JSON integer
 MAX_RULES_YAML = 65_536         # characters of an uploaded rules file
 MAX_YAML_DEPTH = 16             # nesting of a rules file (one needs 1 or 2)
-MAX_MESSAGE = 300               # characters of an error message sent back
+MAX_MESSAGE = 500               # characters of an error message sent back
 MAX_NAME = 255                  # characters of a record file name
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
@@ -205,9 +205,13 @@ def _choice(*values: Any) -> Option:
 BOOLEAN = _choice(True, False)
 SEED = _integer(0, 2 ** 63 - 1)
 MODEL = Option("the name of a model this server lists (GET /api/options: models)", lambda value: value)
-SEARCH_MAX_WORLDS = 20_000          # the native "strong" budget: about 0.1 s a decision
-SEARCH_MAX_STEPS = 2_000_000        # cards simulated per decision
-PYTHON_SEARCH_MAX_STEPS = 200_000   # the Python backend is ~100x slower per card
+# Budgets: the slowest decision they allow took 1.2 s (native: 20,000 worlds, no step cap),
+# 2.4 s (a native bid search at every bound) and 1.9 s (Python: 1,000 worlds, 20,000 steps) on
+# a busy 2-core machine; the Python backend is ~100x slower per world than the native one.
+SEARCH_MAX_WORLDS = 20_000          # the native "strong" budget
+SEARCH_MAX_STEPS = 2_000_000        # cards simulated per decision (native)
+PYTHON_SEARCH_MAX_WORLDS = 1_000    # the Python "strong" budget
+PYTHON_SEARCH_MAX_STEPS = 20_000    # the Python default
 
 # What a browser may set, per agent. An agent missing here takes no option but a seed; an
 # option missing (``rules``, a path, ``threads`` beyond the cores...) is refused with this list.
@@ -220,25 +224,25 @@ AGENT_OPTIONS: dict[str, dict[str, Option]] = {
     "search": {
         "seed": SEED, "backend": _choice("native", "python"), "budget": _choice("default", "strong"),
         "threads": _integer(1, usable_threads_bound),
-        "worlds": _integer(1, SEARCH_MAX_WORLDS), "bid_worlds": _integer(1, 256),
+        "worlds": Option(f"an integer 1..{SEARCH_MAX_WORLDS:,} (native) or 1..{PYTHON_SEARCH_MAX_WORLDS:,} "
+                         "(python)", _integer(1, SEARCH_MAX_WORLDS).check),
+        "bid_worlds": _integer(1, 128),
         "max_steps": Option(f"an integer 1..{SEARCH_MAX_STEPS:,} (native) or 1..{PYTHON_SEARCH_MAX_STEPS:,} "
                             "(python), or none (native only)", lambda value: value),
         "min_worlds": _integer(1, 64), "max_time": _number(0.01, 10),
         "stage": _number(0, 1), "drop_z": _number(0, 100), "min_gain": _number(-1000, 1000),
         "min_z": _number(-100, 100), "bid_min_gain": _number(-1000, 1000), "bid_min_z": _number(-100, 100),
         "infer_bids": BOOLEAN, "bid_sharpness": _number(0, 100), "nil_mismatch": _number(0, 1),
-        "oversample": _integer(1, 8), "prune": BOOLEAN, "search_bids": BOOLEAN,
-        "bid_down": _integer(0, 13), "bid_up": _integer(0, 13), "bid_nil": BOOLEAN,
+        "oversample": _integer(1, 4), "prune": BOOLEAN, "search_bids": BOOLEAN,
+        "bid_down": _integer(0, 3), "bid_up": _integer(0, 3), "bid_nil": BOOLEAN,
         "guide": MODEL, "guide_weight": _number(-100, 100), "guide_bids": BOOLEAN, "guide_base": BOOLEAN,
     },
 }
 
 
-def allowed_text(name: str) -> str:
-    """The options a browser may give agent ``name``, for error messages and the docs."""
-    options = AGENT_OPTIONS.get(name, {"seed": SEED})
-    return f"options a browser may set for {name}: " + "; ".join(f"{key} ({option.allowed})"
-                                                                 for key, option in options.items())
+def allowed_options(name: str) -> dict[str, str]:
+    """The options a browser may give agent ``name`` and their bounds (GET /api/options)."""
+    return {key: option.allowed for key, option in AGENT_OPTIONS.get(name, {"seed": SEED}).items()}
 
 
 def browser_agent(name: str, options: dict, models: dict[str, Path], spec: str) -> dict:
@@ -250,8 +254,9 @@ def browser_agent(name: str, options: dict, models: dict[str, Path], spec: str) 
     for key, value in options.items():
         option = table.get(key)
         if option is None:
-            raise ValueError(f"agent spec {short(spec, 120)!r}: option {key!r} is not accepted from a browser; "
-                             + allowed_text(name))
+            raise ValueError(f"agent spec {short(spec, 80)!r}: option {short(key, 40)!r} is not accepted from a "
+                             f"browser (no paths, rule files or unbounded budgets); {name} takes "
+                             f"{', '.join(allowed_options(name))} (bounds: GET /api/options, agent_options)")
         if option is MODEL:
             checked[key] = _model_file(key, value, models, name)
             continue
@@ -269,9 +274,9 @@ def _model_file(key: str, value: Any, models: dict[str, Path], agent: str) -> st
         return "neural"
     text = str(value)
     path = models.get(text[:-3] if text.endswith(".pt") else text)
-    if path is None:
+    if path is None:             # the same words whether or not a file of that name exists
         names = ", ".join(sorted(models)) or "none"
-        raise ValueError(f"{key}={short(text, 60)!r}: not one of the models this server offers ({names}); a "
+        raise ValueError(f"{agent}: {key}: not one of the models this server offers ({short(names, 200)}); a "
                          "browser names a model, never a file (spades-web --models DIR offers more)")
     return str(path)
 
@@ -285,8 +290,11 @@ def _check_search_budget(options: dict, spec: str) -> None:
         if options.get("budget") == "strong" and steps == "auto":
             steps = None
         if steps is None or (steps != "auto" and not _is_count(steps, PYTHON_SEARCH_MAX_STEPS)):
-            raise ValueError(f"agent spec {short(spec, 120)!r}: max_steps={steps}: the Python search takes "
+            raise ValueError(f"agent spec {short(spec, 120)!r}: max_steps={short(steps, 40)}: the Python search takes "
                              f"max_steps 1..{PYTHON_SEARCH_MAX_STEPS:,} from a browser (none is too slow)")
+        if options.get("worlds", 0) > PYTHON_SEARCH_MAX_WORLDS:
+            raise ValueError(f"agent spec {short(spec, 120)!r}: worlds={options['worlds']}: the Python search takes "
+                             f"worlds 1..{PYTHON_SEARCH_MAX_WORLDS:,} from a browser")
     elif steps not in ("auto", None) and not _is_count(steps, SEARCH_MAX_STEPS):
         raise ValueError(f"agent spec {short(spec, 120)!r}: max_steps={short(steps, 40)}: expected an integer "
                          f"1..{SEARCH_MAX_STEPS:,} or none")

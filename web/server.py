@@ -49,8 +49,8 @@ from starlette.staticfiles import StaticFiles
 from spades_env.record import RECORD_FORMAT, ReplayError, save_record
 from spades_env.rules import PRESET_NAMES
 
-from .limits import (MAX_BODY, BrowserGuard, Refused, check_record_name, load_rules_yaml, models_offered,
-                     parse_json, short)
+from .limits import (MAX_BODY, BrowserGuard, Refused, allowed_options, check_record_name, load_rules_yaml,
+                     models_offered, parse_json, short)
 from .table import NotYourTurn, TableError, TableGame
 
 STATIC = Path(__file__).parent / "static"
@@ -166,7 +166,8 @@ async def options(request: Request) -> Response:
     from .table import SEAT_NAMES
     return JSONResponse({"rules": list(PRESET_NAMES), "agents": [a for a in registry.available() if a != "human"],
                          "seat_names": list(SEAT_NAMES), "records_dir": str(_state(request).records_dir),
-                         "models": sorted(_state(request).models)})
+                         "models": sorted(_state(request).models),
+                         "agent_options": {name: allowed_options(name) for name in registry.available() if name != "human"}})
 
 
 async def new_game(request: Request) -> Response:
