@@ -98,8 +98,12 @@ def _row_index(blocks: Mapping[str, Any], size: int, card_inner: np.ndarray, sui
 class Relabelling:
     """One renaming of the side suits, and its maps (module doc). Build them with :func:`symmetries`."""
 
-    def __init__(self, suits: Sequence[int], rules: Rules) -> None:
-        suits = tuple(int(s) for s in suits)
+    def __init__(self, suits: Sequence[int], rules: Rules | str | Mapping[str, Any] = "standard") -> None:
+        rules = rules if isinstance(rules, Rules) else make_rules(rules)
+        try:
+            suits = tuple(int(s) for s in suits)
+        except (TypeError, ValueError):
+            raise SymmetryError(f"suits={suits!r}: expected four suit numbers 0..3, spades (3) last") from None
         if sorted(suits) != list(range(NUM_SUITS)) or suits[SPADES] != SPADES:
             raise SymmetryError(f"suits={suits!r}: expected a permutation of the suits 0..3 that keeps spades (3)")
         for suit, by in named_suits(rules).items():
@@ -236,7 +240,7 @@ class Relabelling:
                 out["passes"] = [{**p, "card": self._record_card(p.get("card"), number, "passes")}
                                  for p in self._entries(hand["passes"], number, "passes")]
             if "tricks" in hand:
-                out["tricks"] = [{**t, "cards": [self._record_card(c, number, "tricks") for c in t.get("cards", [])]}
+                out["tricks"] = [{**t, "cards": [self._record_card(c, number, "tricks") for c in self._cards(t, number)]}
                                  for t in self._entries(hand["tricks"], number, "tricks")]
         return mapped
 
@@ -252,6 +256,13 @@ class Relabelling:
             raise SymmetryError(f"record hand {number} {entry!r}: {exc}") from None
         new = int(self.card_map[card])
         return new if isinstance(value, (int, np.integer)) else card_str(new)
+
+    @staticmethod
+    def _cards(trick: dict, number: int) -> list:
+        cards = trick.get("cards", [])
+        if not isinstance(cards, list):
+            raise SymmetryError(f"record hand {number} 'tricks': cards should be a list, got {cards!r:.80}")
+        return cards
 
     @staticmethod
     def _entries(value: Any, number: int, entry: str) -> list[dict]:

@@ -5,6 +5,7 @@ per-state ones on the batched engine's tensors."""
 
 from __future__ import annotations
 
+import copy
 import itertools
 import random
 
@@ -251,6 +252,26 @@ def test_bad_input_is_refused_clearly():
     with pytest.raises(SymmetryError, match="deal"):
         g.map_deal([[0, 1]])
     assert isinstance(SymmetryError("x"), ValueError) and DealError
+
+
+def test_malformed_records_are_refused_naming_the_entry():
+    g = symmetries("standard")[2]
+    record = random_record("standard-trailing", seed=1, max_steps=70)
+    assert g.map_record(record) != record and record == random_record("standard-trailing", seed=1, max_steps=70)
+    for mutate, message in [
+        (lambda r: r["hands"][0]["tricks"][0].update(cards="AS"), "cards should be a list"),
+        (lambda r: r["hands"][0]["tricks"][0]["cards"].__setitem__(0, "ZZ"), r"hand 1 'tricks': unknown card 'ZZ'"),
+        (lambda r: r["hands"][0].update(passes="none"), "'passes': expected a list of mappings"),
+        (lambda r: r["hands"][0]["deal"].pop(), "hand 1: bad deal"),
+        (lambda r: r["hands"][0]["actions"].__setitem__(0, [0, 99]), "action 99 is not an action id"),
+    ]:
+        broken = copy.deepcopy(record)
+        mutate(broken)
+        with pytest.raises(SymmetryError, match=message):
+            g.map_record(broken)
+    with pytest.raises(SymmetryError, match="four suit numbers"):
+        Relabelling("xyz")
+    assert Relabelling((1, 0, 2, 3), "standard") == symmetries("standard").by_name("(C D)")
 
 
 def test_maps_accept_rows_and_integer_masks():
