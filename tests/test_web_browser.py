@@ -439,3 +439,25 @@ def test_the_inspector_says_bids_and_names_the_winning_partnership(server, brows
     assert rows.count() == len(record["hands"]) + 1
     assert all("bid" in rows.nth(k).inner_text() and "won" in rows.nth(k).inner_text() for k in range(len(record["hands"])))
     page.close()
+
+
+def test_a_double_click_is_one_move(server, browser):
+    """A second click while the first action is on its way is not sent (it was refused as out of
+    turn, and the page said so)."""
+    url, _ = server
+    page = browser.new_page(viewport={"width": 1000, "height": 900})
+    page.goto(url)
+    seed = 4
+    first, _ = _first_bidder(seed)
+    _start(page, first, seed, pace="0.4")
+    _wait_for_bid_buttons(page)
+    refused = []
+    page.on("response", lambda r: r.status >= 400 and refused.append(f"{r.status} {r.url}"))
+    shown = page.get_attribute("#controls", "data-version")
+    page.dblclick(f"#controls [data-action='{BID_ACTION_BASE + 3}']")
+    _wait_for_news(page, shown)
+    page.wait_for_timeout(300)
+    assert refused == [] and page.get_attribute("#message", "class") != "message warn", \
+        (refused, page.inner_text("#message"))
+    assert _shown(page)["bids"][first] == 3
+    page.close()

@@ -119,7 +119,7 @@ function signed(x) { return x > 0 ? `+${x}` : `${x}`; }
 // ------------------------------------------------------------------------------------- Play
 // `poller` is the long-poll in flight: {id, abort}. A poll belongs to one game; starting a new
 // game aborts the old game's poll, and any answer about another game than `play.id` is dropped.
-const play = { id: null, state: null, poller: null };
+const play = { id: null, state: null, poller: null, acting: false };
 const meta = { seatNames: null };           // the seat names, as the server says them (/api/options)
 
 async function loadOptions() {
@@ -201,8 +201,11 @@ function poll() {
   })();
 }
 
+// The person's action; clicks while one is on its way are ignored (a double click is one move).
 async function act(action) {
   const id = play.id;
+  if (play.acting) return;
+  play.acting = true;
   try {
     const state = await api("POST", `/api/games/${id}/action`, { action });
     if (id !== play.id) return;
@@ -211,6 +214,8 @@ async function act(action) {
     poll();
   } catch (error) {
     if (id === play.id) say($("message"), error.message, "warn");
+  } finally {
+    play.acting = false;
   }
 }
 
