@@ -416,3 +416,17 @@ def test_the_benchmark_of_the_docs_runs():
     lines = benchmark(["cpu:1:torch"], batch=8, reps=1)
     assert lines[0] == "cpu backend=torch threads=1 tables=8" and len(lines) == 10
     assert all(line.endswith(" ms") for line in lines[1:])
+
+
+def test_the_per_state_maps_need_no_torch():
+    """torch is imported inside the batched form only, so the rules core stays importable without it."""
+    import ast
+    from pathlib import Path
+
+    import spades_env.symmetries as module
+
+    tree = ast.parse(Path(module.__file__).read_text())
+    top = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+    names = {alias.name.split(".")[0] for node in top if isinstance(node, ast.Import) for alias in node.names}
+    names |= {node.module.split(".")[0] for node in top if isinstance(node, ast.ImportFrom) and node.module}
+    assert "torch" not in names
