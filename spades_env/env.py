@@ -116,7 +116,9 @@ class SpadesEnv(AECEnv):
     # ------------------------------------------------------------------ reset
     def reset(self, seed: Optional[int] = None, options: Optional[dict] = None) -> None:
         # A new seed takes effect only if the reset succeeds (nothing half-applied).
-        rng = random.Random(seed) if seed is not None or self._rng is None else self._rng
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
+            raise DealError(f"reset: seed={seed!r:.40}: expected an integer or None")
+        rng = random.Random(None if seed is None else int(seed)) if seed is not None or self._rng is None else self._rng
         if options is not None and not isinstance(options, Mapping):
             raise DealError(f"reset: options={options!r} ({type(options).__name__}): expected a dict of "
                             f"{', '.join(RESET_OPTIONS)}")

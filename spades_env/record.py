@@ -31,10 +31,18 @@ def save_record(record: dict, path: str | Path) -> Path:
 
 
 def load_record(path: str | Path) -> dict:
+    """The JSON of a record file; a file that is not readable UTF-8 JSON is a :class:`ReplayError`
+    naming the file and what is wrong with it (the record's content is checked by :func:`replay`)."""
     try:
-        record = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ReplayError(f"cannot read game record {path}: {exc}") from None
+        record = json.loads(Path(path).read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ReplayError(f"cannot read game record {path}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                          "expected the JSON of a game record") from None
+    except RecursionError:
+        raise ReplayError(f"cannot read game record {path}: its JSON is nested too deeply to be a game "
+                          "record") from None
+    except (OSError, ValueError) as exc:        # json.JSONDecodeError, integers past Python's digit limit
+        raise ReplayError(f"cannot read game record {path}: {str(exc)[:200]}") from None
     return record
 
 

@@ -17,6 +17,13 @@ from typing import Any, Mapping, Optional
 
 SPADES_LEAD_CHOICES = ("broken", "any", "forced_only")
 EPISODE_CHOICES = ("game", "hand")
+POINTS_LIMIT = 10 ** 6
+"""The largest magnitude of a rule counted in points (target, mercy, bonuses, penalty, deficit),
+bags or hands: far past any real game, and small enough that every score a game reaches stays
+exact in the engines' int64 arithmetic and in the observation's score / target ratios (starting
+scores are bounded apart, by ``game.SCORE_LIMIT``). A larger value is refused, naming the bound."""
+NAME_LIMIT = 200
+"""The longest rule-set name (a label printed in tables, logs and game records)."""
 
 
 class RulesError(ValueError):
@@ -142,7 +149,9 @@ _OPTIONAL_INT = {"max_team_bid", "mercy_score", "max_hands", "fixed_dealer"}
 
 def _validate(rules: Rules) -> None:
     def fail(name: str, expected: str) -> None:
-        raise RulesError(f"rule {name}={getattr(rules, name)!r} is invalid: expected {expected}")
+        shown = repr(getattr(rules, name))
+        shown = shown if len(shown) <= 80 else f"{shown[:60]}... ({len(shown)} characters)"
+        raise RulesError(f"rule {name}={shown} is invalid: expected {expected}")
 
     for f in fields(Rules):
         value = getattr(rules, f.name)
@@ -158,6 +167,13 @@ def _validate(rules: Rules) -> None:
         elif isinstance(value, bool) or not isinstance(value, int):
             fail(f.name, "an integer")
 
+    if not rules.name or len(rules.name) > NAME_LIMIT or not rules.name.isprintable():
+        fail("name", f"a label of 1..{NAME_LIMIT} printable characters")
+    for name in ("blind_nil_min_deficit", "nil_bonus", "blind_nil_bonus", "bag_limit", "bag_penalty", "target_score",
+                 "mercy_score", "max_hands"):
+        value = getattr(rules, name)
+        if value is not None and abs(value) > POINTS_LIMIT:
+            fail(name, f"a value within -{POINTS_LIMIT:,}..{POINTS_LIMIT:,} (POINTS_LIMIT)")
     if rules.players not in (3, 4):
         fail("players", "3 or 4")
     if rules.spades_lead not in SPADES_LEAD_CHOICES:
@@ -291,7 +307,7 @@ def make_rules(rules: "Rules | str | os.PathLike | Mapping[str, Any] | None" = "
         if text in PRESETS:
             settings = dict(PRESETS[text])
             settings["name"] = text
-        elif text.endswith((".yaml", ".yml")) or os.sep in text or Path(text).exists():
+        elif text and (text.endswith((".yaml", ".yml")) or os.sep in text or Path(text).exists()):
             settings = load_rules_file(text)
         else:
             _preset_name(text)  # raises with the list of presets

@@ -30,7 +30,7 @@ from .game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, NUM_ACTIONS, 
 from .observation import layout_for
 from .rewards import RewardScheme
 from .rules import Rules, RulesError, make_rules
-from .vector_checks import VectorEnvError, check_deal_tensor, check_snapshot
+from .vector_checks import VectorEnvError, check_deal_tensor, check_options, check_seed, check_snapshot
 from .vector_device import (OBS_DTYPES, RECOMPILE_LIMIT, allow_recompiles, compile_options,  # noqa: F401 (re-export)
                             obs_dtype_of, usable_device)
 from .vector_encoding import F32, F64, FIRST_SPADE, I64, NUM_SEATS, VectorEncoding, _by_side, _suit
@@ -123,8 +123,8 @@ class SpadesVectorEnv(VectorEncoding):
                  shaping: float = 0.0, compile: bool = False, check_actions: bool = True,
                  deal_pool_size: Optional[int] = None, obs_dtype: torch.dtype | str = torch.float32,
                  backend: str = "torch", threads: Optional[int] = None, **rule_overrides: Any) -> None:
-        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
-            raise VectorEnvError(f"num_envs={num_envs!r}: expected a positive integer")
+        check_options(num_envs, compile, check_actions, deal_pool_size)
+        check_seed(seed)
         self.rules = r = make_rules(rules, **rule_overrides)
         if not r.partnerships or r.players != 4:
             raise VectorEnvError(f"the batched engine runs four-player partnership games; rules {r.name!r} "
@@ -151,7 +151,8 @@ class SpadesVectorEnv(VectorEncoding):
         self._refill_every = 8
         self._refill_margin = self._refill_every * B + 1
         if self._deal_pool_size < 2 * self._refill_margin:
-            raise VectorEnvError(f"deal_pool_size must be at least {2 * self._refill_margin}")
+            raise VectorEnvError(f"deal_pool_size={deal_pool_size}: expected at least {2 * self._refill_margin} deals "
+                                 f"(for {B} tables)")
         self._deal_pool = torch.empty(0, NUM_SEATS + 1, dtype=I64, device=dev)
         self._pool_ptr = torch.zeros((), dtype=I64, device=dev)
         self._steps = 0
@@ -246,6 +247,7 @@ class SpadesVectorEnv(VectorEncoding):
         """
         B, dev, r = self.num_envs, self.device, self.rules
         # Validate every option before changing anything.
+        check_seed(seed)
         queue = self._parse_deals(deals) if deals is not None else torch.zeros(B, 0, NUM_SEATS, dtype=I64, device=dev)
         start_scores, start_bags = self._start_values(scores, bags)
         first_dealer = None

@@ -45,6 +45,33 @@ class VectorEnvError(ValueError):
     """A rule set, option, action, deal or snapshot the batched engine cannot take."""
 
 
+MAX_NUM_ENVS = 1 << 26
+"""The most tables one engine takes (67 million: its deal pool alone then needs ~90 GB); more is
+refused up front rather than failing inside an allocation."""
+
+
+def check_seed(seed: Any) -> None:
+    """A seed is None or an integer torch's generators take (-2**63 .. 2**64 - 1)."""
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))
+                             or not -(1 << 63) <= int(seed) < (1 << 64)):
+        raise VectorEnvError(f"seed={seed!r:.40}: expected None or an integer within -2**63..2**64-1")
+
+
+def check_options(num_envs: Any, compile: Any, check_actions: Any, deal_pool_size: Any) -> None:
+    """The engine's size and switches: a positive number of tables (at most ``MAX_NUM_ENVS``),
+    true/false switches (``compile="no"`` would compile), an integer pool size."""
+    if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
+        raise VectorEnvError(f"num_envs={num_envs!r:.40}: expected a positive integer")
+    if num_envs > MAX_NUM_ENVS:
+        raise VectorEnvError(f"num_envs={num_envs}: expected at most {MAX_NUM_ENVS:,} tables (MAX_NUM_ENVS); "
+                             "use several engines")
+    for name, value in (("compile", compile), ("check_actions", check_actions)):
+        if not isinstance(value, bool):
+            raise VectorEnvError(f"{name}={value!r:.40}: expected True or False")
+    if deal_pool_size is not None and (isinstance(deal_pool_size, bool) or not isinstance(deal_pool_size, int)):
+        raise VectorEnvError(f"deal_pool_size={deal_pool_size!r:.40}: expected an integer (or None: the default)")
+
+
 def checked_actions(actions: Any, mask: torch.Tensor, who: str, tables: Optional[torch.Tensor] = None,
                     seat: Optional[int] = None) -> torch.Tensor:
     """``actions`` as (B,) int64 on the mask's device, refused with a :class:`VectorEnvError` that

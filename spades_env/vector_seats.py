@@ -10,8 +10,10 @@ Each seat is ``"learner"`` (the caller decides), ``"random"`` (uniformly random 
 ``"heuristic"`` (the rule-based player) or a batched policy ``policy(obs, mask) -> actions``
 ((B, obs_size) float32, (B, 68) bool -> (B,) int64; e.g. a network or an agent's
 ``act_batch``): its actions are checked like the learner's (one integer id per table, legal at
-every table where its seat is to act), and anything else is a ``VectorEnvError`` naming the seat. ``step`` applies the learner's actions at every table, then plays the other
-seats until a learner's seat is to act again everywhere; ``rewards`` (B, 4) are every seat's
+every table where its seat is to act), and anything else is a ``VectorEnvError`` naming the seat.
+
+``step`` applies the learner's actions at every table, then plays the other seats until a
+learner's seat is to act again everywhere; ``rewards`` (B, 4) are every seat's
 rewards summed over those moves, ``ended`` marks tables whose episode ended (they have begun the
 next one: same-step autoreset).
 
@@ -36,7 +38,7 @@ import numpy as np
 import torch
 
 from .vector import SpadesVectorEnv, VecState, VectorEnvError
-from .vector_checks import checked_actions
+from .vector_checks import check_seed, checked_actions
 
 Policy = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 Seat = Union[str, Policy]
@@ -71,6 +73,7 @@ def next_uniform(state: torch.Tensor, rows: Optional[torch.Tensor] = None) -> to
 
 def seed_states(seed: Optional[int], count: int) -> torch.Tensor:
     """(count,) int64 splitmix64 states, one per table, from ``seed`` (None: a random seed)."""
+    check_seed(seed)
     base = torch.seed() if seed is None else int(seed)
     generator = torch.Generator().manual_seed(base % (1 << 63))
     return torch.randint(-(1 << 63), (1 << 63) - 1, (count,), generator=generator, dtype=torch.int64)

@@ -126,3 +126,63 @@ def test_ray_options_without_ray_say_what_to_install(monkeypatch, capsys, tmp_pa
                        "--no-progress"]) == 2
     assert "pip install 'spades-rl[ray]'" in capsys.readouterr().err
     assert not list((tmp_path / "labels").glob("shard_*"))
+
+
+# Older surfaces, reprobed: rule values past any real game, seeds and switches that are no
+# seed or switch, and an engine too large to allocate were accepted or failed deep inside.
+@pytest.mark.parametrize("rule", ["target_score", "mercy_score", "nil_bonus", "blind_nil_bonus", "bag_penalty",
+                                  "bag_limit", "blind_nil_min_deficit", "max_hands"])
+@pytest.mark.parametrize("value", [10 ** 30, 2 ** 63, 1_000_001])
+def test_rule_values_are_bounded_and_the_bound_is_named(rule, value):
+    from spades_env.rules import POINTS_LIMIT
+    signed = -value if rule == "mercy_score" else value
+    with pytest.raises(RulesError, match=rf"rule {rule}={signed} is invalid: expected a value within "
+                                          r"-1,000,000..1,000,000 \(POINTS_LIMIT\)"):
+        spades_v0.env(**{rule: signed})
+    at_bound = {rule: -POINTS_LIMIT if rule == "mercy_score" else POINTS_LIMIT}
+    if rule == "target_score":
+        at_bound["mercy_score"] = None
+    spades_v0.env(**at_bound)          # the bound itself is a rule value like any other
+    with pytest.raises(RulesError, match=rf"rule {rule}="):
+        SpadesVectorEnv(2, **{rule: signed})          # no OverflowError from the engine's int64 tensors
+
+
+@pytest.mark.parametrize("name, shown", [("", "''"), ("x" * 1000, r"'x{59}\.\.\. \(1002 characters\)"),
+                                         ("a\x00b", r"'a\\x00b'"), ("line\nbreak", r"'line\\nbreak'")])
+def test_a_rule_set_name_is_a_short_printable_label(name, shown):
+    with pytest.raises(RulesError, match=rf"rule name={shown} is invalid: expected a label of 1..200 printable"):
+        spades_v0.env(rules={"name": name})
+
+
+def test_an_empty_rules_string_is_an_unknown_preset_not_the_current_folder():
+    with pytest.raises(RulesError, match=r"unknown rules preset ''; presets: standard"):
+        spades_v0.env(rules="")
+
+
+@pytest.mark.parametrize("seed", [1.5, "7", True, [1], 2 ** 70])
+def test_seeds_that_are_no_integer_are_refused(seed):
+    env = spades_v0.env()
+    env.reset(seed=0)
+    before = env.unwrapped.game.hands[:]
+    if seed != 2 ** 70:                # Python's random takes any integer
+        with pytest.raises(DealError, match=r"reset: seed=.*: expected an integer or None"):
+            env.reset(seed=seed)
+        assert env.unwrapped.game.hands == before
+    with pytest.raises(VectorEnvError, match=r"seed=.*: expected None or an integer within -2\*\*63..2\*\*64-1"):
+        SpadesVectorEnv(2, seed=seed)
+    engine = SpadesVectorEnv(2, seed=0)
+    engine.reset(seed=0)
+    with pytest.raises(VectorEnvError, match=r"seed=.*: expected None or an integer"):
+        engine.reset(seed=seed)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"num_envs": 2 ** 40}, r"num_envs=1099511627776: expected at most 67,108,864 tables \(MAX_NUM_ENVS\)"),
+    ({"num_envs": 2, "compile": "yes"}, r"compile='yes': expected True or False"),
+    ({"num_envs": 2, "check_actions": 0}, r"check_actions=0: expected True or False"),
+    ({"num_envs": 2, "deal_pool_size": 1.5}, r"deal_pool_size=1.5: expected an integer"),
+    ({"num_envs": 2, "deal_pool_size": -1}, r"deal_pool_size=-1: expected at least 34 deals \(for 2 tables\)"),
+])
+def test_engine_sizes_and_switches_are_checked(options, message):
+    with pytest.raises(VectorEnvError, match=message):
+        SpadesVectorEnv(**options)

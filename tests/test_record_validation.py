@@ -53,3 +53,16 @@ def test_a_record_may_name_a_preset_or_carry_its_rules_inline():
     named = json.loads(json.dumps(rec))
     named["rules"] = "standard"
     assert spades_env.replay(named).game_record()["scores"] == inline.game_record()["scores"]
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"\xff\xfe\x00 not text", r"not UTF-8 text \(invalid start byte at byte 0\); expected the JSON of a game record"),
+    (b"[" * 100_000, r"its JSON is nested too deeply to be a game record"),
+    (b"{\"format\": ", r"cannot read game record .*Expecting value"),
+    (b"1" * 5000, r"cannot read game record .*5000 digits"),
+])
+def test_a_record_file_that_is_not_json_text_is_a_replay_error(tmp_path, content, message):
+    path = tmp_path / "record.json"
+    path.write_bytes(content)
+    with pytest.raises(spades_env.ReplayError, match=message):
+        spades_env.load_record(path)
