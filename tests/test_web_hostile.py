@@ -14,6 +14,7 @@ import select
 import socket
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -147,6 +148,7 @@ def test_the_default_bind_is_this_machine_only(monkeypatch):
     ("search:bid_worlds=true", "bid_worlds=True: expected an integer"),
     ("search:max_time=nan", "max_time=nan: expected a number"),
     ("heuristic:threads=64", "threads=64: expected an integer 1.."),
+    ("heuristic:bidding=reckless", "bidding=reckless: expected one of standard, conservative, aggressive"),
     ("random:anything=1", "option 'anything' is not accepted from a browser (no paths, rule files or unbounded "
                           "budgets); random takes seed (bounds: GET /api/options"),
 ])
@@ -170,11 +172,34 @@ def test_the_listed_models_and_bounded_budgets_are_accepted(http):
     options = http.get("/api/options").json()
     assert "neural_standard" in options["models"]
     assert "worlds" in options["agent_options"]["search"] and "rules" not in options["agent_options"]["search"]
-    for spec in ("neural:checkpoint=neural_standard", "search:worlds=20000,threads=1",
+    for spec in ("neural:checkpoint=neural_standard", "search:worlds=20000,threads=1", "heuristic:bidding=aggressive,cover=none",
                  "search:backend=python,worlds=50,max_steps=2000", "search:guide=neural_standard"):
         made = http.post("/api/games", json={"seat": 2, "agents": {"0": spec}})
         assert made.status_code == 201, made.text
         assert http.delete(f"/api/games/{made.json()['id']}").status_code == 200
+
+
+def test_a_models_folder_offers_its_files_by_name(tmp_path):
+    import shutil
+
+    from starlette.testclient import TestClient
+    shipped = sorted((Path(__file__).parent.parent / "agents" / "models").glob("*.pt"))[0]
+    shutil.copy(shipped, tmp_path / "mine.pt")
+    (tmp_path / "notes.txt").write_text("not a model")
+    with TestClient(create_app(tmp_path / "records", models_dir=tmp_path), base_url="http://127.0.0.1:8000") as client:
+        options = client.get("/api/options").json()
+        assert "mine" in options["models"] and shipped.stem in options["models"] and "notes" not in options["models"]
+        made = client.post("/api/games", json={"seat": 2, "agents": {"0": "neural:checkpoint=mine"}})
+        assert made.status_code == 201, made.text
+        other = client.post("/api/games", json={"seat": 2, "agents": {"0": f"neural:checkpoint={tmp_path / 'mine.pt'}"}})
+        assert other.status_code == 400                  # by name only, even inside the folder
+
+
+def test_the_slowest_decision_at_a_spec_is_measured_as_the_table_builds_it():
+    from web.latency import decision_seconds
+    assert len(decision_seconds("random", decisions=3)) == 3
+    with pytest.raises(TableError, match="option 'rules' is not accepted"):
+        decision_seconds("search:rules=/dev/zero")
 
 
 def test_analysis_takes_the_same_limits(http, server):

@@ -1,4 +1,5 @@
-"""How fast the web table answers: ``python -m web.latency [AGENT ...]``.
+"""How fast the web table answers: ``python -m web.latency [AGENT ...]``; how long one decision
+of a browser-allowed agent spec takes at most: ``python -m web.latency --decisions SPEC ...``.
 
 Starts the server on a free local port, plays the first hand of six seeded games as North
 (always the first legal action) with AGENT (default ``heuristic``) as East, and times each of
@@ -52,8 +53,46 @@ def measure(agent: str, games: int = 6) -> list[float]:
     return seconds
 
 
+def decision_seconds(spec: str, decisions: int = 14, seed: int = 3) -> list[float]:
+    """Seconds of each of the first ``decisions`` decisions of East, an agent built from ``spec``
+    exactly as the web table builds it (:func:`web.table.browser_agent_spec`, so only options a
+    browser may set), in a seeded game with the heuristic on the other seats."""
+    import agents
+    from spades_env import spades_v0
+    from web.limits import models_offered
+    from web.table import browser_agent_spec
+
+    name, options = browser_agent_spec(spec, models_offered())
+    east, others = agents.make(name, **{"seed": 1, **options}), agents.make("heuristic", seed=2)
+    env = spades_v0.raw_env(episode="game")
+    env.reset(seed=seed)
+    seconds: list[float] = []
+    for seat_name in env.agent_iter():
+        obs, _, terminated, truncated, info = env.last()
+        if terminated or truncated:
+            env.step(None)
+            continue
+        if seat_name == env.possible_agents[1]:
+            began = time.perf_counter()
+            action = east.act(obs, info)
+            seconds.append(time.perf_counter() - began)
+            if len(seconds) >= decisions:
+                break
+        else:
+            action = others.act(obs, info)
+        env.step(action)
+    return seconds
+
+
 def main(argv: list[str] | None = None) -> int:
-    for agent in (argv if argv is not None else sys.argv[1:]) or ["heuristic"]:
+    argv = list(argv if argv is not None else sys.argv[1:])
+    if argv[:1] == ["--decisions"]:
+        for spec in argv[1:]:
+            times = decision_seconds(spec)
+            print(f"{spec}: {len(times)} decisions of East, slowest {max(times):.2f} s, "
+                  f"median {statistics.median(times):.3f} s")
+        return 0
+    for agent in argv or ["heuristic"]:
         times = sorted(measure(agent))
         print(f"{agent}: {len(times)} moves, median {1000 * statistics.median(times):.1f} ms, "
               f"95th percentile {1000 * times[int(0.95 * len(times))]:.1f} ms, max {1000 * times[-1]:.1f} ms "

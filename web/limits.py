@@ -202,12 +202,29 @@ def _choice(*values: Any) -> Option:
     return Option(" or ".join(map(str, values)), check)
 
 
+def _convention(values: tuple[str, ...]) -> Option:
+    """A heuristic convention: one of its names (a spec's ``none`` arrives as None)."""
+    def check(value: Any) -> Any:
+        if value is None and "none" in values:
+            return None
+        if value not in values:
+            raise ValueError(f"expected one of {', '.join(values)}")
+        return value
+    return Option(" or ".join(values), check)
+
+
+def _conventions() -> dict[str, Option]:
+    from agents.heuristic_conventions import CONVENTION_OPTIONS
+    return {option: _convention(values) for option, values in CONVENTION_OPTIONS.items()}
+
+
 BOOLEAN = _choice(True, False)
 SEED = _integer(0, 2 ** 63 - 1)
 MODEL = Option("the name of a model this server lists (GET /api/options: models)", lambda value: value)
-# Budgets: the slowest decision they allow took 1.2 s (native: 20,000 worlds, no step cap),
-# 2.4 s (a native bid search at every bound) and 1.9 s (Python: 1,000 worlds, 20,000 steps) on
-# a busy 2-core machine; the Python backend is ~100x slower per world than the native one.
+# Budgets: the slowest decision they allow took 1.1 s (native: 20,000 worlds, no step cap),
+# 2.3 s (a native bid search at every bound) and 1.8 s (Python: 1,000 worlds, 20,000 steps) on
+# a busy 2-core machine (python -m web.latency --decisions SPEC, docs/web.md); the Python
+# backend is ~100x slower per world than the native one.
 SEARCH_MAX_WORLDS = 20_000          # the native "strong" budget
 SEARCH_MAX_STEPS = 2_000_000        # cards simulated per decision (native)
 PYTHON_SEARCH_MAX_WORLDS = 1_000    # the Python "strong" budget
@@ -218,7 +235,7 @@ PYTHON_SEARCH_MAX_STEPS = 20_000    # the Python default
 AGENT_OPTIONS: dict[str, dict[str, Option]] = {
     "random": {"seed": SEED},
     "heuristic": {"seed": SEED, "backend": _choice("native", "python"),
-                  "threads": _integer(1, usable_threads_bound)},
+                  "threads": _integer(1, usable_threads_bound), **_conventions()},
     "neural": {"seed": SEED, "checkpoint": MODEL, "greedy": BOOLEAN},
     "neural_v1": {"seed": SEED, "greedy": BOOLEAN},
     "search": {
