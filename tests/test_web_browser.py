@@ -194,7 +194,7 @@ def _first_bidder(seed):
     return (env.game.dealer + 1) % 4, env.game.dealer
 
 
-def _start(page, seat, seed, pace="0"):
+def _start(page, seat, seed, pace="0", side_agents=None):
     """Fill in the setup form (unfolding it if a game already runs) and start a game."""
     if page.locator("#setup-box:not([open])").count():
         page.click("#setup-box > summary")
@@ -202,6 +202,9 @@ def _start(page, seat, seed, pace="0"):
     page.select_option("#seat", str(seat))
     page.fill("#seed", str(seed))
     page.select_option("#pace", pace)
+    if side_agents:
+        page.fill("#agent-left", side_agents)
+        page.fill("#agent-right", side_agents)
     page.click("#start")
 
 
@@ -374,8 +377,9 @@ def test_the_table_works_on_a_phone(server, browser):
     page.goto(url)
     seed = 4
     first, _ = _first_bidder(seed)
-    _start(page, first, seed)
+    _start(page, first, seed, side_agents="heuristic:backend=native,seed=1234567")   # a long name
     _wait_for_bid_buttons(page)
+    assert page.inner_text("#table .pos-left .agent") == "heuristic:backend=native,seed=1234567"
     assert not page.locator("#setup-box").evaluate("(d) => d.open"), "the setup form did not fold away"
     assert page.evaluate("() => window.scrollY") == 0
     assert page.locator("#hand .card").count() == 13
