@@ -242,6 +242,20 @@ def test_a_deleted_game_stops_its_agents_after_the_decision_in_progress():
     assert len(calls) == 1 and game.version == version     # no second decision, nothing applied
 
 
+class _BrokenAgent:
+    def act(self, obs, info=None) -> int:
+        raise RuntimeError("x" * 100_000)
+
+
+def test_an_agent_that_fails_stops_the_game_with_a_short_message():
+    game = TableGame("t", 0, {}, seed=1)
+    game.advance()
+    game.play(int(game.env.legal_actions()[0]))
+    game.agents[1] = _BrokenAgent()
+    game.advance()
+    assert game.error.startswith("East (heuristic) failed: RuntimeError: xxx") and len(game.error) <= MAX_MESSAGE + 40
+
+
 def test_delete_cancels_the_game(http, server):
     made = http.post("/api/games", json={"seat": 0, "pace": 5}).json()
     game = server[0].state.web.games[made["id"]]
@@ -285,9 +299,13 @@ def test_hostile_rules_files_are_refused_quickly_with_a_short_message(http, text
 # ---------------------------------------------------------------- 4. bodies
 
 def _raw(port: int, head: bytes, timeout: float = 10) -> bytes:
+    """The whole answer to ``head`` (the server closes the connection after a refusal)."""
+    answer = b""
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw:
         raw.sendall(head)
-        return raw.recv(65536)
+        while piece := raw.recv(65536):
+            answer += piece
+    return answer
 
 
 def test_a_body_announced_over_the_limit_is_refused_before_it_is_sent(server):

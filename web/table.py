@@ -26,6 +26,8 @@ from spades_env.observation import decode_observation
 from spades_env.names import SEAT_NAMES, bid_word, side_name   # the page's words come from here
 from spades_env.rules import make_rules
 
+from .limits import browser_agent, models_offered, short
+
 
 class TableError(ValueError):
     """A request the table cannot carry out (says why)."""
@@ -54,8 +56,6 @@ def browser_agent_spec(spec: Any, models: dict) -> tuple[str, dict]:
     """A spec sent by a browser: :func:`parse_agent_spec`, then only the options of
     :data:`web.limits.AGENT_OPTIONS` (bounded budgets, models by name, never a path), model
     names replaced by their files. Its errors as :class:`TableError` saying what is allowed."""
-    from .limits import browser_agent
-
     name, options = parse_agent_spec(spec)
     try:
         return name, browser_agent(name, options, models, spec)
@@ -136,7 +136,6 @@ class TableGame:
                 raise TableError(f"agents: seat {other!r} " + ("is yours (the person's)" if other == seat else
                                  f"is not a seat: expected seats 0..{n - 1} other than yours ({seat})"))
         if models is None:
-            from .limits import models_offered
             models = models_offered()
         self.specs: dict[int, str] = {}
         self.agents: dict[int, Any] = {}
@@ -238,7 +237,7 @@ class TableGame:
                 action = int(agent.act(obs, info))          # outside the lock: the view stays readable
             except Exception as exc:                          # noqa: BLE001 (shown to the person)
                 with self.lock:
-                    self.error = f"{SEAT_NAMES[seat]} ({self.specs[seat]}) failed: {type(exc).__name__}: {exc}"
+                    self.error = short(f"{SEAT_NAMES[seat]} ({self.specs[seat]}) failed: {type(exc).__name__}: {exc}")
                     self.thinking = None
                     self.version += 1
                 return
