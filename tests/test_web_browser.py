@@ -465,3 +465,33 @@ def test_a_double_click_is_one_move(server, browser):
         (refused, page.inner_text("#message"))
     assert _shown(page)["bids"][first] == 3
     page.close()
+
+
+def test_the_one_seat_view_hides_a_hand_not_yet_looked_at(server, browser):
+    """Before its blind nil decision a seat has not seen its own cards: its view shows them face down."""
+    import agents
+    from spades_env import spades_v0
+    from spades_env.rules import make_rules
+    env = spades_v0.raw_env(rules=make_rules({"preset": "standard", "blind_nil": True, "blind_nil_min_deficit": 0}),
+                            episode="hand")
+    env.reset(seed=1)
+    bot = agents.make("heuristic")
+    for _ in env.agent_iter():
+        obs, _, term, trunc, info = env.last()
+        env.step(None if term or trunc else bot.act(obs, info))
+    url, records = server
+    (records / "blind.json").write_text(json.dumps(env.game_record()))
+    page = browser.new_page(viewport={"width": 1000, "height": 1000})
+    page.goto(url)
+    page.click("#tab-inspect")
+    page.wait_for_selector("#record-list option[value='blind.json']", state="attached")
+    page.select_option("#record-list", "blind.json")
+    page.click("#open-record")
+    page.wait_for_selector("#viewer:not(.hidden)")
+    frame = page.evaluate("() => view.data.frames[0]")
+    me = frame["to_act"]
+    assert frame["phase"] == "blind_nil_decision" and not frame["looked"][me]
+    page.select_option("#view-seat", str(me))
+    assert page.locator("#itable [data-card]").count() == 0
+    assert "13 cards face down" in page.inner_text("#ipos-bottom")
+    page.close()

@@ -38,6 +38,7 @@ def _frame(env, seat: Optional[int], action: Optional[int]) -> dict:
                   for s in range(n)],
         "bids": [None if b is None or b < 0 else int(b) for b in game.bids], "blind": [bool(b) for b in game.blind],
         "bid_words": bid_words(game.bids, game.blind),
+        "looked": [bool(k) for k in game.looked],     # a seat that has not looked does not know its hand
         "trick": [{"seat": (game.trick_leader + i) % n, "card": card_json(c)} for i, c in enumerate(game.trick_cards)],
         "tricks_won": list(game.tricks_taken), "scores": list(game.scores), "bags": list(game.bags),
         "spades_broken": bool(game.spades_broken),

@@ -391,11 +391,12 @@ function renderFrame() {
   for (let s = 0; s < data.players; s++) {
     const box = $(`ipos-${at[s]}`);
     box.className = `seat-box pos-${at[s]} ${frame.to_act === s ? "to-act" : ""}`;
-    const visible = seatView < 0 || seatView === s;
+    // a seat sees its own hand once it has looked (before a blind nil decision it has not)
+    const visible = seatView < 0 || (seatView === s && !(frame.looked && !frame.looked[s]));
     box.replaceChildren(...seatLines(state, s, null),
       el("div", { class: "mini-hand" }, visible ? frame.hands[s].map((c) =>
         cardNode(c, `small ${frame.action && frame.action.id === c.id && frame.to_act === s ? "winner" : ""}`))
-        : `${frame.hands[s].length} cards`));
+        : `${frame.hands[s].length} cards${seatView === s ? " face down" : ""}`));
   }
   renderCenter($("icenter"), state, at);
   $("step").value = view.step;
