@@ -495,3 +495,23 @@ def test_the_one_seat_view_hides_a_hand_not_yet_looked_at(server, browser):
     assert page.locator("#itable [data-card]").count() == 0
     assert "13 cards face down" in page.inner_text("#ipos-bottom")
     page.close()
+
+
+def test_a_reload_comes_back_to_the_game(server, browser):
+    url, _ = server
+    page = browser.new_page(viewport={"width": 1000, "height": 900})
+    page.goto(url)
+    seed = 4
+    first, _ = _first_bidder(seed)
+    _start(page, first, seed)
+    _wait_for_bid_buttons(page)
+    game = page.evaluate("() => play.id")
+    assert page.url.endswith(f"#game={game}")
+    page.reload()
+    _wait_for_bid_buttons(page)
+    assert page.evaluate("() => play.id") == game and page.locator("#hand .card").count() == 13
+    page.goto(f"{url}/#game=0000")                  # a game the server does not have: said, and the form is there
+    page.reload()
+    sync_api.expect(page.locator("#message")).to_have_class("message warn")
+    assert "gone" in page.inner_text("#message") and page.locator("#setup-box[open]").count() == 1
+    page.close()

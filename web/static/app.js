@@ -168,9 +168,26 @@ async function startGame(event) {
     say($("message"), "");
     accept(state);
     $("setup-box").open = false;               // the form folds away while a game runs
+    history.replaceState(null, "", `#game=${state.id}`);   // a reload comes back to this game
     poll();
   } catch (error) {
     say($("message"), error.message, "error");
+  }
+}
+
+// After a reload: the game named in the address, if the server still has it.
+async function resumeGame() {
+  const match = /^#game=([0-9a-f]+)$/.exec(location.hash);
+  if (!match) return;
+  try {
+    const state = await api("GET", `/api/games/${match[1]}`);
+    play.id = state.id;
+    accept(state);
+    $("setup-box").open = false;
+    poll();
+  } catch (error) {
+    history.replaceState(null, "", location.pathname);
+    say($("message"), `The game of this address is gone (${error.message}): start a new one.`, "warn");
   }
 }
 
@@ -477,5 +494,5 @@ document.addEventListener("DOMContentLoaded", () => {
     if (e.key === "ArrowRight") go(view.step + 1);
     if (e.key === "ArrowLeft") go(view.step - 1);
   });
-  loadOptions().catch((error) => say($("message"), error.message, "error"));
+  loadOptions().then(resumeGame).catch((error) => say($("message"), error.message, "error"));
 });
