@@ -256,6 +256,29 @@ def test_an_agent_that_fails_stops_the_game_with_a_short_message():
     assert game.error.startswith("East (heuristic) failed: RuntimeError: xxx") and len(game.error) <= MAX_MESSAGE + 40
 
 
+def test_after_delete_no_more_work_is_scheduled_for_the_game(tmp_path):
+    from starlette.testclient import TestClient
+    app = create_app(tmp_path)
+    state = app.state.web
+    game = TableGame("slowgame", 0, {}, seed=1)
+    game.advance()
+    game.play(int(game.env.legal_actions()[0]))
+    started, release, calls, advances = threading.Event(), threading.Event(), [], []
+    for seat in (1, 2, 3):
+        game.agents[seat] = _SlowAgent(started, release, calls)
+    advance = game.advance
+    game.advance = lambda: (advances.append(1), advance())[1]
+    state.add_game(game)
+    state.kick(game)
+    assert started.wait(10)
+    with TestClient(app, base_url="http://127.0.0.1:8000") as client:
+        assert client.delete("/api/games/slowgame").status_code == 200
+    release.set()
+    time.sleep(1.0)
+    assert len(advances) == 1 and len(calls) == 1      # the worker stopped; nothing re-scheduled it
+    assert "slowgame" not in state.advancing
+
+
 def test_delete_cancels_the_game(http, server):
     made = http.post("/api/games", json={"seat": 0, "pace": 5}).json()
     game = server[0].state.web.games[made["id"]]

@@ -94,7 +94,7 @@ class WebState:
     def kick(self, game: TableGame) -> None:
         """Let the agents move in a worker thread (one at a time per game)."""
         with self.lock:
-            if game.id in self.advancing:
+            if game.id in self.advancing or game.cancelled.is_set():
                 return
             self.advancing.add(game.id)
 
@@ -106,8 +106,8 @@ class WebState:
             finally:
                 with self.lock:
                     self.advancing.discard(game.id)
-                if game.to_act not in (None, game.seat) and not game.error:   # a move raced the flag
-                    self.kick(game)
+                if game.to_act not in (None, game.seat) and not game.error and not game.cancelled.is_set():
+                    self.kick(game)                    # a move raced the flag (a deleted game never)
 
         self.pool.submit(run)
 
