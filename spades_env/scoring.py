@@ -1,6 +1,13 @@
 """Hand scoring and the end-of-game test: pure functions over plain numbers.
 
 A *side* is a partnership (seats 0+2 = side 0, seats 1+3 = side 1) or, in cutthroat, a player.
+
+This is the reference. The same rule is written three more times, for speed where a Python call
+per hand would dominate: ``spades_env/vector.py`` ``SpadesVectorEnv._score_hand`` and
+``_game_end`` (torch, every table at once), ``spades_env/native/engine.c`` ``score_hand`` (the
+batched engine's C step) and ``spades_env/native/search.c`` ``side_points`` (the search's
+play-outs). A change to scoring changes all four; tests/test_scoring_twins.py scores the same
+random hands with each, in every preset, and fails on any difference.
 """
 
 from __future__ import annotations
@@ -23,7 +30,6 @@ class SideResult(NamedTuple):
     bag_penalties: int     # how many times the penalty was applied
     points: int            # total score change, penalties included
     bags_after: int        # the bag counter after this hand
-    nils_kept: tuple = ()  # per member in seat order: True kept, False broken, None no nil bid
 
 
 def _cpp_remainder(value: int, divisor: int) -> int:
@@ -36,6 +42,13 @@ def bags_in_score(score: int) -> int:
     return _cpp_remainder(score, 10)
 
 
+def nils_kept(bids: Sequence[int], tricks: Sequence[int]) -> list[Optional[bool]]:
+    """Per seat: True for a nil (or blind nil) kept (no trick taken), False for one broken,
+    None where the seat did not bid nil. :func:`score_side` scores nils by this; game records
+    state it per hand."""
+    return [taken == 0 if bid == 0 else None for bid, taken in zip(bids, tricks)]
+
+
 def score_side(rules: Rules, bids: Sequence[int], blind: Sequence[bool], tricks: Sequence[int],
                score_before: int, bags_before: int) -> SideResult:
     """Score one side's hand. ``bids``/``blind``/``tricks`` list the side's members (nil = 0)."""
@@ -43,11 +56,10 @@ def score_side(rules: Rules, bids: Sequence[int], blind: Sequence[bool], tricks:
     nil_points = 0
     counted = 0
     nil_bags = 0
-    nils_kept = tuple(taken == 0 if bid == 0 else None for bid, taken in zip(bids, tricks))
-    for bid, is_blind, taken in zip(bids, blind, tricks):
-        if bid == 0:
+    for is_blind, taken, kept in zip(blind, tricks, nils_kept(bids, tricks)):
+        if kept is not None:
             value = rules.blind_nil_bonus if is_blind else rules.nil_bonus
-            nil_points += value if taken == 0 else -value
+            nil_points += value if kept else -value
             if rules.nil_tricks_count_for_partner:
                 counted += taken
             else:
@@ -63,7 +75,7 @@ def score_side(rules: Rules, bids: Sequence[int], blind: Sequence[bool], tricks:
         overtricks = 0
     if not rules.bags:
         return SideResult(contract, counted, made, contract_points, 0, nil_points, 0, 0,
-                          contract_points + nil_points, 0, nils_kept)
+                          contract_points + nil_points, 0)
     overtrick_points = overtricks
     bags_taken = overtricks + nil_bags
     if rules.bags_from_score_digit:
@@ -77,7 +89,7 @@ def score_side(rules: Rules, bids: Sequence[int], blind: Sequence[bool], tricks:
         bags_after = counter - penalties * rules.bag_limit
         points = contract_points + overtrick_points + nil_points - rules.bag_penalty * penalties
     return SideResult(contract, counted, made, contract_points, overtrick_points, nil_points,
-                      bags_taken, penalties, points, bags_after, nils_kept)
+                      bags_taken, penalties, points, bags_after)
 
 
 def score_hand(rules: Rules, bids: Sequence[int], blind: Sequence[bool], tricks: Sequence[int],

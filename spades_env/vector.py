@@ -746,7 +746,9 @@ class SpadesVectorEnv(VectorEncoding):
         return froms, tos, 2 * k * active.to(I64).sum(1)
 
     def _score_hand(self, s: VecState) -> tuple[torch.Tensor, torch.Tensor]:
-        """(B, 2) points and bags after, if the hand were scored now."""
+        """(B, 2) points and bags after, if the hand were scored now: :func:`spades_env.scoring.score_side`
+        (the reference) on every table; engine.c ``score_hand`` is its C twin
+        (tests/test_scoring_twins.py)."""
         r = self.rules
         bids = _by_side(s.bids)
         taken = _by_side(s.tricks_taken)
@@ -781,7 +783,8 @@ class SpadesVectorEnv(VectorEncoding):
         return points, counter - penalties * r.bag_limit
 
     def _game_end(self, scores: torch.Tensor, hand_number: torch.Tensor, hand_done: torch.Tensor):
-        """(winning side or -1, game over, truncated) after a hand that ended with ``scores``."""
+        """(winning side or -1, game over, truncated) after a hand that ended with ``scores``:
+        :func:`spades_env.scoring.game_winner` on every table."""
         r = self.rules
         reached = (scores >= r.target_score).any(1)
         if r.mercy_score is not None:

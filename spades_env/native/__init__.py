@@ -540,3 +540,41 @@ def deal_from_keys(keys: torch.Tensor, dealers: torch.Tensor, threads: int = 1) 
     if status:
         raise NativeEngineError(f"deal_from_keys: the C code refused its arguments (code {status})")
     return out
+
+
+def search_side_points(rules_values: np.ndarray, bids, blind, tricks, score_before: int, bags_before: int) -> int:
+    """search.c's ``side_points`` (the play-outs' scoring of one side's hand), exposed for the
+    differential test of the four scoring twins (tests/test_scoring_twins.py). ``rules_values``:
+    the search's rule array (``agents.native_search.rules_array(rules)``); ``bids``, ``blind``,
+    ``tricks``: the side's one or two members (bids 0..13, nil 0; blind 0/1); the side's score
+    and bags before the hand. Returns the side's points for the hand."""
+    where = "search_side_points"
+    counts = (ctypes.c_int64 * 2)()
+    lib = _LIBRARY or load()
+    lib.spades_search_counts(counts)
+    if (not isinstance(rules_values, np.ndarray) or rules_values.dtype != np.int64
+            or rules_values.shape != (counts[0],) or not rules_values.flags.c_contiguous):
+        _fail(where, "rules_values", f"a C-contiguous ({counts[0]},) int64 array, agents.native_search.rules_array(rules)",
+              _describe(rules_values))
+    members = []
+    for name, values, low, high in (("bids", bids, 0, 13), ("blind", blind, 0, 1), ("tricks", tricks, 0, 13)):
+        values = [int(v) if isinstance(v, (int, np.integer)) else v for v in list(values)]
+        if not 1 <= len(values) <= 2 or any(isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high
+                                            for v in values):
+            _fail(where, name, f"one or two integers {low}..{high}, one per member of the side", repr(values)[:60])
+        members.append(values)
+    if len({len(m) for m in members}) != 1:
+        _fail(where, "bids, blind, tricks", "one entry per member of the side each", f"{[len(m) for m in members]}")
+    for name, value in (("score_before", score_before), ("bags_before", bags_before)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or abs(int(value)) > 10 ** 9:
+            _fail(where, name, "an integer within -10**9..10**9", repr(value)[:40])
+    arrays = [np.ascontiguousarray(m, dtype=np.int64) for m in members]
+    out = np.zeros(1, dtype=np.int64)
+    lib.spades_search_side_points.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int64] * 3 + [ctypes.c_void_p]
+    lib.spades_search_side_points.restype = ctypes.c_int64
+    status = lib.spades_search_side_points(rules_values.ctypes.data, *(a.ctypes.data for a in arrays), len(arrays[0]),
+                                           int(score_before), int(bags_before), out.ctypes.data)
+    if status:
+        _fail(where, "rules_values", "the search's rule values (bag_limit >= 1, points within 2**40)",
+              str(rules_values.tolist()))
+    return int(out[0])

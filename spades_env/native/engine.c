@@ -184,7 +184,9 @@ static void counted_and_contract(const Ctx *c, i64 b, i64 counted[2], i64 contra
     }
 }
 
-/* Points and bags after, per side, if the hand were scored now. */
+/* Points and bags after, per side, if the hand were scored now: spades_env/scoring.py score_side
+ * (the reference), as spades_env/vector.py SpadesVectorEnv._score_hand does it in torch; search.c
+ * side_points is the play-outs' copy. tests/test_scoring_twins.py checks all four agree. */
 static void score_hand(const Ctx *c, i64 b, i64 points[2], i64 bags_after[2]) {
     const i64 *p = c->p;
     const i64 *bids = I(S_BIDS) + 4 * b, *taken = I(S_TRICKS_TAKEN) + 4 * b, *blind = I(S_BLIND) + 4 * b;

@@ -353,7 +353,9 @@ static void seat_view(const Game *g, int seat, SeatView *v) {
     v->target_score = 0;
 }
 
-/* spades_env/scoring.py score_side: one side's points for the hand. */
+/* spades_env/scoring.py score_side: one side's points for the hand. Its twins: scoring.py (the
+ * reference), spades_env/vector.py SpadesVectorEnv._score_hand (torch) and engine.c score_hand
+ * (the batched C step); tests/test_scoring_twins.py drives all four over the same hands. */
 static i64 cpp_remainder(i64 value, i64 divisor) { return value - divisor * (value / divisor); }
 
 static i64 side_points(const i64 *rules, const int *bids, const int *blind, const int *tricks, int members,
@@ -381,6 +383,26 @@ static i64 side_points(const i64 *rules, const int *bids, const int *blind, cons
         penalties = (bags_before + bags_taken) / rules[R_BAG_LIMIT];
     }
     return contract_points + overtricks + nil_points - rules[R_BAG_PENALTY] * penalties;
+}
+
+/* side_points for a test harness (spades_env.native.search_side_points): one side of `members`
+ * (1 or 2) seats. Returns 0 and writes *points, or SEARCH_ERR_ARGS for arguments the play-outs
+ * never produce (they are refused, not scored). */
+i64 spades_search_side_points(const i64 *rules, const i64 *bids, const i64 *blind, const i64 *tricks, i64 members,
+                              i64 score_before, i64 bags_before, i64 *points) {
+    if (!rules || !bids || !blind || !tricks || !points || members < 1 || members > 2) return SEARCH_ERR_ARGS;
+    const i64 limit = (i64)1 << 40;          /* far past any score: the sums below stay exact */
+    if (rules[R_BAG_LIMIT] < 1 || score_before < -limit || score_before > limit || bags_before < -limit ||
+        bags_before > limit) return SEARCH_ERR_ARGS;
+    for (int k = R_NIL_BONUS; k <= R_BAG_PENALTY; k++) if (rules[k] < -limit || rules[k] > limit) return SEARCH_ERR_ARGS;
+    int b[2], bl[2], t[2];
+    for (int m = 0; m < members; m++) {
+        if (bids[m] < 0 || bids[m] > 13 || tricks[m] < 0 || tricks[m] > 17 || blind[m] < 0 || blind[m] > 1)
+            return SEARCH_ERR_ARGS;
+        b[m] = (int)bids[m]; bl[m] = (int)blind[m]; t[m] = (int)tricks[m];
+    }
+    *points = side_points(rules, b, bl, t, (int)members, score_before, bags_before);
+    return SEARCH_OK;
 }
 
 /* The observer's value of a finished hand: its side's points minus the other side's (cutthroat:
