@@ -1,10 +1,10 @@
 """The search player's card play on the native library (``spades_env/native/search.c``).
 
 The method is :class:`agents.search.SearchAgent`'s, step for step: the same knowledge of the
-hidden cards (:class:`~agents.search.Knowledge`), the same candidates (touching cards merged,
+hidden cards (:class:`~agents.search_worlds.Knowledge`), the same candidates (touching cards merged,
 the heuristic's card first), worlds drawn exactly uniformly and weighted by the bids, the same
-staged dropping of losing candidates (:func:`~agents.search._drop_losers`) and the same final
-choice (:func:`~agents.search._pick`). What runs in C is the costly part: drawing the worlds
+staged dropping of losing candidates (:func:`~agents.search_worlds.drop_losers`) and the same final
+choice (:func:`~agents.search_worlds.pick_candidate`). What runs in C is the costly part: drawing the worlds
 and playing every (world, candidate) pair to the end of the hand with the C heuristic on every
 seat. The decisions are deterministic given the agent's seed and the observation (the C random
 stream is seeded from the same per-decision hash), but they are not the Python backend's
@@ -16,18 +16,16 @@ from __future__ import annotations
 import ctypes
 import math
 import time
-from typing import TYPE_CHECKING, Optional
+from typing import Any, Optional
 
 import numpy as np
 
 from spades_env.cards import cards_to_mask
-from spades_env.game import PHASE_PLAY
 from spades_env.native import NativeEngineError, load, usable_threads
 from spades_env.observation import ObservationView
 from spades_env.rules import Rules
 
-if TYPE_CHECKING:        # pragma: no cover
-    from .search import SearchAgent
+from .search_worlds import Knowledge, drop_losers, pick_candidate
 
 RULE_FIELDS = ("players", "partnerships", "no_spades_first_trick", "spades_lead", "nil_tricks_count_for_partner",
                "nil_bonus", "blind_nil_bonus", "bags", "bag_limit", "bag_penalty", "bags_from_score_digit")
@@ -123,7 +121,7 @@ def table_values(game, seat: int, cards: list[int], threads: int = 1) -> list[fl
     return out[0].tolist()
 
 
-def _inference_array(agent: "SearchAgent", view: ObservationView, rules: Rules, seats: list[int]) -> np.ndarray:
+def _inference_array(agent: Any, view: ObservationView, rules: Rules, seats: list[int]) -> np.ndarray:
     """Per inferred seat: what it saw when it bid (search.c's I_* layout), as
     :meth:`SearchAgent._bid_likelihood` rebuilds it."""
     n = view.players
@@ -151,10 +149,9 @@ def _inference_array(agent: "SearchAgent", view: ObservationView, rules: Rules, 
     return rows
 
 
-def search_card(agent: "SearchAgent", view: ObservationView, rules: Rules, fallback: int,
+def search_card(agent: Any, view: ObservationView, rules: Rules, fallback: int,
                 groups: list[list[int]]) -> int:
     """The card the search plays (its ``last_info`` filled as the Python backend does)."""
-    from .search import Knowledge, _drop_losers, _pick
 
     start = time.perf_counter()
     if len(groups) <= 1:
@@ -220,7 +217,7 @@ def search_card(agent: "SearchAgent", view: ObservationView, rules: Rules, fallb
     steps = stage_end * k * per_playout
     used = stage_end
     if len(active) > 2 and stage_end < len(worlds):
-        kept, out = _drop_losers(active, values[:stage_end].tolist(), list(weights[:stage_end]), base, agent.drop_z)
+        kept, out = drop_losers(active, values[:stage_end].tolist(), list(weights[:stage_end]), base, agent.drop_z)
         active = kept
         dropped = [candidates[i] for i in out]
     if used < len(worlds):
@@ -235,7 +232,7 @@ def search_card(agent: "SearchAgent", view: ObservationView, rules: Rules, fallb
             used += more
     kept_candidates = [candidates[i] for i in active]
     rows = values[:used][:, active].tolist()
-    choice, means, zs = _pick(kept_candidates, rows, list(weights[:used]), fallback, agent.min_gain, agent.min_z,
+    choice, means, zs = pick_candidate(kept_candidates, rows, list(weights[:used]), fallback, agent.min_gain, agent.min_z,
                               agent._bonus(groups, kept_candidates))
     agent.last_info = {"candidates": kept_candidates, "means": means, "z": zs, "worlds": used,
                        "drawn_worlds": len(worlds), "dropped": dropped, "steps": steps, "choice": choice,

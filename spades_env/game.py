@@ -14,17 +14,14 @@ Actions (one space for every phase):
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from .cards import (NON_SPADES_MASK, NUM_CARDS, SUIT_MASKS, TWO_OF_CLUBS,
                     card_str, cards_to_mask, mask_to_cards, parse_card)
 from .rules import Rules, make_rules
-from .scoring import SideResult, bags_in_score, game_winner, leader, score_hand
-
-if TYPE_CHECKING:
-    from .observation import ObservationView
+from .scoring import SideResult, bags_in_score, game_winner, leader, nils_kept, score_hand
 
 NUM_ACTIONS = 68
 BID_ACTION_BASE = 52
@@ -556,11 +553,11 @@ class SpadesGame:
                 "bags": list(bags),
                 "scores": list(scores),
                 "scores_before": list(scores_before),
-                "results": [self._result_dict(side, res) for side, res in enumerate(results)],
+                "results": [self._result_dict(side, res, bids, taken) for side, res in enumerate(results)],
             })
         return rec
 
-    def _result_dict(self, side: int, res: SideResult) -> dict:
+    def _result_dict(self, side: int, res: SideResult, bids: list[int], taken: list[int]) -> dict:
         """One side's scoring of a hand as the engine did it (``spades_env.scoring.score_side``):
         readers of records take contracts, made/set and nils from here instead of recomputing."""
         members = self.rules.side_members(side)
@@ -570,7 +567,8 @@ class SpadesGame:
             "contract_points": res.contract_points, "overtrick_points": res.overtrick_points,
             "nil_points": res.nil_points, "bags_taken": res.bags_taken,
             "bag_penalties": res.bag_penalties, "points": res.points, "bags_after": res.bags_after,
-            "nils": [{"seat": seat, "kept": kept} for seat, kept in zip(members, res.nils_kept)
+            "nils": [{"seat": seat, "kept": kept} for seat, kept in
+                     zip(members, nils_kept([bids[m] for m in members], [taken[m] for m in members]))
                      if kept is not None],
         }
 
@@ -629,8 +627,9 @@ class SpadesGame:
         return new
 
     @classmethod
-    def from_view(cls, view: "ObservationView", rules: Rules, hands: Sequence[int]) -> "SpadesGame":
-        """A game in the public state of ``view`` (its seat becomes seat 0) with the given hands
+    def from_view(cls, view: Any, rules: Rules, hands: Sequence[int]) -> "SpadesGame":
+        """A game in the public state of ``view`` (a :class:`spades_env.observation.ObservationView`,
+        not imported here: the observation encoder builds on this module; its seat becomes seat 0) with the given hands
         (bitmasks, one per seat, relative to the viewer), ready for seat 0 to act: the worlds a
         search samples and plays out.
 

@@ -13,8 +13,9 @@ import pytest
 
 import agents
 from agents.heuristic import choose_action
-from agents.search import (_pick, DealSampler, Knowledge, SearchAgent, hand_value, play_out, refresh_view, rollout_views,
+from agents.search import (DealSampler, Knowledge, SearchAgent, hand_value, play_out, refresh_view, rollout_views,
                            rules_from_view, touching_groups)
+from agents.search_worlds import pick_candidate
 from spades_env import decode_observation, make_rules, spades_v0, view_from_game
 from spades_env.game import PHASE_BIDDING, PHASE_BLIND_DECISION, PHASE_HAND_OVER, PHASE_PLAY, SpadesGame
 
@@ -478,9 +479,9 @@ def test_a_heavy_guide_weight_plays_the_guides_favourite_class():
 
 def test_pick_adds_the_bonus_before_comparing():
     values = [[10.0, 11.0], [10.0, 11.0]]          # candidate 1 is 1 point better in every world
-    assert _pick([5, 6], values, [1.0, 1.0], 5, 0.5, 0.0)[0] == 6
-    assert _pick([5, 6], values, [1.0, 1.0], 5, 0.5, 0.0, bonus=[2.0, 0.0])[0] == 5
-    choice, means, _ = _pick([5, 6], values, [1.0, 1.0], 6, 0.5, 0.0, bonus=[3.0, 0.0])
+    assert pick_candidate([5, 6], values, [1.0, 1.0], 5, 0.5, 0.0)[0] == 6
+    assert pick_candidate([5, 6], values, [1.0, 1.0], 5, 0.5, 0.0, bonus=[2.0, 0.0])[0] == 5
+    choice, means, _ = pick_candidate([5, 6], values, [1.0, 1.0], 6, 0.5, 0.0, bonus=[3.0, 0.0])
     assert choice == 5 and means == [10.0, 11.0]       # the means reported exclude the bonus
 
 
