@@ -381,6 +381,17 @@ def test_the_app_never_pulls_more_than_the_limit_of_a_body(tmp_path):
     assert sum(pulled) <= MAX_BODY + len(piece)
 
 
+def test_a_record_too_long_to_inspect_is_refused_before_it_is_replayed(http):
+    from helpers import heuristic_hand_record
+    from web.inspector import MAX_FRAMES
+    record = heuristic_hand_record()
+    record["hands"] = record["hands"] * (MAX_FRAMES // len(record["hands"][0]["actions"]) + 1)
+    began = time.perf_counter()
+    refused = http.post("/api/inspect", json={"record": record})
+    assert refused.status_code == 422 and f"at most {MAX_FRAMES:,} can be inspected" in refused.json()["error"]
+    assert time.perf_counter() - began < 2
+
+
 # ---------------------------------------------------------------- 5. 400, never 500
 
 @pytest.mark.parametrize("path, body, message", [

@@ -24,7 +24,9 @@ from spades_env.record import ReplayError, iter_replay
 
 from .table import SEAT_NAMES, action_json, bid_words, browser_agent_spec, card_json, hand_summary, side_names
 
-MAX_FRAMES = 20_000          # a record longer than this is refused (about 100 hands)
+# A record longer than this is refused (about 75 hands; a game to 500 takes 8-15): each frame is
+# about 2 KB of JSON and 0.4 ms to build, so 20,000 frames held a worker for seconds and sent 44 MB.
+MAX_FRAMES = 5_000
 
 
 def _frame(env, seat: Optional[int], action: Optional[int]) -> dict:
@@ -49,6 +51,11 @@ def record_frames(record: Any) -> dict:
     """The record's frames (one before every action, and the final position) and its summary."""
     if not isinstance(record, dict):
         raise ReplayError(f"a game record is a JSON object (spades-record), got {type(record).__name__}")
+    hands = record.get("hands")
+    if isinstance(hands, list):               # refused before any replay when it says it is too long
+        stated = sum(len(h["actions"]) for h in hands if isinstance(h, dict) and isinstance(h.get("actions"), list))
+        if stated > MAX_FRAMES:
+            raise ReplayError(f"game record: {stated:,} actions, at most {MAX_FRAMES:,} can be inspected")
     frames = []
     env = None
     for env, seat, action in iter_replay(record):
