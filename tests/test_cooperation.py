@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from agents.networks import PolicyNet
-from evaluation.zoo import HeldOutError
+from evaluation.zoo import HeldOutError, partners
 from spades_env import symmetries
 from spades_env.vector import SpadesVectorEnv
 from train.cooperation import (POPULATION, CooperationError, OtherPlay, PartnerPopulation, augment_batch,
@@ -143,11 +143,13 @@ def test_other_play_resumes_its_stream():
 
 
 def test_populations_refuse_held_out_and_validation_partners():
-    with pytest.raises(HeldOutError):
+    with pytest.raises(CooperationError, match="is held out"):
         resolve_population(["low-asks"], 0, torch.device("cpu"))           # held-out
+    with pytest.raises(HeldOutError):                                      # the zoo's own guard, underneath
+        partners("held-out")
     with pytest.raises(CooperationError, match="validation split"):
         resolve_population(["never-nil"], 0, torch.device("cpu"))
-    with pytest.raises(KeyError, match="no partner"):
+    with pytest.raises(CooperationError, match="neither a zoo partner"):
         resolve_population(["nobody"], 0, torch.device("cpu"))
     with pytest.raises(CooperationError, match="no checkpoint file matches"):
         resolve_population(["/nonexistent/run_*/update_*.pt"], 0, torch.device("cpu"))

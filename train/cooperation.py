@@ -37,13 +37,15 @@ from typing import Callable, Optional, Sequence
 import torch
 import torch.nn.functional as F
 
+from .config import ConfigError
+
 OTHER_PLAY_MODES = ("none", "partner", "learner")
 RELABELLED_SEATS = {"partner": (2, 3), "learner": (0, 1)}
 POPULATION = 3        # controller code of a seat played by a population member (LEARNER, POOL, HEURISTIC are 0-2)
 _GLOB_CHARS = set("*?[")
 
 
-class CooperationError(ValueError):
+class CooperationError(ConfigError):
     """A cooperation setting that cannot be used (names the setting and what is expected)."""
 
 
@@ -154,12 +156,13 @@ class OtherPlay:
 # ------------------------------------------------------------------ partner populations
 @dataclass
 class Member:
-    """One partner of a training population: ``act(obs, mask) -> actions`` on batched tensors."""
+    """One partner of a training population: ``act(obs, mask, generator) -> actions`` on batched
+    tensors (a checkpoint samples with ``generator``, the run's saved stream, so resumes are exact)."""
 
     label: str
     source: str            # 'zoo' or 'checkpoint'
     digest: str            # SHA-256 of the spec, or of the checkpoint file's bytes
-    act: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    act: Callable[[torch.Tensor, torch.Tensor, torch.Generator], torch.Tensor]
 
 
 def _is_path_entry(entry: str) -> bool:
@@ -176,7 +179,15 @@ def _zoo_member(name: str, seed: int, device: torch.device) -> Member:
     from evaluation import zoo
     from agents.specs import parse_agent_spec
 
-    partner = zoo.partner(name, purpose="training")      # HeldOutError for a held-out partner
+    try:
+        partner = zoo.partner(name, purpose="training")
+    except zoo.HeldOutError:
+        raise CooperationError(f"partner_population: zoo partner {name!r} is held out: held-out partners are for "
+                               "evaluation only, never for training") from None
+    except KeyError:
+        raise CooperationError(f"partner_population: {name!r} is neither a zoo partner nor a checkpoint glob; zoo "
+                               f"partners of the train split: {', '.join(p.name for p in zoo.partners('train'))}") \
+            from None
     if partner.split != "train":
         raise CooperationError(f"partner_population: zoo partner {name!r} is in the {partner.split} split; training "
                                f"populations take the train split only ({', '.join(p.name for p in zoo.partners('train'))})")
@@ -184,25 +195,24 @@ def _zoo_member(name: str, seed: int, device: torch.device) -> Member:
     if agent_name == "heuristic":
         from agents.heuristic import HeuristicAgent
         agent = HeuristicAgent(seed=seed, **options)
-        return Member(name, "zoo", partner.hash, lambda obs, mask: agent.act_batch(obs, mask).to(obs.device))
+        return Member(name, "zoo", partner.hash, lambda obs, mask, generator: agent.act_batch(obs, mask).to(obs.device))
     path = zoo.model_file(partner.spec)
     if path is not None:
-        member = _checkpoint_member(path, seed, device, label=name)
+        member = _checkpoint_member(path, device, label=name)
         return Member(name, "zoo", partner.hash, member.act)
     raise CooperationError(f"partner_population: zoo partner {name!r} ({partner.spec}) has no batched form; "
                            "training populations take heuristic variants and neural models")
 
 
-def _checkpoint_member(path: Path, seed: int, device: torch.device, label: Optional[str] = None) -> Member:
+def _checkpoint_member(path: Path, device: torch.device, label: Optional[str] = None) -> Member:
     from agents.neural import policy_from_checkpoint, read_checkpoint
     from .rollout import sample_actions
 
     policy, _ = policy_from_checkpoint(read_checkpoint(path), str(path))
     policy = policy.to(device)
-    generator = torch.Generator(device=device).manual_seed(int(seed))
 
     @torch.no_grad()
-    def act(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def act(obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         return sample_actions(torch.softmax(policy(obs, mask), 1), generator)
 
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -222,7 +232,7 @@ def resolve_population(entries: Sequence[str], seed: int, device: torch.device,
             if not files:
                 raise CooperationError(f"partner_population[{i}]={entry!r}: no checkpoint file matches (train the "
                                        "runs it names first)")
-            members += [_checkpoint_member(f, seed + 7919 * (len(members) + k), device) for k, f in enumerate(files)]
+            members += [_checkpoint_member(f, device) for f in files]
         else:
             members.append(_zoo_member(entry, seed + 7919 * len(members), device))
     return members
@@ -260,7 +270,7 @@ class PartnerPopulation:
         """Fill ``actions`` at the rows ((B,) bool) that population members play."""
         for m in torch.unique(self.member[rows]).tolist():
             where = torch.nonzero(rows & (self.member == m))[:, 0]
-            actions[where] = self.members[m].act(obs[where], mask[where]).to(actions.device)
+            actions[where] = self.members[m].act(obs[where], mask[where], self.generator).to(actions.device)
 
     def describe(self) -> list[dict]:
         return [{"label": m.label, "source": m.source, "sha256": m.digest} for m in self.members]
@@ -278,5 +288,79 @@ class PartnerPopulation:
         self.member = data["member"].to(self.device)
 
 
-__all__ = ["OTHER_PLAY_MODES", "RELABELLED_SEATS", "POPULATION", "CooperationError", "augment_batch",
+class Cooperation:
+    """The cooperation settings of one run, as the trainer's collector and update use them: an
+    :class:`OtherPlay` (or None), a :class:`PartnerPopulation` (or None) and whether the PPO
+    batch is augmented. :meth:`from_config` returns None when every setting is off, so that a run
+    without them takes exactly the code path it took before they existed."""
+
+    def __init__(self, other_play: Optional[OtherPlay], population: Optional[PartnerPopulation],
+                 augment_maps=None) -> None:
+        self.other_play, self.population, self.augment_maps = other_play, population, augment_maps
+
+    @classmethod
+    def from_config(cls, cfg, rules, tables: int, generator: torch.Generator,
+                    device: torch.device) -> Optional["Cooperation"]:
+        from spades_env import symmetries
+
+        other_play = None
+        if cfg.other_play != "none":
+            other_play = OtherPlay(rules, cfg.other_play, tables, device, seed=cfg.seed + 4_000_037)
+        population = None
+        if cfg.partner_population:
+            members = resolve_population(cfg.partner_population, cfg.seed + 5_000_011, device)
+            population = PartnerPopulation(members, cfg.partner_population_share, tables, generator, device)
+        maps = symmetries(rules).batched(device) if cfg.symmetry_augment else None
+        if other_play is None and population is None and maps is None:
+            return None
+        return cls(other_play, population, maps)
+
+    # -------------------------------------------------------------- the collector's hooks
+    def episodes_started(self, tables: torch.Tensor, opponents) -> None:
+        """After the opponent pool drew the sides of the starting episodes ((B,) bool)."""
+        if self.population is not None:
+            self.population.assign(tables, opponents.controller, opponents.learner_side)
+        if self.other_play is not None:
+            self.other_play.redraw(tables)
+
+    def view(self, seat: torch.Tensor, obs: torch.Tensor, mask: torch.Tensor, state: Optional[torch.Tensor]):
+        if self.other_play is None:
+            return obs, mask, state
+        return self.other_play.view(seat, obs, mask, state)
+
+    def real_actions(self, seat: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        return actions if self.other_play is None else self.other_play.real_actions(seat, actions)
+
+    def seat_view(self, seat: int, obs: torch.Tensor, state: Optional[torch.Tensor]):
+        return (obs, state) if self.other_play is None else self.other_play.seat_view(seat, obs, state)
+
+    def population_actions(self, obs: torch.Tensor, mask: torch.Tensor, controller: torch.Tensor,
+                           actions: torch.Tensor) -> None:
+        if self.population is not None:
+            rows = controller == POPULATION
+            if bool(rows.any()):
+                self.population.actions(obs, mask, rows, actions)
+
+    # -------------------------------------------------------------- the update's hook
+    def augment(self, data: dict, logits_of, generator: torch.Generator) -> dict:
+        """The PPO batch, relabelled row by row with ``symmetry_augment`` (else as it is)."""
+        if self.augment_maps is None or data["action"].shape[0] == 0:
+            return data
+        return augment_batch(data, self.augment_maps, generator, logits_of)[0]
+
+    def state_dict(self) -> dict:
+        return {"other_play": None if self.other_play is None else self.other_play.state_dict(),
+                "population": None if self.population is None else self.population.state_dict()}
+
+    def load_state_dict(self, data: Optional[dict]) -> None:
+        if data is None:
+            raise CooperationError("the checkpoint holds no cooperation state (it was written by a run without "
+                                   "other_play or partner_population)")
+        if self.other_play is not None:
+            self.other_play.load_state_dict(data["other_play"])
+        if self.population is not None:
+            self.population.load_state_dict(data["population"])
+
+
+__all__ = ["Cooperation", "OTHER_PLAY_MODES", "RELABELLED_SEATS", "POPULATION", "CooperationError", "augment_batch",
            "recomputed_logp", "OtherPlay", "Member", "PartnerPopulation", "resolve_population", "population_files"]
