@@ -14,6 +14,10 @@ on the same deals against the same opponents. 0 = helps its partner no more than
 1 = fits in as well as the partner's clone (above 1 is possible). A focal agent whose spec is the
 partner's plays the very same matches as the copy, so it scores exactly 1.
 
+Each scenario's result keeps its per-deal scores (``per_deal``: the focal team's points per hand
+on each deal, averaged over partners, opponents and seats), so two agents run through the same
+suite and seed compare paired by deal (``spades-coop study`` does).
+
 The suite's definition (scenarios, partner specs and their zoo hashes, the seed) is hashed into
 ``suite_hash``; with the same agent, suite, deals and seed a rerun gives bit-identical JSON.
 """
@@ -35,6 +39,7 @@ from .statistics import mean_interval
 
 RANDOM = "random"
 FOCAL_SEATS = (0, 2)
+HANDS = ("all", "partner_nil")
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,8 @@ class Scenario:
 
     ``partners`` and ``opponents`` are zoo partner names or agent specs. ``focal_seats``: the
     focal agent's seat in its team (0: it bids and leads first in the team; 2: its partner does).
+    ``hands``: ``"all"``, or ``"partner_nil"``: only the points of the plays where the partner bid
+    nil count (a play without one counts 0 points, so focal, copy and random stay paired by deal).
     """
 
     name: str
@@ -53,6 +60,7 @@ class Scenario:
     deals: int = 100
     seed: int = 0
     about: str = ""
+    hands: str = "all"
 
     def check(self) -> None:
         where = f"scenario {self.name!r}"
@@ -63,6 +71,8 @@ class Scenario:
         if not make_rules(self.rules).partnerships:
             raise EvaluationError(f"{where}: rules {self.rules!r} have no partnerships")
         check_positive(self.deals, f"{where}: deals")
+        if self.hands not in HANDS:
+            raise EvaluationError(f"{where}: hands={self.hands!r}: expected one of {', '.join(HANDS)}")
 
 
 @dataclass(frozen=True)
@@ -93,8 +103,8 @@ def standard_suite() -> Suite:
     for group in zoo.groups():
         members = tuple(p.name for p in zoo.PARTNERS if p.group == group)
         scenarios.append(Scenario(f"group:{group}", members, about=f"every partner of the {group} group"))
-    scenarios.append(Scenario("partner-nil", ("eager-nil", "bold"),
-                              about="partners that bid nil often: covering a partner's nil"))
+    scenarios.append(Scenario("partner-nil", ("eager-nil", "bold"), hands="partner_nil",
+                              about="the hands where a partner that bids nil often bid nil: covering it"))
     for preset in _partnership_presets():
         scenarios.append(Scenario(f"rules:{preset}", ("heuristic",), rules=preset,
                                   about=f"the heuristic partner under the {preset} rules"))
@@ -147,6 +157,24 @@ class _Cell:
     deals: int
     seed: int
     index: int = -1
+    keep_records: bool = False
+
+
+def _partner_nil_scores(outcomes, partner_role: int) -> tuple[list[float], int]:
+    """Per deal, the points per hand (focal team minus opponents) of the plays where the team's
+    member on ``partner_role`` (0: its lower seat, 1: its upper seat) bid nil, 0 for the other
+    plays; and the number of plays where it did."""
+    scores, nil_plays = [], 0
+    for plays in outcomes:
+        points = hands = 0
+        for o in plays:
+            partner = ((0, 2) if o.play == 0 else (1, 3))[partner_role]
+            hands += o.hands
+            if any(hand["bids"][partner] == 0 for hand in o.record["hands"]):
+                points += o.diff
+                nil_plays += 1
+        scores.append(points / hands)
+    return scores, nil_plays
 
 
 def run_suite(agent: Any, suite: Any = "standard", *, deals: Optional[int] = None, seed: int = 0,
@@ -171,9 +199,10 @@ def run_suite(agent: Any, suite: Any = "standard", *, deals: Optional[int] = Non
         key = (player_key(first), player_key(second), player_key(opponent), scenario.rules, n, s)
         if key not in cells:
             cells[key] = _Cell((first, second), opponent, scenario.rules, n, s)
+        cells[key].keep_records |= scenario.hands == "partner_nil"
         return key
 
-    plan = []   # per scenario, per partner: lists of (focal key, copy key, random key)
+    plan = []   # per scenario, per partner: lists of (focal key, copy key, random key, partner's role)
     for scenario in suite.scenarios:
         per_partner = []
         for entry in scenario.partners:
@@ -185,7 +214,7 @@ def run_suite(agent: Any, suite: Any = "standard", *, deals: Optional[int] = Non
                     def team(x):
                         return (x, partner) if seat == 0 else (partner, x)
                     triples.append((cell(*team(focal), opponent, scenario), cell(partner, partner, opponent, scenario),
-                                    cell(*team(random_player), opponent, scenario)))
+                                    cell(*team(random_player), opponent, scenario), 1 if seat == 0 else 0))
             per_partner.append((entry, triples))
         plan.append((scenario, per_partner))
 
@@ -195,32 +224,40 @@ def run_suite(agent: Any, suite: Any = "standard", *, deals: Optional[int] = Non
         c = cells[key]
         c.index = i
         configs.append(match_config(Team(*c.team), Team(c.opponent, c.opponent), deals=c.deals, duplicate=True,
-                                    rules=c.rules, seed=c.seed))
+                                    rules=c.rules, seed=c.seed, keep_records=c.keep_records))
     outcomes = play_matches(configs, workers, progress, desc=f"spades-coop {suite.name}", ray=ray, journal=journal)
-    scores = {key: deal_scores(outcomes[cells[key].index]) for key in keys}
-    means = {key: fmean(v) for key, v in scores.items()}
+    all_hands = {key: deal_scores(outcomes[cells[key].index]) for key in keys}
+    nil_plays: dict[tuple, int] = {}
+
+    def scores(key: tuple, role: int, hands: str) -> list[float]:
+        if hands == "all":
+            return all_hands[key]
+        per_deal, nil_plays[key, role] = _partner_nil_scores(outcomes[cells[key].index], role)
+        return per_deal
 
     definition = suite_definition(suite, deals, seed)
     results = []
     for scenario, per_partner in plan:
-        partner_rows, normalised_values, all_keys = [], [], []
+        partner_rows, normalised_values, focal_scores = [], [], []
         for entry, triples in per_partner:
-            f = fmean([means[t[0]] for t in triples])
-            c = fmean([means[t[1]] for t in triples])
-            r = fmean([means[t[2]] for t in triples])
+            f, c, r = (fmean([fmean(scores(t[k], t[3], scenario.hands)) for t in triples]) for k in range(3))
             normalised = (f - r) / (c - r) if c != r else None
             if normalised is not None:
                 normalised_values.append(normalised)
-            all_keys += [t[0] for t in triples]
-            partner_rows.append({"partner": entry, "spec": resolve_spec(entry), "score": f, "copy": c, "random": r,
-                                 "normalised": normalised})
-        per_deal = [fmean([scores[k][d] for k in all_keys]) for d in range(len(scores[all_keys[0]]))]
+            focal_scores += [scores(t[0], t[3], scenario.hands) for t in triples]
+            row = {"partner": entry, "spec": resolve_spec(entry), "score": f, "copy": c, "random": r,
+                   "normalised": normalised}
+            if scenario.hands == "partner_nil":     # how many of the focal team's plays had a partner nil
+                row["partner_nil_plays"] = sum(nil_plays[t[0], t[3]] for t in triples)
+            partner_rows.append(row)
+        per_deal = [fmean([column[d] for column in focal_scores]) for d in range(len(focal_scores[0]))]
         interval = mean_interval(per_deal)
         results.append({"name": scenario.name, "score": interval.mean, "low": interval.low, "high": interval.high,
                         "normalised": fmean(normalised_values) if normalised_values else None,
                         "rules": scenario.rules, "focal_seats": list(scenario.focal_seats),
-                        "opponents": list(scenario.opponents), "deals": len(per_deal), "about": scenario.about,
-                        "partners": partner_rows})
+                        "opponents": list(scenario.opponents), "deals": len(per_deal), "hands": scenario.hands,
+                        "about": scenario.about,
+                        "partners": partner_rows, "per_deal": per_deal})
     overall = [s["normalised"] for s in results if s["normalised"] is not None]
     return {"suite": suite.name, "suite_hash": suite_hash(definition), "agent": focal.label, "seed": seed,
             "zoo_version": zoo.ZOO_VERSION, "unit": "points per hand, focal team minus opponents, duplicate deals",

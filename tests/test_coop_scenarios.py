@@ -26,6 +26,22 @@ def test_the_partners_copy_scores_exactly_one_and_random_exactly_zero():
     assert rand["scenarios"][0]["high"] < scenario["low"]      # random hurts its partner
 
 
+def test_partner_nil_scenarios_count_only_the_partners_nil_hands():
+    eager = Scenario("nil", ("eager-nil",), hands="partner_nil", deals=12)
+    result = run_suite("heuristic", Suite("nil", (eager,)), workers=1)
+    (row,) = result["scenarios"][0]["partners"]
+    assert row["partner_nil_plays"] > 0 and result["scenarios"][0]["hands"] == "partner_nil"
+    whole = run_suite("heuristic", Suite("all", (Scenario("all", ("eager-nil",), deals=12),)), workers=1)
+    assert row["score"] != whole["scenarios"][0]["partners"][0]["score"]
+    assert run_suite("heuristic:nil=eager,bidding=aggressive", Suite("nil", (eager,)),
+                     workers=1)["scenarios"][0]["normalised"] == 1.0          # the partner's own copy
+    never = run_suite("heuristic", Suite("never", (Scenario("never", ("never-nil",), hands="partner_nil",
+                                                            deals=6),)), workers=1)
+    (row,) = never["scenarios"][0]["partners"]
+    assert row["partner_nil_plays"] == 0 and row["score"] == row["copy"] == row["random"] == 0.0
+    assert never["scenarios"][0]["normalised"] is None
+
+
 def test_reruns_are_bit_identical_whatever_the_workers():
     first = run_suite("heuristic:bidding=aggressive", SMALL, workers=1)
     second = run_suite("heuristic:bidding=aggressive", SMALL, workers=2)
@@ -63,6 +79,8 @@ def test_bad_scenarios_are_refused():
         run_suite("heuristic", Suite("x", (Scenario("cut", ("heuristic",), rules="cutthroat", deals=2),)))
     with pytest.raises(EvaluationError, match="focal_seats"):
         run_suite("heuristic", Suite("x", (Scenario("s", ("heuristic",), focal_seats=(1,), deals=2),)))
+    with pytest.raises(EvaluationError, match="hands"):
+        run_suite("heuristic", Suite("x", (Scenario("s", ("heuristic",), hands="some", deals=2),)))
     with pytest.raises(EvaluationError, match="unknown suite"):
         run_suite("heuristic", "nope")
     with pytest.raises(EvaluationError, match="deals"):
