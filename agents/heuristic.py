@@ -511,6 +511,7 @@ def _discard_low(t: _Table, cards: list[int]) -> int:
 
 
 def _plain_discard(t: _Table, side: list[int]) -> int:
+    """Standard's discard among side cards: low, from a short suit, masters last."""
     hand = t.hand
     return min(side, key=lambda c: (t.is_master(c),
                                     c % 13 + 0.5 * (hand & _SUIT_MASKS[c // 13]).bit_count(), c))
