@@ -387,7 +387,8 @@ def _main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--vector-seconds", type=float, default=2.0,
                         help="measured seconds per batch size (batched engine and --heuristic)")
     parser.add_argument("--threads", type=int, default=None,
-                        help="torch CPU threads for the batched engine (default: torch's choice)")
+                        help="CPU threads for the batched engine, torch's and the C step's (default: the cores "
+                             "that are free now: usable cores minus the load average, at least 1)")
     parser.add_argument("--processes", type=int, default=1,
                         help="batched engine: run this many engines at once, one per process (each with --threads "
                              "torch threads, default 1, and its own seed), and report their summed decisions/s "
@@ -481,6 +482,11 @@ def _main(argv: Optional[list[str]] = None) -> int:
 
         if args.threads:
             torch.set_num_threads(args.threads)
+        else:
+            # Threads on a core another job is using wait for each other at every step: on 2 cores
+            # with one busy, 2 threads gave the C step 85-92k decisions/s against ~2M with one.
+            from train.threads import set_training_threads
+            set_training_threads(0, log=lambda line: print(line.replace("torch threads", "threads"), flush=True))
         rows = []
         output["torch"] = torch.__version__
         output["vector_device"] = accelerator_description(args.device)
@@ -513,6 +519,9 @@ def _main(argv: Optional[list[str]] = None) -> int:
         print()
         print(format_vector_table(rows))
         output["vector"] = rows
+        if args.quick:
+            print("(--quick: batches of at most 4,096 tables for half a second each, so below the batched "
+                  "engine's best; `spades-bench` measures up to 16,384 tables, the figures the README quotes)")
     if args.heuristic:
         import torch
 
