@@ -392,6 +392,17 @@ def test_a_record_too_long_to_inspect_is_refused_before_it_is_replayed(http):
     assert time.perf_counter() - began < 2
 
 
+def test_uploaded_records_are_kept_within_a_byte_budget(tmp_path, monkeypatch):
+    import web.server
+    from helpers import heuristic_hand_record
+    monkeypatch.setattr(web.server, "MAX_RECORD_BYTES", 40_000)
+    state = create_app(tmp_path).state.web
+    record = dict(heuristic_hand_record(), notes="x" * 15_000)      # extra text a replay ignores
+    ids = [state.remember_record(record) for _ in range(5)]
+    assert list(state.records) == ids[-2:]                    # the newest that fit in 40,000 bytes
+    assert state.recalled_record(ids[-1]) == record and state.recalled_record(ids[0]) is None
+
+
 # ---------------------------------------------------------------- 5. 400, never 500
 
 @pytest.mark.parametrize("path, body, message", [
@@ -405,6 +416,7 @@ def test_a_record_too_long_to_inspect_is_refused_before_it_is_replayed(http):
     ("/api/games", b'{"seat": 2, "agents": {"0": "search:worlds=1e400"}}', "worlds=inf"),
     ("/api/games", b"\xff\xfe\x00", "the request body: not UTF-8 text"),
     ("/api/analyse", b'{"record_id": ' + b"7" * 5000 + b"}", "a number of 5,000 digits"),
+    ("/api/inspect", b'{"record": [' + b"{}," * 500_000 + b"{}]}", "the request body: 500,003 objects and lists; at most 400,000"),
 ])
 def test_malformed_bodies_get_400_with_a_reason(http, path, body, message):
     refused = _error(http.post(path, content=body, headers={"Content-Type": "application/json"}), 400)

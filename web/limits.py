@@ -30,6 +30,7 @@ from typing import Any, Callable, Optional
 MAX_BODY = 4_000_000            # bytes of a request body
 MAX_JSON_DEPTH = 32             # nesting of a JSON body (a game record needs about 6)
 MAX_INT_DIGITS = 40             # digits of a JSON integer
+MAX_JSON_CONTAINERS = 400_000   # objects and lists in a body (4 MB of records hold ~150,000)
 MAX_RULES_YAML = 65_536         # characters of an uploaded rules file
 MAX_YAML_DEPTH = 16             # nesting of a rules file (one needs 1 or 2)
 MAX_MESSAGE = 500               # characters of an error message sent back
@@ -75,6 +76,9 @@ def parse_json(body: bytes, what: str = "the request body") -> Any:
     def constant(name: str) -> None:
         raise Refused(400, f"{what}: {name} is not a number JSON allows")
 
+    containers = body.count(b"{") + body.count(b"[")      # an upper bound, counted before parsing
+    if containers > MAX_JSON_CONTAINERS:
+        raise Refused(400, f"{what}: {containers:,} objects and lists; at most {MAX_JSON_CONTAINERS:,}")
     try:
         data = json.loads(body, parse_int=integer, parse_float=number, parse_constant=constant)
     except RecursionError:

@@ -56,6 +56,7 @@ from .table import NotYourTurn, TableError, TableGame
 STATIC = Path(__file__).parent / "static"
 MAX_GAMES = 64               # games kept at once (the oldest finished ones make room)
 MAX_RECORDS = 32             # uploaded records kept for analysis
+MAX_RECORD_BYTES = 32_000_000   # ... and their JSON text in all (kept as text: parsed, 4 MB can be 100 MB)
 MAX_WAIT = 10.0              # seconds a view request may wait for news
 
 
@@ -70,7 +71,7 @@ class WebState:
         self.records_dir = Path(records_dir)
         self.models = models_offered() if models is None else models   # what neural:checkpoint= may name
         self.games: "OrderedDict[str, TableGame]" = OrderedDict()
-        self.records: "OrderedDict[str, dict]" = OrderedDict()
+        self.records: "OrderedDict[str, str]" = OrderedDict()     # record id -> its compact JSON
         self.lock = threading.Lock()
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="spades-web-agent")
         self.advancing: set[str] = set()
@@ -118,12 +119,19 @@ class WebState:
             return None
 
     def remember_record(self, record: dict) -> str:
+        """Keep a record for analysis (the newest ones, within MAX_RECORDS and MAX_RECORD_BYTES)."""
         record_id = secrets.token_hex(8)
+        text = json.dumps(record, separators=(",", ":"))
         with self.lock:
-            self.records[record_id] = record
-            while len(self.records) > MAX_RECORDS:
+            self.records[record_id] = text
+            while len(self.records) > MAX_RECORDS or sum(map(len, self.records.values())) > MAX_RECORD_BYTES:
                 self.records.popitem(last=False)
         return record_id
+
+    def recalled_record(self, record_id: Any) -> Optional[dict]:
+        with self.lock:
+            text = self.records.get(str(record_id))
+        return None if text is None else json.loads(text)
 
     def record_file(self, name: str) -> Path:
         """A record file of the folder by plain name; nothing outside the folder."""
@@ -307,8 +315,7 @@ async def analyse_step(request: Request) -> Response:
     from .inspector import analyse
     state = _state(request)
     data = await _json_body(request)
-    with state.lock:
-        record = state.records.get(str(data.get("record_id")))
+    record = state.recalled_record(data.get("record_id"))
     if record is None:
         raise ApiError(404, "record_id: no such record here (open or upload it again)")
     try:
