@@ -4,6 +4,7 @@
     spades-coop run SPEC [--suite NAME] [--deals N] [--seed S] [--workers N] [--json FILE] [--plot FILE]
                          [--ray [ADDRESS]] [--journal FILE]
     spades-coop signals SPEC [--deals N] [--seed S] [--workers N] [--json FILE]
+    spades-coop study --config FILE [--stage train|evaluate|all] [--jobs N] [--resume] [--report]
     spades-league SPEC SPEC ... [--deals N] [--seed S] [--workers N] [--json FILE] [--plot FILE]
                                [--ray [ADDRESS]] [--journal FILE]
 
@@ -38,7 +39,8 @@ def _add_common(parser: argparse.ArgumentParser, deals: int, ray: bool) -> None:
 def _coop_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="spades-coop", description="The cooperation lab: the partner zoo, "
                                      "the ad-hoc teamwork suite and signalling measures (docs/cooperation.md).")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{zoo,run,signals}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{zoo,run,signals,study}")
+    sub.add_parser("study", help="train seeds of each training method and measure them (--help: its options)")
     zoo = sub.add_parser("zoo", help="list the partner zoo", description="List the partner zoo: name, spec, "
                          "split (train, validation, held-out), group and hash.")
     zoo.add_argument("--json", metavar="FILE", help="write the list as JSON")
@@ -80,6 +82,10 @@ def _guarded(prog: str, body: Callable[[], int]) -> int:
 
 def main(argv: Optional[list[str]] = None) -> int:
     """``spades-coop``."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["study"]:          # training and measuring a study: evaluation/coop_study.py
+        from .coop_study import main as study_main
+        return study_main(argv[1:])
     args = _coop_parser().parse_args(argv)
 
     def body() -> int:

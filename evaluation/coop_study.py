@@ -1,0 +1,312 @@
+"""The cooperation study (issue 41): ``spades-coop study --config configs/coop_study.yaml``.
+
+One command trains several seeds of each training method with ``spades-train`` (each run an
+ordinary, resumable run folder) and then measures them all with the cooperation lab:
+
+    spades-coop study --config configs/coop_study.yaml --stage train --jobs 15   # the runs, in parallel
+    spades-coop study --config configs/coop_study.yaml --stage evaluate          # the measurements
+    spades-coop study --config configs/coop_study.yaml --report                  # report.md from the results
+    spades-coop study --config configs/coop_study.yaml --resume                  # continue after a kill
+
+The study folder (``folder`` in the config) holds ``runs/<method>_s<seed>/`` (run folders),
+``configs/`` (each run's full config), ``logs/`` (each run's output) and ``results/`` (JSON, PNG
+and ``report.md``). A method may wait for others (``after``): population training takes the
+checkpoints of the self-play seeds as partners, so it starts once they are done. Every stage
+skips what is already done: finished runs, and evaluation pieces whose JSON is written (their
+long matches keep journals, so a killed piece resumes where it stopped).
+
+The analysis is in :mod:`evaluation.coop_study_report`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import yaml
+
+STAGES = ("train", "evaluate", "all")
+_STUDY_KEYS = {"name", "folder", "seeds", "train", "methods", "evaluation"}
+_EVAL_DEFAULTS = {"reference": "heuristic", "suite": "held-out", "crossplay_deals": 100, "suite_deals": 50,
+                  "signals_deals": 50,
+                  "league_deals": 50, "league_extra": ["heuristic", "random"], "seed": 0, "workers": None}
+
+
+class StudyError(ValueError):
+    """A study config or folder that cannot be used."""
+
+
+@dataclass
+class Method:
+    name: str
+    fields: dict
+    after: list[str]
+
+
+@dataclass
+class Study:
+    name: str
+    folder: Path
+    seeds: list[int]
+    train: dict
+    methods: list[Method]
+    evaluation: dict = field(default_factory=dict)
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.folder / "runs"
+
+    @property
+    def results_dir(self) -> Path:
+        return self.folder / "results"
+
+    def runs(self) -> list["Run"]:
+        return [Run(self, m, s) for m in self.methods for s in self.seeds]
+
+
+@dataclass
+class Run:
+    study: Study
+    method: Method
+    seed: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.method.name}_s{self.seed}"
+
+    @property
+    def path(self) -> Path:
+        return self.study.runs_dir / self.name
+
+    @property
+    def done(self) -> bool:
+        return (self.path / "final_eval.json").is_file() and (self.path / "model.pt").is_file()
+
+    @property
+    def started(self) -> bool:
+        return (self.path / "checkpoints" / "last.pt").is_file()
+
+    def fields(self) -> dict:
+        """This run's spades-train fields: the shared ones, the method's, its name, folder and seed."""
+        values = {**self.study.train, **self.method.fields, "name": self.name, "run_dir": str(self.study.runs_dir),
+                  "seed": self.seed}
+        population = values.get("partner_population")
+        if isinstance(population, list):
+            values["partner_population"] = [str(p).replace("{runs}", str(self.study.runs_dir)) for p in population]
+        return values
+
+    @property
+    def spec(self) -> str:
+        return f"neural:checkpoint={self.path / 'model.pt'}"
+
+
+def load_study(path: str | os.PathLike, folder: Optional[str] = None) -> Study:
+    """Read and check a study config (``folder`` overrides the config's)."""
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise StudyError(f"cannot read study config {path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise StudyError(f"{path}: not valid YAML ({exc})") from None
+    if not isinstance(data, dict):
+        raise StudyError(f"{path}: expected a mapping with {', '.join(sorted(_STUDY_KEYS))}")
+    unknown = sorted(set(data) - _STUDY_KEYS)
+    if unknown:
+        raise StudyError(f"{path}: unknown key {unknown[0]!r}; expected some of {', '.join(sorted(_STUDY_KEYS))}")
+    seeds = data.get("seeds")
+    if not isinstance(seeds, list) or not seeds or any(not isinstance(s, int) or isinstance(s, bool) for s in seeds) \
+            or len(set(seeds)) != len(seeds):
+        raise StudyError(f"{path}: seeds={seeds!r}: expected a list of distinct integers")
+    train = data.get("train") or {}
+    if not isinstance(train, dict):
+        raise StudyError(f"{path}: train: expected a mapping of spades-train fields")
+    for reserved in ("name", "run_dir", "seed"):
+        if reserved in train:
+            raise StudyError(f"{path}: train.{reserved} is set by the study for each run; remove it")
+    methods_in = data.get("methods")
+    if not isinstance(methods_in, dict) or not methods_in:
+        raise StudyError(f"{path}: methods: expected a mapping of method name -> {{fields: ..., after: [...]}}")
+    methods = []
+    for name, body in methods_in.items():
+        body = body or {}
+        if not isinstance(name, str) or not name.isidentifier():
+            raise StudyError(f"{path}: method name {name!r}: expected a word (letters, digits, _)")
+        if not isinstance(body, dict) or set(body) - {"fields", "after"}:
+            raise StudyError(f"{path}: methods.{name}: expected a mapping with 'fields' and optionally 'after'")
+        after = body.get("after") or []
+        bad = [a for a in after if a not in methods_in or a == name]
+        if bad:
+            raise StudyError(f"{path}: methods.{name}.after: {bad[0]!r} is not another method of the study")
+        methods.append(Method(name, dict(body.get("fields") or {}), list(after)))
+    evaluation = {**_EVAL_DEFAULTS, **(data.get("evaluation") or {})}
+    unknown = sorted(set(evaluation) - set(_EVAL_DEFAULTS))
+    if unknown:
+        raise StudyError(f"{path}: evaluation: unknown key {unknown[0]!r}; expected some of "
+                         f"{', '.join(sorted(_EVAL_DEFAULTS))}")
+    study = Study(str(data.get("name") or Path(path).stem), Path(folder or data.get("folder") or
+                                                                  f"runs/{Path(path).stem}"),
+                  list(seeds), dict(train), methods, evaluation)
+    for run in study.runs():                   # every run's config must be a valid spades-train config
+        check_run_config(run)
+    return study
+
+
+def check_run_config(run: Run):
+    """The run's spades-train config, validated (globs of populations are not resolved here)."""
+    from train.config import ConfigError, config_from_dict
+    try:
+        return config_from_dict(run.fields(), f"study run {run.name}")
+    except ConfigError as exc:
+        raise StudyError(str(exc)) from None
+
+
+# ------------------------------------------------------------------ the train stage
+def _write_run_config(run: Run) -> Path:
+    path = run.study.folder / "configs" / f"{run.name}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(run.fields(), sort_keys=False))
+    return path
+
+
+def _launch(run: Run) -> subprocess.Popen:
+    config = _write_run_config(run)
+    command = [sys.executable, "-m", "train.ppo", "--config", str(config)]
+    if run.started:
+        command.append("--resume")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    log_dir = run.study.folder / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log = open(log_dir / f"{run.name}.log", "a")
+    log.write(f"\n$ {' '.join(command)}\n")
+    log.flush()
+    root = Path(__file__).resolve().parent.parent
+    env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    from .matches import die_with_parent
+    # a run ends with the study, however the study ends (SIGKILL included): no orphan trains on
+    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=die_with_parent)
+
+
+def train_stage(study: Study, jobs: int = 1, log: Callable[[str], None] = print, poll_s: float = 0.5) -> dict:
+    """Run every unfinished run, at most ``jobs`` at once, each after the methods it waits for.
+    Returns ``{run name: 'done' | 'failed' | 'skipped'}``; a killed stage resumes where it stopped."""
+    if jobs < 1:
+        raise StudyError(f"--jobs {jobs}: expected a positive number")
+    pending = [r for r in study.runs()]
+    status = {r.name: "done" for r in pending if r.done}
+    pending = [r for r in pending if not r.done]
+    running: dict[str, tuple[Run, subprocess.Popen, float]] = {}
+    if not pending:
+        log(f"train: all {len(status)} runs are done")
+        return status
+    log(f"train: {len(status)} runs done, {len(pending)} to run, {jobs} at a time (logs in {study.folder / 'logs'})")
+    try:
+        while pending or running:
+            for name, (run, proc, started) in list(running.items()):
+                code = proc.poll()
+                if code is None:
+                    continue
+                del running[name]
+                status[name] = "done" if code == 0 and run.done else "failed"
+                log(f"train: {name} {status[name]} in {time.time() - started:.0f} s"
+                    + ("" if status[name] == "done" else f" (exit {code}; see logs/{name}.log)"))
+            for run in list(pending):
+                waits = [r for r in study.runs() if r.method.name in run.method.after]
+                if any(status.get(r.name) in ("failed", "skipped") for r in waits):
+                    status[run.name] = "skipped"
+                    pending.remove(run)
+                    log(f"train: {run.name} skipped (a run it waits for failed)")
+                    continue
+                if len(running) >= jobs or any(status.get(r.name) != "done" for r in waits):
+                    continue
+                pending.remove(run)
+                log(f"train: {run.name} {'resumed' if run.started else 'started'}")
+                running[run.name] = (run, _launch(run), time.time())
+            if running:
+                time.sleep(poll_s)
+    finally:
+        for run, proc, _ in running.values():        # a killed stage takes its runs with it
+            if proc.poll() is None:
+                proc.terminate()
+        for run, proc, _ in running.values():
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    return status
+
+
+def cpu_hours(study: Study) -> float:
+    """CPU hours of the finished runs (one thread each: their wall time)."""
+    import json
+    total = 0.0
+    for run in study.runs():
+        path = run.path / "final_eval.json"
+        if path.is_file():
+            total += float(json.loads(path.read_text()).get("wall_s") or 0.0)
+    return total / 3600.0
+
+
+# ------------------------------------------------------------------ the command
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="spades-coop study", description="Train several seeds of each training "
+                                     "method (spades-train runs) and measure them with the cooperation lab: "
+                                     "cross-play, held-out scenarios, signals, league (docs/cooperation.md).")
+    parser.add_argument("--config", required=True, help="study config (e.g. configs/coop_study.yaml)")
+    parser.add_argument("--stage", choices=STAGES, default="all", help="train, evaluate or all (default all)")
+    parser.add_argument("--jobs", type=int, default=1, help="training runs at once, one torch thread each")
+    parser.add_argument("--workers", type=int, default=None, help="evaluation processes (default: the config's, "
+                                                                    "else the CPUs available)")
+    parser.add_argument("--resume", action="store_true", help="continue a study folder that already holds runs")
+    parser.add_argument("--folder", help="the study folder (default: the config's folder)")
+    parser.add_argument("--report", action="store_true", help="only write results/report.md from the results")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    return parser
+
+
+def _terminate(signum, frame) -> None:
+    raise KeyboardInterrupt       # SIGTERM: the runs are stopped as for Ctrl-C (their checkpoints stay)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    import signal
+    args = build_parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
+    from .coop_study_report import evaluate_stage, write_report
+    from .outcomes import EvaluationError
+    try:
+        study = load_study(args.config, args.folder)
+        if args.report:
+            print(f"wrote {write_report(study)}")
+            return 0
+        if args.stage in ("train", "all"):
+            if any(r.started or r.done for r in study.runs()) and not args.resume:
+                raise StudyError(f"{study.folder} already holds runs of this study: continue it with --resume, "
+                                 "or pick another --folder")
+            status = train_stage(study, args.jobs, log=lambda line: print(line, flush=True))
+            failed = sorted(n for n, s in status.items() if s != "done")
+            print(f"train: {len(status) - len(failed)}/{len(status)} runs done, {cpu_hours(study):.3f} CPU hours "
+                  "of training in all (the runs' training time, one thread each)")
+            if failed:
+                print(f"spades-coop study: error: runs not finished: {', '.join(failed)}", file=sys.stderr)
+                return 1
+        if args.stage in ("evaluate", "all"):
+            workers = args.workers if args.workers is not None else study.evaluation.get("workers")
+            evaluate_stage(study, workers=workers, progress=not args.no_progress,
+                           log=lambda line: print(line, flush=True))
+            print(f"wrote {write_report(study)}")
+    except (StudyError, EvaluationError, FileNotFoundError) as exc:
+        print(f"spades-coop study: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("spades-coop study: interrupted; continue with --resume", file=sys.stderr)
+        return 130
+    return 0
+
+
+__all__ = ["Study", "Method", "Run", "StudyError", "load_study", "train_stage", "cpu_hours", "main"]

@@ -1,0 +1,341 @@
+"""The cooperation study's evaluation stage and its report (``spades-coop study``, :mod:`evaluation.coop_study`).
+
+Pieces, each written once under the study's ``results/`` (a rerun skips pieces already written;
+the long matches keep journals, so a killed piece resumes):
+
+- ``crossplay.json``: every trained agent with every other as partners (seat 0 x seat 2) against
+  the reference team on the same duplicate deals, with each cell's per-deal scores;
+- ``scenarios/<run>.json``: the held-out scenario of ``spades-coop run`` (the zoo's held-out
+  partners, the agent on either seat), normalised per partner (0 random, 1 the partner's copy);
+- ``signals/<run>.json``: ``spades-coop signals`` (bid information, listening, nil cover);
+- ``league.json``: ``spades-league`` over every trained agent plus ``league_extra``.
+
+:func:`analyse` turns them into ``summary.json``: per method, self-play and cross-play scores and
+the self-play minus cross-play gap, each paired by deal with a 95% t interval over deals; the
+cross-play between methods; the held-out scores; the hypotheses of issue 41 as paired contrasts.
+:func:`write_report` writes ``report.md`` (the tables docs/cooperation.md shows) and the PNGs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable, Optional
+
+from .coop_common import fmean, write_json
+from .statistics import mean_interval
+
+HELD_OUT = "held-out"
+
+
+def _iv(values: list[float]) -> dict:
+    interval = mean_interval(values)
+    return {"mean": interval.mean, "low": interval.low, "high": interval.high, "n": interval.n}
+
+
+def study_suite(name: str = HELD_OUT):
+    """``held-out``: the standard suite's held-out scenario alone (the zoo's held-out partners,
+    the agent on either seat); any other name: that suite of ``spades-coop run`` (its first
+    scenario is the one the report reads; ``quick`` for smoke tests)."""
+    from .scenarios import Suite, get_suite, standard_suite
+    if name != HELD_OUT:
+        return get_suite(name)
+    scenario = next(s for s in standard_suite().scenarios if s.name == HELD_OUT)
+    return Suite(HELD_OUT, (scenario,), "the held-out scenario of the standard suite")
+
+
+def evaluate_stage(study, workers: Optional[int] = None, progress: bool = True,
+                   log: Callable[[str], None] = print) -> dict:
+    """Play every piece not yet written, then :func:`analyse`. Returns the summary."""
+    from .coop_study import StudyError
+    from .league import plot_league, run_league
+    from .results import crossplay
+    from .scenarios import run_suite
+    from .signals import measure_signals
+
+    runs = [r for r in study.runs() if r.done]
+    missing = [r.name for r in study.runs() if not r.done]
+    if len(runs) < 2:
+        raise StudyError(f"evaluate: fewer than two finished runs in {study.runs_dir} (run --stage train first)")
+    if missing:
+        log(f"evaluate: {len(missing)} runs are not finished and are left out: {', '.join(missing)}")
+    ev, out = study.evaluation, study.results_dir
+    out.mkdir(parents=True, exist_ok=True)
+    seed = int(ev["seed"])
+    path = out / "crossplay.json"
+    if not path.is_file():
+        log(f"evaluate: cross-play of {len(runs)} agents, {ev['crossplay_deals']} duplicate deals per pairing")
+        result = crossplay([r.spec for r in runs], reference=ev["reference"], deals=ev["crossplay_deals"],
+                           duplicate=True, seed=seed, workers=workers, progress=progress,
+                           journal=str(out / "crossplay.journal"))
+        data = result.to_dict(timing=False)
+        data["runs"] = [r.name for r in runs]
+        data["unit_diffs"] = [[cell.unit_diffs for cell in row] for row in result.cells]
+        write_json(path, data)
+    for run in runs:
+        path = out / "scenarios" / f"{run.name}.json"
+        if not path.is_file():
+            log(f"evaluate: held-out scenario, {run.name}")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            result = run_suite(run.spec, study_suite(ev["suite"]), deals=ev["suite_deals"], seed=seed, workers=workers,
+                               progress=progress, journal=str(path.with_suffix(".journal")))
+            write_json(path, {**result, "run": run.name})
+        path = out / "signals" / f"{run.name}.json"
+        if not path.is_file():
+            log(f"evaluate: signals, {run.name}")
+            result = measure_signals(run.spec, deals=ev["signals_deals"], seed=seed, workers=workers,
+                                     progress=progress)
+            write_json(path, {**result, "run": run.name})
+    path = out / "league.json"
+    if not path.is_file():
+        roster = [r.spec for r in runs] + list(ev["league_extra"])
+        log(f"evaluate: league of {len(roster)} agents, {ev['league_deals']} duplicate deals per pair")
+        result = run_league(roster, deals=ev["league_deals"], seed=seed, workers=workers, progress=progress,
+                            journal=str(out / "league.journal"))
+        names = {r.spec: r.name for r in runs}
+        for row in result["ratings"] + result["nash"]["ratings"]:
+            row["agent"] = names.get(row["agent"], row["agent"])
+        result["roster"] = [names.get(a, a) for a in result["roster"]]
+        write_json(path, result)
+        plot_league(result, out / "league.png")
+    return analyse(study)
+
+
+# ------------------------------------------------------------------ analysis
+def _method_of(study, names: list[str]) -> dict[str, str]:
+    by_name = {r.name: r.method.name for r in study.runs()}
+    return {n: by_name[n] for n in names}
+
+
+def crossplay_analysis(names: list[str], methods: dict[str, str], diffs: list[list[list[float]]]) -> dict:
+    """Per method: self-play (diagonal), cross-play (off-diagonal pairs within the method) and
+    their gap, per deal then a t interval over deals; between methods: cross-play of pairs with
+    one agent of each (both seat orders)."""
+    order = list(dict.fromkeys(methods[n] for n in names))
+    index = {m: [i for i, n in enumerate(names) if methods[n] == m] for m in order}
+    deals = len(diffs[0][0])
+
+    def per_deal(pairs: list[tuple[int, int]]) -> list[float]:
+        return [fmean([diffs[i][j][d] for i, j in pairs]) for d in range(deals)]
+
+    within = {}
+    for m, members in index.items():
+        sp = per_deal([(i, i) for i in members])
+        cross_pairs = [(i, j) for i in members for j in members if i != j]
+        entry = {"agents": len(members), "self_play": _iv(sp)}
+        if cross_pairs:
+            xp = per_deal(cross_pairs)
+            entry["cross_play"] = _iv(xp)
+            entry["gap"] = _iv([a - b for a, b in zip(sp, xp)])
+            entry["per_deal_gap"] = [a - b for a, b in zip(sp, xp)]
+        within[m] = entry
+    between = {a: {b: _iv(per_deal([(i, j) for i in index[a] for j in index[b] if i != j]
+                                    + [(j, i) for i in index[a] for j in index[b] if i != j]))
+                   for b in order} for a in order}
+    return {"methods": order, "deals": deals, "within": within, "between": between}
+
+
+def hypotheses(cross: dict, held_out: dict) -> list[dict]:
+    """Issue 41's hypotheses as paired contrasts over deals (the first method is the baseline):
+    a later method's gap minus half the baseline's (supported if the interval is below 0), and
+    each method's held-out score minus the best baseline seed's (paired by deal)."""
+    order = cross["methods"]
+    base = order[0]
+    out = []
+    base_gap = cross["within"][base].get("per_deal_gap")
+    for m in order[1:]:
+        gap = cross["within"][m].get("per_deal_gap")
+        if base_gap and gap:
+            c = _iv([g - 0.5 * b for g, b in zip(gap, base_gap)])
+            out.append({"hypothesis": f"{m}: gap <= half of {base}'s", "contrast": f"gap({m}) - 0.5 gap({base})",
+                        **c, "supported": c["high"] is not None and c["high"] < 0})
+    return out + held_out.get("contrasts", [])
+
+
+def held_out_analysis(study, names: list[str], methods: dict[str, str]) -> dict:
+    """Per run and per method the held-out scenario's score and normalised score; with per-deal
+    scores, each run's score minus the best seed of the first method, paired by deal."""
+    rows = {}
+    for name in names:
+        path = study.results_dir / "scenarios" / f"{name}.json"
+        if path.is_file():
+            data = json.loads(path.read_text())
+            s = data["scenarios"][0]
+            rows[name] = {"method": methods[name], "score": s["score"], "low": s["low"], "high": s["high"],
+                          "normalised": s["normalised"], "per_deal": s.get("per_deal")}
+    if not rows:
+        return {"runs": {}, "methods": {}, "contrasts": []}
+    order = list(dict.fromkeys(methods[n] for n in names))
+    per_method = {}
+    for m in order:
+        members = [r for r in rows.values() if r["method"] == m]
+        if members:
+            per_method[m] = {"score": fmean([r["score"] for r in members]),
+                             "normalised": fmean([r["normalised"] for r in members if r["normalised"] is not None]
+                                                 or [float("nan")]),
+                             "best": max(r["score"] for r in members), "seeds": len(members)}
+    contrasts = []
+    base = [n for n in rows if rows[n]["method"] == order[0]]
+    if base and all(rows[n]["per_deal"] for n in rows):
+        best = max(base, key=lambda n: rows[n]["score"])
+        for m in order[1:]:
+            members = [n for n in rows if rows[n]["method"] == m]
+            if not members:
+                continue
+            top = max(members, key=lambda n: rows[n]["score"])
+            c = _iv([a - b for a, b in zip(rows[top]["per_deal"], rows[best]["per_deal"])])
+            contrasts.append({"hypothesis": f"{m}'s best seed beats {order[0]}'s best seed with held-out partners",
+                              "contrast": f"held-out({top}) - held-out({best})", **c,
+                              "supported": c["low"] is not None and c["low"] > 0})
+    for r in rows.values():
+        r.pop("per_deal", None)
+    return {"runs": rows, "methods": per_method, "contrasts": contrasts}
+
+
+def analyse(study) -> dict:
+    """``summary.json`` from the pieces written (and the cost of the training runs)."""
+    from .coop_study import cpu_hours
+
+    out = study.results_dir
+    cross_data = json.loads((out / "crossplay.json").read_text())
+    names = cross_data["runs"]
+    methods = _method_of(study, names)
+    cross = crossplay_analysis(names, methods, cross_data["unit_diffs"])
+    held = held_out_analysis(study, names, methods)
+    signals = {}
+    for name in names:
+        path = out / "signals" / f"{name}.json"
+        if path.is_file():
+            s = json.loads(path.read_text())
+            signals[name] = {"method": methods[name], **{k: s[k] for k in ("bid_information", "listening", "nil_cover")}}
+    summary = {"study": study.name, "runs": names, "methods": methods, "reference": cross_data["reference"],
+               "training_cpu_hours": cpu_hours(study), "crossplay": cross, "held_out": held, "signals": signals,
+               "hypotheses": hypotheses(cross, held)}
+    for entry in summary["crossplay"]["within"].values():
+        entry.pop("per_deal_gap", None)
+    league = out / "league.json"
+    if league.is_file():
+        data = json.loads(league.read_text())
+        summary["league"] = {"ratings": data["ratings"], "nash": data["nash"]["ratings"]}
+    write_json(out / "summary.json", summary)
+    _plot_crossplay(names, methods, cross_data["score_diff"], out / "crossplay.png")
+    _plot_gaps(cross, out / "gaps.png")
+    return summary
+
+
+# ------------------------------------------------------------------ pictures and tables
+def _plot_crossplay(names, methods, matrix, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(2 + 0.45 * len(names), 1.5 + 0.45 * len(names)))
+    image = ax.imshow(matrix, cmap="RdYlGn")
+    ax.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=7)
+    ax.set_yticks(range(len(names)), names, fontsize=7)
+    edges = [i for i in range(1, len(names)) if methods[names[i]] != methods[names[i - 1]]]
+    for e in edges:
+        ax.axhline(e - 0.5, color="black", linewidth=1)
+        ax.axvline(e - 0.5, color="black", linewidth=1)
+    fig.colorbar(image, ax=ax, label="points per hand vs the reference")
+    ax.set_xlabel("seat 2 partner")
+    ax.set_ylabel("seat 0 partner")
+    ax.set_title("cross-play: every pair of trained agents as partners")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _plot_gaps(cross: dict, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    order = [m for m in cross["methods"] if "gap" in cross["within"][m]]
+    if not order:
+        return
+    fig, ax = plt.subplots(figsize=(1.5 + 1.4 * len(order), 3.2))
+    for k, what in enumerate(("self_play", "cross_play")):
+        xs = [i + (k - 0.5) * 0.35 for i in range(len(order))]
+        vals = [cross["within"][m][what] for m in order]
+        ax.bar(xs, [v["mean"] for v in vals], 0.35, label=what.replace("_", "-"),
+               yerr=[[v["mean"] - v["low"] for v in vals], [v["high"] - v["mean"] for v in vals]], capsize=3)
+    ax.set_xticks(range(len(order)), order)
+    ax.set_ylabel("points per hand vs the reference")
+    ax.legend()
+    ax.set_title("self-play and cross-play by method (95% intervals over deals)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _fmt(v: Optional[float], digits: int = 1, signed: bool = True) -> str:
+    if v is None:
+        return "-"
+    return f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
+
+
+def _fmt_iv(d: dict, digits: int = 1) -> str:
+    return f"{_fmt(d['mean'], digits)} [{_fmt(d['low'], digits)}, {_fmt(d['high'], digits)}]"
+
+
+def report_markdown(summary: dict) -> str:
+    cross = summary["crossplay"]
+    lines = [f"Study `{summary['study']}`: {len(summary['runs'])} runs, training {summary['training_cpu_hours']:.3f} "
+             f"CPU hours (the runs' training time, one thread each). Scores are points per hand against `{summary['reference']}` on {cross['deals']} duplicate "
+             "deals, with 95% t intervals over deals (paired: every cell plays the same deals).", "",
+             "| method | agents | self-play | cross-play | self-play minus cross-play |", "|---|---|---|---|---|"]
+    for m in cross["methods"]:
+        w = cross["within"][m]
+        lines.append(f"| {m} | {w['agents']} | {_fmt_iv(w['self_play'])} | "
+                     f"{_fmt_iv(w['cross_play']) if 'cross_play' in w else '-'} | "
+                     f"{_fmt_iv(w['gap']) if 'gap' in w else '-'} |")
+    lines += ["", "Cross-play between methods (row method's agent with the column method's, both seat orders):", "",
+              "| | " + " | ".join(cross["methods"]) + " |", "|---" * (len(cross["methods"]) + 1) + "|"]
+    for a in cross["methods"]:
+        lines.append(f"| {a} | " + " | ".join(_fmt_iv(cross["between"][a][b]) for b in cross["methods"]) + " |")
+    held = summary["held_out"]
+    if held["runs"]:
+        lines += ["", "Held-out partners (the held-out scenario of `spades-coop run`; normalised 0 = random in the "
+                  "seat, 1 = the partner's own copy):", "", "| run | method | score [95%] | normalised |",
+                  "|---|---|---|---|"]
+        for name, r in held["runs"].items():
+            lines.append(f"| {name} | {r['method']} | {_fmt(r['score'])} [{_fmt(r['low'])}, {_fmt(r['high'])}] | "
+                         f"{_fmt(r['normalised'], 2, False)} |")
+        lines += ["", "| method | mean score | best seed | mean normalised |", "|---|---|---|---|"]
+        for m, r in held["methods"].items():
+            lines.append(f"| {m} | {_fmt(r['score'])} | {_fmt(r['best'])} | {_fmt(r['normalised'], 2, False)} |")
+    if summary["signals"]:
+        lines += ["", "Signals (`spades-coop signals`; value [95%]):", "",
+                  "| run | method | bid information (bits) | listening | nil cover |", "|---|---|---|---|---|"]
+        for name, s in summary["signals"].items():
+            cells = [f"{_fmt(s[k]['value'], 3, False)} [{_fmt(s[k]['low'], 3, False)}, {_fmt(s[k]['high'], 3, False)}]"
+                     for k in ("bid_information", "listening", "nil_cover")]
+            lines.append(f"| {name} | {s['method']} | " + " | ".join(cells) + " |")
+    if "league" in summary:
+        nash = {r["agent"]: r for r in summary["league"]["nash"]}
+        lines += ["", "League (Bradley-Terry Elo with 95% bootstrap intervals; Nash average in points per hand):", "",
+                  "| agent | Elo [95%] | Nash average |", "|---|---|---|"]
+        for r in summary["league"]["ratings"]:
+            lines.append(f"| {r['agent']} | {r['rating']:+.0f} [{r['low']:+.0f}, {r['high']:+.0f}] | "
+                         f"{nash[r['agent']]['nash_average']:+.1f} |")
+    if summary["hypotheses"]:
+        lines += ["", "Hypotheses (paired contrasts over deals):", "", "| hypothesis | contrast | value [95%] | supported |",
+                  "|---|---|---|---|"]
+        for h in summary["hypotheses"]:
+            lines.append(f"| {h['hypothesis']} | {h['contrast']} | {_fmt_iv(h)} | {'yes' if h['supported'] else 'no'} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(study) -> Path:
+    """``results/report.md``, from the pieces analysed again (``summary.json`` is rewritten)."""
+    if not (study.results_dir / "crossplay.json").is_file():
+        from .coop_study import StudyError
+        raise StudyError(f"no results in {study.results_dir}: run --stage evaluate first")
+    target = study.results_dir / "report.md"
+    target.write_text(report_markdown(analyse(study)))
+    return target
+
+
+__all__ = ["evaluate_stage", "analyse", "crossplay_analysis", "held_out_analysis", "hypotheses", "report_markdown",
+           "write_report", "study_suite"]
