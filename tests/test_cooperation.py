@@ -181,3 +181,12 @@ def test_population_members_play_the_learners_partner_seat(tmp_path):
     other = PartnerPopulation(members[:2], 0.5, tables, torch.Generator(), torch.device("cpu"))
     with pytest.raises(CooperationError, match="changed since the checkpoint"):
         other.load_state_dict(state)
+
+
+def test_the_grouped_augmentation_equals_the_batched_per_row_maps():
+    data = played_batch(300, seed=7)
+    data["logp"] = torch.zeros(300)
+    maps = symmetries("standard").batched("cpu")
+    out, which = augment_batch(data, maps, torch.Generator().manual_seed(5), lambda o, m: torch.where(m, 0.0, -1e9))
+    assert torch.equal(out["obs"], maps.map_observations(data["obs"], which))
+    assert torch.equal(out["mask"], maps.map_masks(data["mask"], which))

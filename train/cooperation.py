@@ -62,6 +62,16 @@ def recomputed_logp(logits_of: Callable[[torch.Tensor, torch.Tensor], torch.Tens
     return out
 
 
+def _map_by_group(values: torch.Tensor, index: torch.Tensor, groups: list[torch.Tensor]) -> torch.Tensor:
+    """Rows mapped each by its relabelling, one column gather per relabelling (what the batched
+    per-row map gives, without its (rows, width) int64 index: 8 times the batch's size)."""
+    out = torch.empty_like(values)
+    for g, rows in enumerate(groups):
+        if rows.numel():
+            out[rows] = values[rows].index_select(1, index[g].to(values.device))
+    return out
+
+
 def augment_batch(data: dict, maps, generator: torch.Generator,
                   logits_of: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
                   chunk: int = 8192) -> tuple[dict, torch.Tensor]:
@@ -73,12 +83,13 @@ def augment_batch(data: dict, maps, generator: torch.Generator,
     of the rollout) and the relabelling of each row."""
     n = data["action"].shape[0]
     which = maps.sample(n, generator)
+    groups = [torch.nonzero(which == g)[:, 0] for g in range(len(maps))]
     out = dict(data)
-    out["obs"] = maps.map_observations(data["obs"], which, check=False)
-    out["mask"] = maps.map_masks(data["mask"], which, check=False)
+    out["obs"] = _map_by_group(data["obs"], maps.observation_index, groups)
+    out["mask"] = _map_by_group(data["mask"], maps.action_index, groups)
     out["action"] = maps.map_actions(data["action"], which, check=False)
     if data.get("state") is not None:
-        out["state"] = maps.map_states(data["state"], which, check=False)
+        out["state"] = _map_by_group(data["state"], maps.state_index, groups)
     out["logp"] = recomputed_logp(logits_of, out["obs"], out["mask"], out["action"], chunk)
     return out, which
 
