@@ -16,7 +16,9 @@ against an opponent team), except where a partner is needed that does something 
   another bid, and the agent asked again from the same seed: the share of decisions whose choice
   changes (Wilson interval). ``listening_control`` asks again with nothing changed (an agent that
   is not a function of its observation and seed shows up there). An agent that ignores its
-  partner's bid scores exactly 0.
+  partner's bid scores exactly 0. ``listening_to_leads`` does the same with the card the partner
+  led to the current trick (the agent plays third to it), replaced by an unseen card of the same
+  suit, so that what is legal stays the same.
 - ``nil_cover``: the agent beside a partner that bids nil often (``heuristic:nil=eager``): the
   share of the partner's nil bids that survive; ``nil_cover_reference`` is that partner's own copy
   in the agent's seat on the same deals.
@@ -172,20 +174,62 @@ def _rate(successes: int, n: int, **extra: Any) -> dict:
 
 
 # ------------------------------------------------------------------ listening
+def _changed_bid(obs: np.ndarray, at: dict, tricks: int, rng) -> Optional[np.ndarray]:
+    """The observation with the partner's (plain, not blind) bid replaced by another; None when
+    the partner has no such bid."""
+    row = obs[at["bids"]:at["bids"] + BID_SLOTS]
+    bid = int(np.argmax(row[:14])) if row[:14].any() else None
+    if not bid or row[14]:
+        return None
+    other = int(rng.choice([b for b in range(1, tricks + 1) if b != bid]))
+    changed = obs.copy()
+    changed[at["bids"] + bid], changed[at["bids"] + other] = 0.0, 1.0
+    changed[at["contract"]] += (other - bid) / tricks
+    return changed
+
+
+def _changed_lead(obs: np.ndarray, at: dict, rng) -> Optional[np.ndarray]:
+    """The observation with the card the partner led to the current trick replaced by another
+    unseen card of the same suit (what is legal stays the same); None when the partner did not
+    lead the current trick or no such card is left."""
+    if obs[at["leader"]] < 0.5:
+        return None
+    trick_row = obs[at["trick"]:at["trick"] + 52]
+    if not trick_row.any():
+        return None
+    card = int(np.argmax(trick_row))
+    seen = obs[at["hand"]:at["hand"] + 52] + obs[at["played"]:at["played"] + 4 * 52].reshape(4, 52).sum(0)
+    seen += obs[at["all_tricks"]:at["all_tricks"] + 4 * 52].reshape(4, 52).sum(0)
+    suit = card // 13
+    unseen = [c for c in range(13 * suit, 13 * suit + 13) if seen[c] < 0.5]
+    if not unseen:
+        return None
+    other = int(rng.choice(unseen))
+    changed = obs.copy()
+    for base in (at["trick"], at["partner_played"]):
+        changed[base + card], changed[base + other] = 0.0, 1.0
+    return changed
+
+
 def listening(player, opponent, rules, deals: int, seed: int, progress: bool = False) -> dict:
-    """Ask the agent again with its partner's bid changed in its observation (module docstring)."""
+    """Ask the agent again with its partner's bid, or the card its partner led, changed in its
+    observation (module docstring)."""
     from tqdm import tqdm
 
-    layout = layout_for(rules)
-    bids_at = layout.obs_blocks["bids"].offset + 2 * BID_SLOTS          # the partner's row
-    contract_at = layout.obs_blocks["sides"].offset + 6                 # own side's contract / T
-    tricks = rules.tricks_per_hand
+    blocks = layout_for(rules).obs_blocks
+    at = {"bids": blocks["bids"].offset + 2 * BID_SLOTS,            # the partner's rows (relative seat 2)
+          "contract": blocks["sides"].offset + 6,                    # own side's contract / T
+          "leader": blocks["trick_leader"].offset + 2,
+          "trick": blocks["current_trick"].offset + 2 * 52,
+          "partner_played": blocks["played"].offset + 2 * 52,
+          "all_tricks": blocks["current_trick"].offset, "played": blocks["played"].offset,
+          "hand": blocks["hand"].offset}
     rng = np.random.default_rng(derive_seed("spades-coop", "listening", seed))
     env = spades_v0.raw_env(rules=rules, episode="hand", reward_scale=1.0)
     seated = [player.factory(), opponent.factory(), player.factory(), opponent.factory()]
     probe = player.factory()
-    counts = {"bidding": [0, 0], "play": [0, 0]}
-    unstable = 0
+    counts = {"bidding": [0, 0], "play": [0, 0], "lead": [0, 0]}
+    unstable = asked = 0
     for k in tqdm(range(deals), desc="listening", unit="deal", disable=not progress, dynamic_ncols=True):
         deal, dealer = make_deal(seed, k, rules)
         options = {"deal": deal} if dealer is None else {"deal": deal, "dealer": dealer}
@@ -199,29 +243,29 @@ def listening(player, opponent, rules, deals: int, seed: int, progress: bool = F
                 continue
             seat = env.agent_name_mapping[name]
             if seat in (0, 2) and np.count_nonzero(obs["action_mask"]) > 1:
-                row = obs["observation"][bids_at:bids_at + BID_SLOTS]
-                bid = int(np.argmax(row[:14])) if row[:14].any() else None
-                if bid and not row[14]:
-                    other = int(rng.choice([b for b in range(1, tricks + 1) if b != bid]))
-                    changed = obs["observation"].copy()
-                    changed[bids_at + bid] = 0.0
-                    changed[bids_at + other] = 1.0
-                    changed[contract_at] += (other - bid) / tricks
+                vector, mask = obs["observation"], obs["action_mask"]
+                phase = "bidding" if any(mask[52:66]) else "play"
+                for kind, changed in ((phase, _changed_bid(vector, at, rules.tricks_per_hand, rng)),
+                                      ("lead", _changed_lead(vector, at, rng) if phase == "play" else None)):
+                    if changed is None:
+                        continue
                     probe_seed = derive_seed("spades-coop", "probe", seed, k, seat, int(rng.integers(1 << 30)))
                     answers = []
-                    for observation in (obs["observation"], changed, obs["observation"]):
+                    for observation in (vector, changed, vector):
                         probe.reset(probe_seed)
-                        answers.append(probe.act({"observation": observation, "action_mask": obs["action_mask"]}, info))
-                    phase = "bidding" if any(obs["action_mask"][52:66]) else "play"
-                    counts[phase][0] += 1
-                    counts[phase][1] += int(answers[1] != answers[0])
+                        answers.append(probe.act({"observation": observation, "action_mask": mask}, info))
+                    counts[kind][0] += 1
+                    counts[kind][1] += int(answers[1] != answers[0])
+                    asked += 1
                     unstable += int(answers[2] != answers[0])
             env.step(seated[seat].act(obs, info))
     probes = counts["bidding"][0] + counts["play"][0]
     changed = counts["bidding"][1] + counts["play"][1]
-    return {"listening": _rate(changed, probes, method="share of choices changed; Wilson interval"),
-            "listening_by_phase": {phase: _rate(c, n) for phase, (n, c) in counts.items()},
-            "listening_control": _rate(unstable, probes, method="asked twice with nothing changed")}
+    return {"listening": _rate(changed, probes, method="share of choices changed by the partner's bid; Wilson"),
+            "listening_by_phase": {phase: _rate(counts[phase][1], counts[phase][0]) for phase in ("bidding", "play")},
+            "listening_to_leads": _rate(counts["lead"][1], counts["lead"][0],
+                                        method="share of choices changed by the card the partner led; Wilson"),
+            "listening_control": _rate(unstable, asked, method="asked twice with nothing changed")}
 
 
 # ------------------------------------------------------------------ the measurement
@@ -281,6 +325,8 @@ def format_signals(result: dict) -> str:
              f"(raw {info['raw']:.3f}, shuffled control {info['control']:.3f})",
              f"  listening         {iv(result['listening'], '{:.3f}')} of {result['listening']['n']} choices "
              f"(control {iv(result['listening_control'], '{:.3f}')})",
+             f"  listening, leads  {iv(result['listening_to_leads'], '{:.3f}')} of "
+             f"{result['listening_to_leads']['n']} choices",
              f"  nil cover         {iv(result['nil_cover'], '{:.2f}')} of {result['nil_cover']['n']} partner nils "
              f"(partner's copy: {iv(result['nil_cover_reference'], '{:.2f}')})",
              "  calibration       " + ("-" if cal["mean_bid"] is None else

@@ -44,6 +44,7 @@ def test_a_constant_bidder_tells_nothing_and_the_heuristic_does(monkeypatch):
     assert random_bids["low"] <= 0.0 <= random_bids["high"], random_bids   # bids unrelated to the hand
     # the heuristic listens to its partner's bid; it is a function of its observation
     assert heuristic["listening"]["low"] > 0.0
+    assert heuristic["listening_to_leads"]["low"] > 0.0
     assert heuristic["listening_control"]["value"] == 0.0
     calibration = heuristic["bid_calibration"]
     assert sum(b["hands"] for b in calibration["by_bid"]) == info["hands"] == DEALS * 2 * 2
@@ -57,6 +58,8 @@ def test_an_agent_that_ignores_bids_does_not_listen():
     listening = result["listening"]
     assert listening["n"] > 50
     assert listening["value"] == 0.0 and listening["low"] <= 0.0 <= listening["high"]
+    leads = result["listening_to_leads"]
+    assert leads["n"] > 10 and leads["value"] == 0.0
 
 
 def test_spades_coop_signals_writes_json(tmp_path, capsys):
