@@ -55,10 +55,14 @@ def test_adding_copies_to_a_league_does_not_move_the_nash_view():
 
 
 def test_spades_league_command(tmp_path, capsys):
-    out = tmp_path / "league.json"
-    assert league_main(["random", "heuristic", "--deals", "4", "--workers", "1", "--json", str(out),
-                        "--no-progress"]) == 0
-    result = json.loads(out.read_text())
+    out, journal = tmp_path / "league.json", tmp_path / "league.journal"
+    argv = ["random", "heuristic", "--deals", "4", "--workers", "1", "--json", str(out), "--no-progress",
+            "--journal", str(journal)]
+    assert league_main(argv) == 0
+    first = out.read_text()
+    assert len(journal.read_text().splitlines()) == 1 + 4            # its header and every deal
+    assert league_main(argv) == 0 and out.read_text() == first      # resumed: every deal read back
+    result = json.loads(first)
     assert {r["agent"] for r in result["ratings"]} == {"random", "heuristic"}
     for r in result["ratings"]:
         assert {"agent", "rating", "low", "high"} <= set(r) and r["low"] <= r["rating"] <= r["high"]
