@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -100,6 +101,23 @@ def test_labels_are_legal_reproducible_and_resumable(tmp_path):
     resumed = load_labels(out)
     for key in FIELDS:
         torch.testing.assert_close(data[key], resumed[key], rtol=0, atol=0, equal_nan=True, msg=key)
+
+
+def test_a_shard_from_another_folder_or_a_torn_labels_json_is_refused(tmp_path):
+    """A shard copied in from a folder of other settings (here another seed) is not taken as
+    done by a resumed labelling nor fitted by load_labels; a torn labels.json is named."""
+    a = label(settings(tmp_path / "a", deals=2), progress=False, log=quiet)
+    b = label(settings(tmp_path / "b", deals=2, seed=7), progress=False, log=quiet)
+    shutil.copy(shard_path(b, 0), shard_path(a, 0))
+    with pytest.raises(LabelError, match=r"a/shard_00000\.pt: labelled with other settings .*seed"):
+        label(settings(tmp_path / "a", deals=2), progress=False, log=quiet)
+    with pytest.raises(LabelError, match=r"a/shard_00000\.pt: labelled with other settings than its folder's"):
+        load_labels(a)
+    (b / "labels.json").write_text((b / "labels.json").read_text()[:20])
+    with pytest.raises(LabelError, match=r"b/labels\.json: unreadable or not JSON \(JSONDecodeError\)"):
+        label(settings(tmp_path / "b", deals=2, seed=7), progress=False, log=quiet)
+    with pytest.raises(LabelError, match=r"b/labels\.json: unreadable or not JSON"):
+        load_labels(b)
 
 
 def test_follow_teacher_one_plays_the_teachers_game(tmp_path):
@@ -418,7 +436,8 @@ def test_distillation_by_values_fits_the_values_and_keeps_the_bids(tmp_path, pla
     trainer.distill()
     with torch.no_grad():
         after = trainer.policy(obs, mask)
-    start = float(logs[0].split("worth ")[1].split(" points")[0])
+    first = next(line for line in logs if line.startswith("distillation by values"))
+    start = float(first.split("worth ")[1].split(" points")[0])
     kept = float(logs[-1].split("worth ")[1].split(" points")[0])
     assert logs[-1].startswith("distillation: kept epoch") and "kept epoch 0 " not in logs[-1]
     assert kept > start + 1.0                    # from a random choice to the high cards

@@ -4,6 +4,7 @@ neural agent and its model files."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import shutil
 import signal
@@ -15,14 +16,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import yaml
 
 import agents
 from agents.networks import PolicyNet
 from agents.neural import ModelError, NeuralAgent, export_model, read_checkpoint
 from spades_env import spades_v0
-from train.config import ConfigError, TrainConfig, describe_fields, load_config
+from train.config import (FIELD_SECTION, FIELDS, SECTIONS, ConfigError, TrainConfig, config_from_dict,
+                          describe_fields, load_config)
 from train.ppo import Trainer, main
 from train import config as config_module
+from train.ppo_update import learner_logits
 from train.rollout import Rollout, finished_rows, sample_actions, seat_advantages
 
 from helpers import play_hand_asserting_legal
@@ -40,9 +44,22 @@ def tiny(tmp_path: Path, name: str = "tiny", *extra: str) -> TrainConfig:
 
 
 # ---------------------------------------------------------------------- config
-def test_config_files_in_the_repo_load():
+def train_configs_in_the_repo() -> list[tuple[Path, dict, bool]]:
+    """(file, its spades-train fields, whether it is a spades-coop study) of every config in
+    configs/: the fields are the file itself, or a study's ``train:`` mapping."""
+    found = []
     for path in sorted((ROOT / "configs").glob("*.yaml")):
-        load_config(path)
+        raw = yaml.safe_load(path.read_text())
+        study = isinstance(raw.get("train"), dict)
+        found.append((path, raw["train"] if study else raw, study))
+    return found
+
+
+def test_config_files_in_the_repo_load():
+    for path, fields, study in train_configs_in_the_repo():
+        if not study:
+            load_config(path)
+        config_from_dict(fields, str(path))
 
 
 def test_config_errors_name_the_field_and_what_is_expected(tmp_path):
@@ -93,11 +110,62 @@ def test_config_errors_name_the_field_and_what_is_expected(tmp_path):
         load_config(None, ["epochs"])
 
 
-def test_every_field_is_documented():
+def test_every_field_is_documented_under_its_section():
     text = describe_fields()
-    for name in TrainConfig.__dataclass_fields__:
-        assert f"\n{name}: " in "\n" + text
+    for section, cls in SECTIONS.items():
+        block = text.split(f"\n[{section}] ", 1)[1].split("\n[", 1)[0]
+        for f in dataclasses.fields(cls):
+            assert f"\n  {f.name}: " in block, (section, f.name)
+    assert sorted(FIELDS) == sorted(TrainConfig().to_dict()) and len(FIELDS) == 82
     assert load_config(None, ["learning_rate=1", "total_decisions=2e6"]).total_decisions == 2_000_000
+
+
+def test_show_config_prints_the_sections(capsys):
+    assert main(["--show-config"]) == 0
+    out = capsys.readouterr().out
+    assert [line.split("]")[0][1:] for line in out.splitlines() if line.startswith("[")] == list(SECTIONS)
+    assert "  clip: 0.2\n      PPO clip range" in out
+
+
+def test_fields_are_read_flat_or_by_section(tmp_path):
+    flat = tmp_path / "flat.yaml"
+    flat.write_text("clip: 0.3\nnum_envs: 64\nrollout_steps: 64\n")
+    nested = tmp_path / "nested.yaml"
+    nested.write_text("ppo: {clip: 0.3}\nexperience:\n  num_envs: 64\n  rollout_steps: 64\n")
+    mixed = tmp_path / "mixed.yaml"
+    mixed.write_text("ppo: {clip: 0.3}\nnum_envs: 64\nrollout_steps: 64\n")
+    configs = [load_config(path) for path in (flat, nested, mixed)]
+    assert configs[0] == configs[1] == configs[2]
+    assert configs[0].ppo.clip == configs[0].clip == 0.3 and configs[0].experience.num_envs == 64
+    assert load_config(flat, ["ppo.clip=0.1"]).clip == 0.1
+    assert config_from_dict(configs[0].to_sections()) == configs[0]        # config.yaml reads back
+    assert TrainConfig.from_flat(configs[0].to_dict()) == configs[0]
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"clip": 0.1, "ppo": {"clip": 0.2}}, r"field 'clip' is given twice \(clip and ppo.clip\)"),
+    ({"ppo": {"num_envs": 8}}, r"field 'num_envs' belongs to section 'experience', not 'ppo'"),
+    ({"ppo": {"clipp": 0.2}}, r"unknown field 'clipp' in section 'ppo' \(did you mean 'clip'\?\)"),
+    ({"ppo": 0.2}, r"section 'ppo' must be a mapping"),
+    ({"ppo": {"clip": "wide"}}, r"clip='wide': expected float"),
+])
+def test_sectioned_config_errors_name_the_field(values, message):
+    with pytest.raises(ConfigError, match=message):
+        config_from_dict(values)
+
+
+def test_every_config_file_loads_and_keeps_its_values():
+    """The configs in configs/ are flat; each field lands in its section with the same value."""
+    checked = 0
+    for path, raw, _ in train_configs_in_the_repo():
+        config = config_from_dict(raw, str(path))
+        for name, value in raw.items():
+            assert name in FIELDS, (path.name, name)
+            assert getattr(getattr(config, FIELD_SECTION[name]), name) == getattr(config, name)
+        checked += 1
+    assert checked >= 11
+    with pytest.raises(ConfigError, match=r"override 'ppo.num_envs=3': field 'num_envs' belongs to section"):
+        load_config(None, ["ppo.num_envs=3"])
 
 
 # ---------------------------------------------------------------------- advantages
@@ -293,7 +361,7 @@ def test_evaluations_report_the_gain_over_the_start_paired(tmp_path):
     now, before = unit_diffs(trainer.policy.state_dict(), 2, final_seed), unit_diffs(start, 2, final_seed)
     gain = mean_interval([x - y for x, y in zip(now, before)])
     assert float(rows[-1]["eval__random__gain"]) == pytest.approx(gain.mean)
-    assert trainer.last_gain["random"].mean == pytest.approx(gain.mean)
+    assert trainer.evaluator.last_gains["random"].mean == pytest.approx(gain.mean)
     summary = json.loads((run / "final_eval.json").read_text())
     assert summary["gain_over_start"]["random"]["mean"] == pytest.approx(gain.mean)
     assert any("gain over the start" in line for line in lines)
@@ -331,6 +399,55 @@ def test_killed_run_resumes_exactly(tmp_path):
     evals = [k for k in rows[0] if k.startswith("eval__")]
     assert any(r["eval__heuristic__gain"] for r in rows[3:])
     assert [[r[k] for k in evals] for r in rows] == [[r[k] for k in evals] for r in straight_rows]
+
+
+def test_resuming_a_complete_run_says_so_and_rewrites_nothing(tmp_path, capsys):
+    """--resume on a finished run: exit 0, a line saying it is complete, no evaluation played and
+    no file of the run folder written again."""
+    args = [f"--set={item}" for item in TINY + [f"run_dir={tmp_path}", "name=done", "total_decisions=1024"]]
+    assert main(args) == 0
+    run = tmp_path / "done"
+    before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in run.rglob("*") if p.is_file() and p.name != ".lock"}
+    capsys.readouterr()
+    assert main(args + ["--resume"]) == 0
+    out = capsys.readouterr().out
+    assert "is complete" in out and "final evaluation:" not in out
+    after = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in run.rglob("*") if p.is_file() and p.name != ".lock"}
+    assert after == before
+    # a longer run of the same settings is not complete: it continues
+    assert main([a for a in args if "total_decisions" not in a] + ["--set=total_decisions=1536", "--resume"]) == 0
+    assert "is complete" not in capsys.readouterr().out
+    assert json.loads((run / "final_eval.json").read_text())["update"] == 3
+    # without its final files the run is finished again (evaluation and model written)
+    (run / "final_eval.json").unlink()
+    assert main([a for a in args if "total_decisions" not in a] + ["--set=total_decisions=1536", "--resume"]) == 0
+    assert "final evaluation:" in capsys.readouterr().out and (run / "final_eval.json").exists()
+
+
+@pytest.mark.parametrize("requested, cores, load, expected", [
+    (2, 2, 0.1, 2), (2, 2, 1.2, 1), (2, 2, 3.7, 1), (0, 2, 0.0, 2), (0, 8, 2.4, 6), (4, 8, 0.0, 4),
+    (1, 16, 0.0, 1), (0, 1, 5.0, 1),
+])
+def test_training_threads_are_the_free_cores_at_most(requested, cores, load, expected):
+    from train.threads import training_threads
+    chosen, why = training_threads(requested, cores=cores, load=load)
+    assert chosen == expected
+    assert f"torch threads: {expected}" in why and f"{cores} usable cores" in why
+
+
+def test_a_run_logs_its_thread_count(tmp_path, monkeypatch):
+    import train.threads as threads
+    monkeypatch.setattr(threads, "recent_load", lambda: 1.3)
+    monkeypatch.setattr(threads, "usable_cores", lambda: 2)
+    lines: list[str] = []
+    before = torch.get_num_threads()
+    try:
+        Trainer(tiny(tmp_path, "threads", "threads=2"), log=lines.append).run_lock.release()
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+    assert any(line.startswith("torch threads: 1 (threads 2; 2 usable cores, load average 1.30, 1 free)")
+               for line in lines)
 
 
 def test_resume_refuses_changed_settings_and_bad_checkpoints(tmp_path, capsys):
@@ -419,7 +536,7 @@ def test_central_critic_and_pure_self_play_run(tmp_path):
     trainer.train()
     rows = list(csv.DictReader((tmp_path / "central" / "metrics.csv").open()))
     assert len(rows) == config.updates and rows[-1]["train__points_vs_heuristic"] == ""
-    assert bool((trainer.controller == 0).all())          # every seat learns in self-play
+    assert bool((trainer.opponents.controller == 0).all())          # every seat learns in self-play
 
 
 def test_card_feature_policy_trains_and_its_model_plays(tmp_path):
@@ -427,7 +544,7 @@ def test_card_feature_policy_trains_and_its_model_plays(tmp_path):
     trainer = Trainer(config, log=lambda line: None)
     assert trainer.policy.features is not None
     trainer.train()
-    assert trainer.pool_nets and all(net.features is not None for net in trainer.pool_nets)
+    assert trainer.opponents.nets and all(net.features is not None for net in trainer.opponents.nets)
     bot = agents.make("neural", checkpoint=tmp_path / "cards" / "model.pt")
     assert bot.policy.arch["card_features"] is True
     play_hand_asserting_legal(bot, seed=1)
@@ -460,7 +577,7 @@ def test_varied_start_offers_blind_nil_and_redraws_scores(tmp_path):
 def test_varied_start_share_starts_the_other_episodes_from_zero(tmp_path):
     config = tiny(tmp_path, "share", "varied_start=true", "varied_start_share=0.25", "imitation_decisions=0")
     trainer = Trainer(config, log=lambda line: None)
-    scores, bags = trainer.random_start(4000)
+    scores, bags = trainer.starts.sample(4000)
     zero = (scores == 0).all(1) & (bags == 0).all(1)
     assert 0.70 < float(zero.float().mean()) < 0.80             # 75% from 0-0 (and a few drawn as 0-0)
     assert scores[~zero].unique().numel() > 10
@@ -646,7 +763,7 @@ def test_bfloat16_learning_keeps_the_heads_in_float32(tmp_path, card_features):
     obs, mask = trainer.env.observe()
     with torch.no_grad():
         reference = trainer.policy(obs, mask)
-        logits = trainer._learner_logits(obs, mask)
+        logits = learner_logits(trainer.policy, obs, mask, trainer.config, trainer.device)
     assert logits.dtype == torch.float32 and torch.equal(logits <= -1e8, reference <= -1e8)
     assert float((logits - reference)[mask].abs().max()) < 0.05
     trainer.train()

@@ -1,6 +1,12 @@
-"""The one config object of ``spades-train``: a dataclass with a help text per field, read from YAML.
+"""The one config object of ``spades-train``: dataclass sections (the run, the game, experience,
+the networks, PPO, warm starts, expert iteration, evaluation, output) with a help text per
+field, read from YAML.
 
     config = load_config("configs/quickstart.yaml", overrides=["epochs=2", "critic=central"])
+    config.ppo.clip == config.clip            # every field is also read by its flat name
+
+A YAML file gives fields flat (``clip: 0.2``, as configs/ does), under their section
+(``ppo: {clip: 0.2}``), or mixed; overrides are ``field=value`` or ``section.field=value``.
 
 Unknown fields, wrong types and out-of-range values are refused with an error naming the field,
 what was given and what is expected. ``spades-train --show-config`` prints every field.
@@ -10,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
@@ -68,15 +75,16 @@ def _f(default: Any, help: str, **kwargs: Any) -> Any:
 
 
 @dataclass
-class TrainConfig:
-    """A self-play PPO run: what is played, by whom, how the networks learn, what is logged."""
+class RunSection:
+    """The run: its name and folder, seed, device, threads and length."""
 
-    # --- the run
     name: str = _f("run", "run name; the run folder is <run_dir>/<name>")
     run_dir: str = _f("runs", "parent folder of run folders")
     seed: int = _f(0, "seeds the deals, the networks and the sampling (a run is reproducible on one device)")
     device: str = _f("cpu", "torch device for the engine and the networks ('cpu', 'cuda', ...)")
-    threads: int = _f(0, "torch CPU threads (0: torch's default)")
+    threads: int = _f(0, "most torch CPU threads; the run uses no more than the cores free when it starts "
+                         "(usable cores minus the rounded load average, at least 1; 0: all the free ones). "
+                         "Floats match between runs only with the same count: threads: 1 repeats exactly")
     learn_precision: str = _f("float32", "'float32', 'bfloat16' or 'auto': the learner's passes through the policy's "
                                          "trunk and the critic under bfloat16 autocast (the heads, the losses and "
                                          "the weights stay float32; the rollouts are float32). About 1.7x faster "
@@ -95,7 +103,11 @@ class TrainConfig:
                                           "runs to total_decisions (null: run to total_decisions; 0: only the "
                                           "imitation warm start)")
 
-    # --- the game
+
+@dataclass
+class GameSection:
+    """The game played: rules, episodes, rewards and starting scores."""
+
     rules: str = _f("standard", "rule preset name or YAML path (partnership rules)")
     episode: str = _f("hand", "'hand' (each hand an episode, from 0-0) or 'game' (to the target score)")
     reward: str = _f("team_diff", "reward scheme of the env: team_score, team_diff or win")
@@ -108,7 +120,11 @@ class TrainConfig:
                                         "random scores; the rest start from 0-0")
     shaping: float = _f(0.0, "weight of the env's potential-based shaping (sums to 0 per hand)")
 
-    # --- experience
+
+@dataclass
+class ExperienceSection:
+    """Experience: tables stepped together and who sits on the other side."""
+
     num_envs: int = _f(512, "tables stepped together by the batched engine")
     rollout_steps: int = _f(64, "steps of every table per update (experience = num_envs * rollout_steps)")
     opponents: dict = _f({"self": 0.5, "pool": 0.25, "heuristic": 0.25},
@@ -117,7 +133,11 @@ class TrainConfig:
     pool_size: int = _f(8, "past policies kept as opponents")
     pool_every: int = _f(10, "updates between snapshots added to the pool")
 
-    # --- the networks
+
+@dataclass
+class NetworksSection:
+    """The networks: the policy's and the critic's shapes."""
+
     hidden: int = _f(256, "width of the shared layers of the policy (and of the critic)")
     layers: int = _f(2, "shared layers of the policy and of the critic")
     head_hidden: int = _f(128, "width of the bidding head's and the card head's hidden layer")
@@ -127,7 +147,11 @@ class TrainConfig:
     critic: str = _f("local", "'local': the critic sees the seat's observation; 'central': also the full "
                               "state, all hands included (training only; the policy never sees it)")
 
-    # --- PPO
+
+@dataclass
+class PPOSection:
+    """PPO: the update, its loss and what of the policy it trains."""
+
     learning_rate: float = _f(3e-4, "Adam step size")
     anneal_lr: bool = _f(True, "decay the step size linearly to 0 over the run")
     gamma: float = _f(1.0, "discount per decision of the same seat")
@@ -139,8 +163,17 @@ class TrainConfig:
     value_coef: float = _f(0.5, "weight of the value loss")
     max_grad_norm: float = _f(0.5, "gradient clipping (global norm)")
     target_kl: Optional[float] = _f(None, "stop an update's epochs early once the approximate KL exceeds this")
+    policy_parts: str = _f("all", "what of the policy PPO trains: 'all', 'cards' (the card head alone: the trunk "
+                                  "and the bidding head stay as they are, so the bids do not change) or 'bids' (the "
+                                  "bidding head alone); the critic always trains")
+    critic_warmup_updates: int = _f(0, "first updates of PPO train only the critic, the policy frozen (for "
+                                       "init_from a model without a critic that fits, e.g. a new central one)")
 
-    # --- warm starts
+
+@dataclass
+class WarmStartsSection:
+    """Warm starts before PPO: init_from, imitation, distillation, Monte-Carlo bid values."""
+
     init_from: Optional[str] = _f(None, "start from the policy (and critic, if it has one) of this checkpoint "
                                         "or model instead of from scratch; skips the imitation")
     imitation_decisions: int = _f(0, "before PPO, imitate this many decisions of the heuristic playing "
@@ -176,13 +209,12 @@ class TrainConfig:
                                                 "are valued against its play; on the rest the policy plays all seats")
     bid_value_temperature: float = _f(10.0, "points per unit of bidding logit: the fitted policy is the softmax of "
                                             "the bids' values over this")
-    policy_parts: str = _f("all", "what of the policy PPO trains: 'all', 'cards' (the card head alone: the trunk "
-                                  "and the bidding head stay as they are, so the bids do not change) or 'bids' (the "
-                                  "bidding head alone); the critic always trains")
-    critic_warmup_updates: int = _f(0, "first updates of PPO train only the critic, the policy frozen (for "
-                                       "init_from a model without a critic that fits, e.g. a new central one)")
 
-    # --- expert iteration (train/expert_iteration.py)
+
+@dataclass
+class ExpertIterationSection:
+    """Expert iteration (train/expert_iteration.py), after the warm starts and before PPO."""
+
     expert_rounds: int = _f(0, "rounds of expert iteration after the warm starts, before PPO (0: off): each round "
                                "the policy plays expert_deals hands, the native search values its card "
                                "decisions, the policy is fitted toward those values and evaluated")
@@ -212,7 +244,11 @@ class TrainConfig:
     expert_eval_opponents: list = _f(["heuristic"], "agent specs each round's policy is evaluated against "
                                                     "(paired with the round's start), besides head to head")
 
-    # --- evaluation, logging, checkpoints
+
+@dataclass
+class EvaluationSection:
+    """Evaluation during and at the end of the run."""
+
     eval_every: int = _f(20, "updates between duplicate evaluations (0: only at the end)")
     eval_deals: int = _f(100, "duplicate deals per evaluation and opponent")
     eval_opponents: list = _f(["random", "heuristic"], "agents the policy is evaluated against")
@@ -220,10 +256,74 @@ class TrainConfig:
     eval_against_start: bool = _f(True, "the evaluations also play the policy PPO started from (after the warm "
                                         "starts: imitation, init_from, distillation, bid values) on the same "
                                         "deals and report the gain over it, paired by deal")
+
+
+@dataclass
+class OutputSection:
+    """What the run writes: checkpoints, TensorBoard, the progress bar."""
+
     checkpoint_every: int = _f(10, "updates between checkpoints (one is always written at the end)")
     keep_checkpoints: int = _f(3, "numbered checkpoints kept besides last.pt")
     tensorboard: bool = _f(True, "write TensorBoard event files to the run folder")
     progress: bool = _f(True, "show a progress bar")
+
+
+# The sections of a config, in the order --show-config prints them: YAML may give a field at the
+# top level (flat, as the configs in configs/ do) or inside its section (``ppo: {clip: 0.2}``).
+SECTIONS: dict[str, type] = {
+    'run': RunSection,
+    'game': GameSection,
+    'experience': ExperienceSection,
+    'networks': NetworksSection,
+    'ppo': PPOSection,
+    'warm_starts': WarmStartsSection,
+    'expert_iteration': ExpertIterationSection,
+    'evaluation': EvaluationSection,
+    'output': OutputSection,
+}
+
+
+@dataclass
+class TrainConfig:
+    """A self-play PPO run: what is played, by whom, how the networks learn, what is logged. One
+    section per concern (:data:`SECTIONS`); every field is also read flat (``config.clip`` is
+    ``config.ppo.clip``), as the trainer and the configs in configs/ name them."""
+
+    run: RunSection = field(default_factory=RunSection)
+    game: GameSection = field(default_factory=GameSection)
+    experience: ExperienceSection = field(default_factory=ExperienceSection)
+    networks: NetworksSection = field(default_factory=NetworksSection)
+    ppo: PPOSection = field(default_factory=PPOSection)
+    warm_starts: WarmStartsSection = field(default_factory=WarmStartsSection)
+    expert_iteration: ExpertIterationSection = field(default_factory=ExpertIterationSection)
+    evaluation: EvaluationSection = field(default_factory=EvaluationSection)
+    output: OutputSection = field(default_factory=OutputSection)
+
+    # ------------------------------------------------------------------ flat access
+    def __getattr__(self, name: str) -> Any:
+        section = FIELD_SECTION.get(name)       # only reached when normal lookup fails
+        if section is None:
+            raise AttributeError(f"{type(self).__name__} has no field {name!r}")
+        return getattr(object.__getattribute__(self, section), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        section = FIELD_SECTION.get(name)
+        if section is None:
+            object.__setattr__(self, name, value)
+        else:
+            setattr(getattr(self, section), name, value)
+
+    @classmethod
+    def from_flat(cls, values: dict) -> "TrainConfig":
+        """A config from ``field: value`` pairs (unchecked: see :func:`config_from_dict`)."""
+        by_section: dict[str, dict] = {name: {} for name in SECTIONS}
+        for name, value in values.items():
+            by_section[FIELD_SECTION[name]][name] = value
+        return cls(**{name: SECTIONS[name](**given) for name, given in by_section.items()})
+
+    def replace(self, **changes: Any) -> "TrainConfig":
+        """A copy with some fields (flat names) changed."""
+        return type(self).from_flat({**self.to_dict(), **changes})
 
     # ------------------------------------------------------------------ derived values
     @property
@@ -244,7 +344,13 @@ class TrainConfig:
         return Path(self.run_dir) / self.name
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """Every field by its flat name (what checkpoints store, so old ones still compare)."""
+        return {name: value for section in SECTIONS for name, value in
+                dataclasses.asdict(object.__getattribute__(self, section)).items()}
+
+    def to_sections(self) -> dict:
+        """Every field under its section (what a run folder's ``config.yaml`` holds)."""
+        return {section: dataclasses.asdict(object.__getattribute__(self, section)) for section in SECTIONS}
 
     def resolve_auto(self) -> tuple["TrainConfig", list[str]]:
         """This config with its ``auto`` settings decided for this machine (``env_backend``,
@@ -259,7 +365,7 @@ class TrainConfig:
             precision, why = _auto_learn_precision(self.device)
             changes["learn_precision"] = precision
             notes.append(f"learn_precision auto -> {precision} ({why})")
-        return dataclasses.replace(self, **changes), notes
+        return self.replace(**changes), notes
 
     def validate(self) -> "TrainConfig":
         """Check every value; raises :class:`ConfigError` naming the first bad one."""
@@ -362,7 +468,8 @@ class TrainConfig:
                 raise ConfigError(f"{field_name}: {exc}") from None
 
 
-FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
+FIELD_SECTION = {f.name: section for section, cls in SECTIONS.items() for f in dataclasses.fields(cls)}
+FIELDS = {f.name: f for cls in SECTIONS.values() for f in dataclasses.fields(cls)}
 
 
 def _check_type(name: str, value: Any) -> Any:
@@ -393,27 +500,69 @@ def _check_type(name: str, value: Any) -> Any:
     return value
 
 
+def flatten_sections(values: dict, source: str = "config") -> dict:
+    """``field: value`` pairs from a mapping that gives fields flat, inside their sections
+    (``ppo: {clip: 0.2}``), or both; a field given twice, a section that is not a mapping or a
+    field in another section than its own is refused."""
+    flat: dict = {}
+    where: dict = {}
+    for key, value in values.items():
+        if key in SECTIONS:
+            if not isinstance(value, dict):
+                raise ConfigError(f"{source}: section {key!r} must be a mapping of field: value, got "
+                                  f"{type(value).__name__} (fields: {', '.join(_section_fields(key))})")
+            for name, inner in value.items():
+                if name not in FIELDS:
+                    close = difflib.get_close_matches(str(name), _section_fields(key), n=1)
+                    hint = f" (did you mean {close[0]!r}?)" if close else ""
+                    raise ConfigError(f"{source}: unknown field {name!r} in section {key!r}{hint}; see "
+                                      "`spades-train --show-config`")
+                if FIELD_SECTION[name] != key:
+                    raise ConfigError(f"{source}: field {name!r} belongs to section {FIELD_SECTION[name]!r}, "
+                                      f"not {key!r}")
+                if name in flat:
+                    raise ConfigError(f"{source}: field {name!r} is given twice ({where[name]} and {key}.{name})")
+                flat[name], where[name] = inner, f"{key}.{name}"
+        else:
+            if key in flat:
+                raise ConfigError(f"{source}: field {key!r} is given twice ({where[key]} and {key})")
+            flat[key], where[key] = value, str(key)
+    return flat
+
+
+def _section_fields(section: str) -> list[str]:
+    return [f.name for f in dataclasses.fields(SECTIONS[section])]
+
+
 def config_from_dict(values: dict, source: str = "config") -> TrainConfig:
-    """Build and validate a config from a mapping (unknown fields are refused)."""
+    """Build and validate a config from a mapping, flat or by section (unknown fields are refused)."""
     if not isinstance(values, dict):
         raise ConfigError(f"{source}: expected a mapping of field: value, got {type(values).__name__}")
     checked = {}
-    for name, value in values.items():
+    for name, value in flatten_sections(values, source).items():
         if name not in FIELDS:
-            close = difflib.get_close_matches(str(name), list(FIELDS), n=1)
+            close = difflib.get_close_matches(str(name), list(FIELDS) + list(SECTIONS), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise ConfigError(f"{source}: unknown field {name!r}{hint}; see `spades-train --show-config`")
         checked[name] = _check_type(name, value)
-    return TrainConfig(**checked).validate()
+    return TrainConfig.from_flat(checked).validate()
 
 
 def parse_override(text: str) -> tuple[str, Any]:
-    """``"field=value"`` (the value read as YAML: ``epochs=2``, ``critic=central``)."""
+    """``"field=value"`` or ``"section.field=value"`` (the value read as YAML: ``epochs=2``,
+    ``ppo.clip=0.3``, ``critic=central``); returns the field's flat name and the value."""
     if "=" not in text:
         raise ConfigError(f"override {text!r}: expected field=value")
     name, raw = text.split("=", 1)
+    name = name.strip()
+    if "." in name:
+        section, name = name.split(".", 1)
+        if section not in SECTIONS:
+            raise ConfigError(f"override {text!r}: no section {section!r}; sections: {', '.join(SECTIONS)}")
+        if name in FIELDS and FIELD_SECTION[name] != section:
+            raise ConfigError(f"override {text!r}: field {name!r} belongs to section {FIELD_SECTION[name]!r}")
     try:
-        return name.strip(), yaml.safe_load(raw)
+        return name, yaml.safe_load(raw)
     except yaml.YAMLError as exc:
         raise ConfigError(f"override {text!r}: the value is not valid YAML ({exc})") from None
 
@@ -434,28 +583,39 @@ def load_config(path: Optional[str | Path] = None, overrides: Sequence[str] = ()
             raise ConfigError(f"{path}: not valid YAML ({exc})") from None
         if not isinstance(values, dict):
             raise ConfigError(f"{path}: expected a mapping of field: value, got {type(values).__name__}")
-    values = dict(values)
+    values = flatten_sections(values, source)
     for item in overrides:
         name, value = parse_override(item)
         values[name] = value
     return config_from_dict(values, source)
 
 
+def _default(f: dataclasses.Field) -> Any:
+    return f.default if f.default is not dataclasses.MISSING else f.default_factory()
+
+
 def fields_markdown() -> str:
-    """Every field as a Markdown table (field, default, meaning): docs/training.md holds it,
-    and a test keeps the two the same."""
-    rows = ["| field | default | meaning |", "|---|---|---|"]
-    for name, f in FIELDS.items():
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        meaning = " ".join(f.metadata["help"].split()).replace("|", "\\|")
-        rows.append(f"| `{name}` | `{default!r}` | {meaning} |")
-    return "\n".join(rows)
+    """Every field as Markdown tables, one per section (field, default, meaning):
+    docs/training.md holds them, and a test keeps the two the same."""
+    parts = []
+    for section, cls in SECTIONS.items():
+        rows = [f"**`{section}`**: {cls.__doc__}", "", "| field | default | meaning |", "|---|---|---|"]
+        for f in dataclasses.fields(cls):
+            meaning = " ".join(f.metadata["help"].split()).replace("|", "\\|")
+            rows.append(f"| `{f.name}` | `{_default(f)!r}` | {meaning} |")
+        parts.append("\n".join(rows))
+    return "\n\n".join(parts)
 
 
 def describe_fields() -> str:
-    """Every field with its default and help text (``spades-train --show-config``)."""
-    lines = []
-    for name, f in FIELDS.items():
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        lines.append(f"{name}: {default!r}\n    {f.metadata['help']}")
+    """Every field by section, with its default and help text (``spades-train --show-config``).
+    A YAML config may give the fields flat or under their section's name."""
+    lines = ["Fields go in a YAML config flat (clip: 0.2) or under their section (ppo: {clip: 0.2});",
+             "override one with --set clip=0.2 or --set ppo.clip=0.2."]
+    for section, cls in SECTIONS.items():
+        lines.append(f"\n[{section}] {cls.__doc__}")
+        for f in dataclasses.fields(cls):
+            help_text = textwrap.fill(" ".join(f.metadata["help"].split()), 100, initial_indent="      ",
+                                      subsequent_indent="      ")
+            lines.append(f"  {f.name}: {_default(f)!r}\n{help_text}")
     return "\n".join(lines)

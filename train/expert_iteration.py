@@ -35,16 +35,17 @@ A round (``expert_rounds`` of them, after the warm starts and before any PPO):
 3. **Evaluate.** Duplicate deals against each of ``expert_eval_opponents`` (the same deals every
    round), paired with the round's starting policy, and head to head against it.
 
-Every step leaves a file (``student.pt``, the label shards, ``fitted.pt``, ``round.json``), so
-a killed round resumes where it stopped; ``expert/rounds.csv`` and ``expert/rounds.png`` track
-the rounds. The round's result goes into the trainer's checkpoint (``expert_rounds_done``).
+Every step leaves a file (``student.pt``, the label shards and ``label_manifest.json``,
+``fitted.pt`` and ``fit.json``, ``round.json``), so a killed round resumes where it stopped;
+``expert/rounds.csv`` and ``expert/rounds.png`` track the rounds. The round's result goes into
+the trainer's checkpoint (``expert_rounds_done``) with the hashes of its files, and a resume
+checks what it builds on against them (:mod:`train.expert_manifest`).
 """
 
 from __future__ import annotations
 
 import copy
 import csv
-import json
 import os
 import time
 from pathlib import Path
@@ -52,8 +53,11 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import torch
 
-from agents.neural import read_checkpoint, save_model
+from agents.neural import ModelError, read_checkpoint, save_model
 
+from .expert_manifest import (LABELS_MANIFEST, ExpertIterationError, file_digest, labels_record, read_json,
+                              read_labels_manifest, recorded_label_folders, round_record, same_policy,
+                              verify_finished_rounds, verify_labels, write_json, write_manifest_copy)
 from .fitting import fit_keep_best
 
 if TYPE_CHECKING:      # pragma: no cover
@@ -74,17 +78,28 @@ def opponent_folder_name(spec: str) -> str:
 
 def run_rounds(trainer: "Trainer") -> None:
     """Run the rounds not done yet (``trainer.expert_rounds_done`` < ``expert_rounds``), saving a
-    checkpoint after each."""
+    checkpoint after each. First the checkpoint's count of rounds must match its records, and
+    where rounds remain, the finished ones must be there as recorded (:mod:`train.expert_manifest`)."""
     cfg = trainer.config
+    expert_dir = trainer.run_path / "expert"
+    verify_finished_rounds(expert_dir, trainer.expert_rounds_done, trainer.expert_manifest,
+                           str(trainer.checkpoint_dir / "last.pt"),
+                           check_files=trainer.expert_rounds_done < cfg.expert_rounds)
     while trainer.expert_rounds_done < cfg.expert_rounds:
-        row = run_round(trainer, trainer.expert_rounds_done + 1)
-        trainer.expert_rounds_done = row["round"]
-        _append_row(trainer, row)
+        round_ = trainer.expert_rounds_done + 1
+        row, record = run_round(trainer, round_)
+        if trainer.expert_manifest is None:          # an older run: records start with this round
+            trainer.expert_manifest = {}
+        trainer.expert_manifest[str(round_)] = record
+        trainer.expert_rounds_done = round_
+        _append_row(trainer, round_)
         trainer.save_checkpoint()
+        write_manifest_copy(expert_dir, trainer.expert_manifest)
 
 
-def run_round(trainer: "Trainer", round_: int) -> dict:
-    """One round: label, fit, evaluate (each step skipped where its file shows it done)."""
+def run_round(trainer: "Trainer", round_: int) -> tuple[dict, dict]:
+    """One round: label, fit, evaluate (each step skipped where its file shows it done, after
+    checking that file). Returns the round's row and its record for the checkpoint."""
     cfg = trainer.config
     folder = round_folder(trainer, round_)
     folder.mkdir(parents=True, exist_ok=True)
@@ -93,46 +108,66 @@ def run_round(trainer: "Trainer", round_: int) -> dict:
     if not student.exists():
         save_model(copy.deepcopy(trainer.policy).cpu(), student, trainer.env.rules.name,
                    {"trained_by": "spades-train expert iteration", "round": round_, "config_name": cfg.name})
-    trainer.log(f"expert iteration, round {round_}/{cfg.expert_rounds}: labelling {cfg.expert_deals:,} deals "
-                f"with {cfg.expert_teacher}")
-    began = time.perf_counter()
-    folders, labels = label_round(trainer, round_, student)
-    label_s = time.perf_counter() - began
+    elif not _same_student(student, trainer.policy):
+        raise ExpertIterationError(f"{student}: not the policy round {round_} starts from (the checkpoint's); the "
+                                   "round's files belong to another start: delete its folder to run it again")
+    labels, label_folders = label_round(trainer, round_, student)
     fitted_path = folder / "fitted.pt"
     fit_info_path = folder / "fit.json"
     if fitted_path.exists() and fit_info_path.exists():
+        fit = read_json(fit_info_path, ("fit_epoch",))
+        if fit.get("fitted_sha256") not in (None, file_digest(fitted_path)):
+            raise ExpertIterationError(f"{fitted_path}: changed since {fit_info_path} recorded it (its SHA-256 "
+                                       "differs); delete both to fit the round again")
         trainer.policy.load_state_dict(read_checkpoint(fitted_path)["policy"])
-        fit = json.loads(fit_info_path.read_text())
         trainer.log(f"expert iteration, round {round_}: fitted policy found in {fitted_path}")
     else:
         began = time.perf_counter()
         replay = [f for r in range(max(1, round_ - cfg.expert_replay_rounds + 1), round_)
-                  for f in _label_folders(trainer, r)] + folders
-        fit = fit_round(trainer, replay)
+                  for f in recorded_label_folders(trainer.run_path / "expert", r, trainer.expert_manifest)]
+        fit = fit_round(trainer, replay + label_folders)
         if cfg.expert_bid_values and cfg.bid_value_deals:
             fit["bid_values"] = trainer.value_bids()
         fit["fit_s"] = time.perf_counter() - began
         save_model(copy.deepcopy(trainer.policy).cpu(), fitted_path, trainer.env.rules.name,
                    {"trained_by": "spades-train expert iteration", "round": round_, "config_name": cfg.name})
-        fit_info_path.write_text(json.dumps(fit, indent=2, default=float))
+        fit["fitted_sha256"] = file_digest(fitted_path)
+        write_json(fit_info_path, fit)
     if done_path.exists():
-        row = json.loads(done_path.read_text())
+        row = read_json(done_path, ("round", "labels"))
+        if row["round"] != round_:
+            raise ExpertIterationError(f"{done_path}: says round {row['round']!r}, its folder is round {round_}")
     else:
-        row = {"round": round_, "labels": labels, "label_s": round(label_s, 1), **_fit_columns(fit),
-               **evaluate_round(trainer, fitted_path, student, round_)}
-        done_path.write_text(json.dumps(row, indent=2))
+        row = {"round": round_, "labels": labels["labels"], "label_s": round(labels["label_s"], 1),
+               **_fit_columns(fit), **evaluate_round(trainer, fitted_path, student, round_)}
+        write_json(done_path, row)
     trainer.log(_round_line(row, cfg.expert_eval_opponents))
-    return row
+    record = round_record(folder, labels)
+    return row, record
 
 
-def label_round(trainer: "Trainer", round_: int, student: Path) -> tuple[list[Path], int]:
-    """Label the round's deals, split between ``expert_opponents`` by their shares (resumable);
-    returns the label folders and the labels they hold."""
+def _same_student(student: Path, policy: torch.nn.Module) -> bool:
+    try:
+        return same_policy(student, policy)
+    except (ModelError, RuntimeError, KeyError) as exc:
+        raise ExpertIterationError(f"{student}: unreadable ({type(exc).__name__}); delete the round's folder to run "
+                                   "it again") from None
+
+
+def label_round(trainer: "Trainer", round_: int, student: Path) -> tuple[dict, list[Path]]:
+    """Label the round's deals, split between ``expert_opponents`` by their shares (resumable).
+    Once every shard is written their hashes go into ``label_manifest.json``; a resumed round
+    whose labelling had finished checks its shards against it instead of labelling. Returns
+    that record and the label folders."""
     from evaluation import derive_seed
-    from train.label import label
+    from train.label import LabelError, label
 
     cfg = trainer.config
     folder = round_folder(trainer, round_)
+    recorded = read_labels_manifest(folder)
+    if recorded is not None:
+        return recorded, verify_labels(folder, recorded, str(folder / LABELS_MANIFEST))
+    began = time.perf_counter()
     previous = round_folder(trainer, round_ - 1) / "student.pt" if round_ > 1 else student
     total = sum(cfg.expert_opponents.values())
     folders, labels = [], 0
@@ -148,16 +183,20 @@ def label_round(trainer: "Trainer", round_: int, student: Path) -> tuple[list[Pa
                     "varied_start": cfg.varied_start_share if cfg.varied_start else 0.0,
                     "rules": cfg.rules, "seed": derive_seed("expert-iteration", cfg.seed, round_, k) % 2**31,
                     "workers": cfg.expert_workers or max(1, len(os.sched_getaffinity(0)))}
-        label(settings, progress=cfg.progress, log=trainer.log)
+        try:
+            label(settings, progress=cfg.progress, log=trainer.log)
+        except LabelError as exc:
+            raise ExpertIterationError(f"expert iteration, round {round_}: {exc}") from None
         folders.append(out)
+        shards = sorted(out.glob("shard_*.pt"))
+        expected = -(-deals // cfg.expert_shard_deals)
+        if len(shards) != expected:
+            raise ExpertIterationError(f"{out}: {len(shards)} shards, the round labels {expected}: remove the others")
         labels += sum(int(torch.load(shard, weights_only=True)["teacher"].numel())   # shard by shard: light
-                      for shard in sorted(out.glob("shard_*.pt")))
-    return folders, labels
-
-
-def _label_folders(trainer: "Trainer", round_: int) -> list[Path]:
-    folder = round_folder(trainer, round_)
-    return sorted(p for p in folder.glob("labels_*") if p.is_dir() and any(p.glob("shard_*.pt")))
+                      for shard in shards)
+    record = labels_record(folders, labels, time.perf_counter() - began)
+    write_json(folder / LABELS_MANIFEST, record)
+    return record, folders
 
 
 def improved_policy(start_logits: torch.Tensor, values: torch.Tensor, legal: torch.Tensor, target: str,
@@ -317,12 +356,11 @@ def _round_line(row: dict, opponents: list[str]) -> str:
     return "; ".join(parts) + " points/hand (duplicate, 95% CI)"
 
 
-def _append_row(trainer: "Trainer", row: dict) -> None:
-    """Add the round to ``expert/rounds.csv`` (rewritten whole: a resumed round is not repeated)
-    and redraw ``expert/rounds.png``."""
+def _append_row(trainer: "Trainer", round_: int) -> None:
+    """Write ``expert/rounds.csv`` with rounds 1..``round_`` (rewritten whole from their
+    ``round.json``: a resumed round is not repeated) and redraw ``expert/rounds.png``."""
     folder = trainer.run_path / "expert"
-    rows = [json.loads(p.read_text()) for p in sorted(folder.glob("round_*/round.json"))]
-    rows = [r for r in rows if r["round"] <= row["round"]]
+    rows = [read_json(folder / f"round_{r:02d}" / "round.json", ("round",)) for r in range(1, round_ + 1)]
     columns = list(dict.fromkeys(k for r in rows for k in r))
     tmp = folder / "rounds.csv.tmp"
     with tmp.open("w", newline="") as f:

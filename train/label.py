@@ -549,9 +549,9 @@ def label(settings: dict, progress: bool = True, log=print) -> Path:
     out = Path(settings["out"])
     out.mkdir(parents=True, exist_ok=True)
     meta_path = out / "labels.json"
-    fixed = {k: v for k, v in settings.items() if k not in ("workers", "out", "deals", "ray")}
+    fixed = fixed_settings(settings)
     if meta_path.exists():
-        previous = json.loads(meta_path.read_text())
+        previous = read_labels_json(meta_path)
         previous.setdefault("continuation", "heuristic")        # folders labelled before the options existed
         previous.setdefault("varied_start", 0.0)
         differ = sorted(k for k in set(previous) | set(fixed) if previous.get(k) != fixed.get(k))
@@ -595,7 +595,39 @@ def label(settings: dict, progress: bool = True, log=print) -> Path:
     return out
 
 
+def fixed_settings(settings: dict) -> dict:
+    """The settings that decide a folder's labels (not how many deals, where or by how many workers)."""
+    return {k: v for k, v in settings.items() if k not in ("workers", "out", "deals", "ray")}
+
+
+def read_labels_json(path: Path) -> dict:
+    """A folder's ``labels.json``; a torn or foreign file is refused naming it."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise LabelError(f"{path}: unreadable or not JSON ({type(exc).__name__}); it records how the folder's "
+                         "shards were labelled: restore it or label into a new folder") from None
+    if not isinstance(data, dict) or not all(k in data for k in ("teacher", "opponents", "rules", "seed")):
+        raise LabelError(f"{path}: not a spades-label settings file (expected a mapping with teacher, opponents, "
+                         "rules and seed)")
+    return data
+
+
+def shard_settings_differ(data: dict, settings: dict) -> list[str]:
+    """The fixed settings in which a shard's contents (``data``) differ from ``settings``."""
+    theirs = data.get("settings")
+    if not isinstance(theirs, dict):
+        return ["settings"]
+    theirs, ours = fixed_settings(theirs), fixed_settings(settings)
+    for side in (theirs, ours):                 # folders labelled before these options existed
+        side.setdefault("continuation", "heuristic")
+        side.setdefault("varied_start", 0.0)
+    return sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
+
+
 def _shard_complete(out: Path, shard: int, settings: dict) -> bool:
+    """Whether the shard file is there, whole and of these settings' deals (a torn file from a
+    kill is labelled again; a shard of other settings, e.g. copied from another folder, is refused)."""
     path = shard_path(out, shard)
     if not path.exists():
         return False
@@ -603,8 +635,14 @@ def _shard_complete(out: Path, shard: int, settings: dict) -> bool:
         data = torch.load(path, weights_only=True)
     except Exception:
         return False                       # a torn file from a kill: label it again
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return False
+    differ = shard_settings_differ(data, settings)
+    if differ:
+        raise LabelError(f"{path}: labelled with other settings than {out / 'labels.json'} "
+                         f"({', '.join(differ)} differ): delete it to label it again")
     first = shard * settings["shard_deals"]
-    return data.get("format") == FORMAT and data.get("deals") == [first, min(first + settings["shard_deals"], settings["deals"])]
+    return data.get("deals") == [first, min(first + settings["shard_deals"], settings["deals"])]
 
 
 def load_labels(folders: str | Path | Sequence[str | Path]) -> dict[str, Any]:
@@ -622,6 +660,8 @@ def load_labels(folders: str | Path | Sequence[str | Path]) -> dict[str, Any]:
         if not paths:
             raise FileNotFoundError(f"distill_data={str(folder)!r}: no shard_*.pt files there (expected a folder "
                                     "written by spades-label)")
+        meta_path = folder / "labels.json"
+        folder_settings = read_labels_json(meta_path) if meta_path.exists() else None
         for path in paths:
             try:
                 data = torch.load(path, weights_only=True)
@@ -630,6 +670,10 @@ def load_labels(folders: str | Path | Sequence[str | Path]) -> dict[str, Any]:
                                  "run spades-label again to relabel it") from None
             if not isinstance(data, dict) or data.get("format") != FORMAT:
                 raise LabelError(f"{path}: not a spades-label shard (expected format {FORMAT!r})")
+            differ = [] if folder_settings is None else shard_settings_differ(data, folder_settings)
+            if differ:
+                raise LabelError(f"{path}: labelled with other settings than its folder's labels.json "
+                                 f"({', '.join(differ)} differ), e.g. copied from another folder")
             settings = settings or data["settings"]
             if data["settings"]["rules"] != settings["rules"]:
                 raise LabelError(f"{path}: labelled under the rules {data['settings']['rules']!r}, the shards "

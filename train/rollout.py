@@ -4,15 +4,18 @@ At every step of a table exactly one seat acts, but all four receive rewards (a 
 of the hand). Each (table, seat) is its own trajectory: the rewards that arrive between two of
 a seat's decisions belong to the first of them, and a seat's next value is the value of its
 own next decision. ``seat_advantages`` computes GAE along those chains for the whole batch at
-once, walking the steps backwards.
+once, walking the steps backwards. :class:`Collector` plays the tables and fills the storage;
+:class:`StartingScores` says where the tables' episodes start.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, fields
 from typing import Optional
 
 import torch
+import torch.nn.functional as F
 
 # Who chooses a seat's action on a table (a code per (table, seat)): the learning policy, a
 # past policy from the pool, or the heuristic.
@@ -47,14 +50,14 @@ class Rollout:
 
     @classmethod
     def empty(cls, steps: int, tables: int, obs_size: int, state_size: Optional[int],
-              device: torch.device, obs_dtype: torch.dtype = torch.float32) -> "Rollout":
+              device: torch.device) -> "Rollout":
         T, B = steps, tables
         z = lambda *shape, dtype=torch.float32: torch.zeros(*shape, dtype=dtype, device=device)  # noqa: E731
-        return cls(obs=z(T, B, obs_size, dtype=obs_dtype), mask=z(T, B, 68, dtype=torch.bool),
+        return cls(obs=z(T, B, obs_size), mask=z(T, B, 68, dtype=torch.bool),
                    action=z(T, B, dtype=torch.int64), logp=z(T, B), value=z(T, B),
                    seat=z(T, B, dtype=torch.int64), learner=z(T, B, dtype=torch.bool), reward=z(T, B, 4),
                    done=z(T, B, dtype=torch.bool),
-                   state=None if state_size is None else z(T, B, state_size, dtype=obs_dtype))
+                   state=None if state_size is None else z(T, B, state_size))
 
     def flat(self, rows: torch.Tensor, **extra: torch.Tensor) -> dict[str, torch.Tensor]:
         """The selected decisions ((T, B) bool) as flat tensors, plus ``extra`` (T, B, ...) ones.
@@ -125,3 +128,140 @@ def finished_rows(done: torch.Tensor) -> torch.Tensor:
     steps = torch.arange(T, device=done.device)[:, None].expand_as(done)
     last_done = torch.where(done, steps, torch.full_like(steps, -1)).amax(0)     # (B,)
     return steps <= last_done[None, :]
+
+
+def critic_input(obs: torch.Tensor, state: Optional[torch.Tensor]) -> torch.Tensor:
+    """What the critic reads: the seat's observation, and with a central critic the full state."""
+    return obs if state is None else torch.cat([obs, state], 1)
+
+
+class StartingScores:
+    """Where the tables' episodes start: 0-0, or with ``varied_start`` random scores (-150..490 in
+    steps of 10) and bags (0..bag_limit-1), on a share ``varied_share`` of the episodes."""
+
+    def __init__(self, varied: bool, varied_share: float, rules, tables: int, generator: torch.Generator,
+                 device: torch.device) -> None:
+        self.varied, self.varied_share, self.rules = varied, varied_share, rules
+        self.tables, self.generator, self.device = tables, generator, device
+
+    def sample(self, tables: Optional[int] = None) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """Random (B, 2) starting scores and bags; with ``varied_share`` below 1, the other tables
+        start from 0-0 and no bags."""
+        from .config import VARIED_START_TENS
+
+        B, rules, gen, dev = tables or self.tables, self.rules, self.generator, self.device
+        low, high = VARIED_START_TENS
+        scores = torch.randint(low, high + 1, (B, 2), generator=gen, device=dev) * 10
+        bags = torch.randint(0, rules.bag_limit, (B, 2), generator=gen, device=dev)
+        if self.varied_share < 1:
+            varied = torch.rand(B, 1, generator=gen, device=dev) < self.varied_share
+            scores, bags = scores * varied, bags * varied
+        return scores, None if rules.bags_from_score_digit else bags
+
+    def reset(self, env) -> tuple[torch.Tensor, torch.Tensor]:
+        """Start every table of ``env``; its first observations and masks."""
+        if not self.varied:
+            return env.reset()
+        scores, bags = self.sample()
+        return env.reset(scores=scores, bags=bags)
+
+    def renew(self, env, done: torch.Tensor) -> None:
+        """The finished tables' next episodes start from new random scores (with ``varied``)."""
+        if self.varied and bool(done.any()):
+            scores, bags = self.sample()
+            env.set_start(scores, bags, tables=done)
+
+
+class Collector:
+    """Plays the tables of the batched engine: every step, the learner, the pool's past policies
+    and the heuristic choose at the tables and seats they control (:class:`train.opponents.OpponentPool`);
+    the learner's decisions are stored with their log-probabilities and values for PPO."""
+
+    RECENT_EPISODES = 2000
+
+    def __init__(self, env, opponents, heuristic, starts: StartingScores, steps: int, central_critic: bool,
+                 generator: torch.Generator, device: torch.device) -> None:
+        from .opponents import KINDS
+
+        self.env, self.opponents, self.heuristic, self.starts = env, opponents, heuristic, starts
+        self.steps, self.generator, self.device = steps, generator, device
+        self.obs, self.mask = starts.reset(env)
+        self.obs_size = env.obs_size
+        self.state_size = env.state_tensor().shape[1] if central_critic else None
+        self.storage: Optional[Rollout] = None          # reused by every collect()
+        # the learner's side's points minus the other side's, per finished episode, by opponent kind
+        self.recent = {kind: deque(maxlen=self.RECENT_EPISODES) for kind in KINDS}
+
+    @torch.no_grad()
+    def choose(self, policy, critic, obs: torch.Tensor, mask: torch.Tensor, controller: torch.Tensor,
+               state: Optional[torch.Tensor], buf: Rollout, t: int) -> torch.Tensor:
+        """Everyone's action at every table; fills the learner rows' log-probabilities and values."""
+        actions = torch.zeros(obs.shape[0], dtype=torch.int64, device=self.device)
+        learner_rows = torch.nonzero(controller == LEARNER)[:, 0]
+        if learner_rows.numel():
+            # in pure self-play every row is the learner's: read them without copies
+            rows = slice(None) if learner_rows.numel() == obs.shape[0] else learner_rows
+            logits = policy(obs[rows], mask[rows])
+            logp_all = F.log_softmax(logits, 1)
+            # softmax, not logp_all.exp(): exp is ten times slower on the masked -1e9 entries
+            a = sample_actions(torch.softmax(logits, 1), self.generator)
+            actions[rows] = a
+            buf.logp[t, rows] = logp_all.gather(1, a[:, None])[:, 0]
+            buf.value[t, rows] = critic(critic_input(obs[rows], None if state is None else state[rows]))
+        pool_rows = controller == POOL
+        if bool(pool_rows.any()):
+            self.opponents.pool_actions(obs, mask, pool_rows, actions)
+        rows = torch.nonzero(controller == HEURISTIC)[:, 0]
+        if rows.numel():
+            actions[rows] = agent_actions(self.heuristic, obs[rows], mask[rows])
+        return actions
+
+    def collect(self, policy, critic) -> Rollout:
+        """Play ``steps`` steps of every table. The storage is reused: the next call overwrites
+        what this one returns (the update has used it by then)."""
+        env = self.env
+        buf = self.storage
+        if buf is None:
+            buf = self.storage = Rollout.empty(self.steps, env.num_envs, self.obs_size, self.state_size, self.device)
+        else:       # reused: a fresh (T, B, 742) buffer costs ~70 ms of page faults per update
+            buf.clear_choices()
+        obs, mask = self.obs, self.mask
+        for t in range(self.steps):
+            seat = env.to_act
+            controller = self.opponents.controller.gather(1, seat[:, None])[:, 0]
+            state = env.state_tensor() if self.state_size else None
+            actions = self.choose(policy, critic, obs, mask, controller, state, buf, t)
+            buf.obs[t], buf.mask[t], buf.action[t], buf.seat[t] = obs, mask, actions, seat
+            buf.learner[t] = controller == LEARNER
+            if state is not None:
+                buf.state[t] = state
+            obs, mask, rewards, done, info = env.step(actions)
+            buf.reward[t], buf.done[t] = rewards.to(torch.float32), done
+            if bool(done.any()):
+                self._episodes_finished(done, info["final_scores"])
+                self.starts.renew(env, done)
+        self.obs, self.mask = obs, mask
+        return buf
+
+    def _episodes_finished(self, done: torch.Tensor, final_scores: torch.Tensor) -> None:
+        from .opponents import KINDS
+
+        pool = self.opponents
+        idx = torch.nonzero(done)[:, 0]
+        side = pool.learner_side[idx]
+        scores = final_scores[idx]
+        diff = (scores.gather(1, side[:, None]) - scores.gather(1, (1 - side)[:, None]))[:, 0]
+        for kind, d in zip(pool.table_kind[idx].tolist(), diff.tolist()):
+            self.recent[KINDS[kind]].append(d)
+        pool.assign(done)
+
+    @torch.no_grad()
+    def bootstrap(self, critic) -> torch.Tensor:
+        """(B, 4): every seat's value where the rollout stops (its episode goes on)."""
+        state = self.env.state_tensor() if self.state_size else None
+        values = [critic(critic_input(self.env.observe_seat(seat), state)) for seat in range(4)]
+        return torch.stack(values, 1)
+
+    def recent_points(self) -> dict[str, float]:
+        """Mean points per episode against each kind of opponent, over the recent episodes."""
+        return {f"train__points_vs_{kind}": sum(v) / len(v) for kind, v in self.recent.items() if v}

@@ -1,0 +1,159 @@
+"""The PPO update of ``spades-train``: advantages from a rollout, then ``epochs`` passes of clipped
+PPO over the learner's decisions in minibatches. The loss is :func:`ppo_loss`, in one place:
+
+    ratio         = pi(a | s) / pi_old(a | s)
+    policy loss   = mean(max(-A * ratio, -A * clip(ratio, 1 - clip, 1 + clip)))   (A normalised per minibatch)
+    value loss    = 0.5 * mean((V(s) - return)^2)
+    loss          = value_coef * value loss + policy loss - entropy_coef * mean(entropy)
+
+(the critic warm-up, ``critic_warmup_updates``, keeps only the value term). The inputs are
+explicit: the networks, their optimizer, the rollout and its bootstrap values, the config, the
+update's index (for the learning-rate schedule) and the random stream of the minibatch order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from agents.networks import NUM_CARDS, masked_entropy
+
+from .rollout import Rollout, critic_input, seat_advantages
+
+
+@dataclass
+class LossParts:
+    """One minibatch's loss and what it is made of (for the metrics)."""
+
+    loss: torch.Tensor
+    policy: torch.Tensor
+    value: torch.Tensor
+    entropy: torch.Tensor            # per decision
+    ratio: torch.Tensor
+    log_ratio: torch.Tensor
+
+
+def learner_precision(cfg: Any, device: torch.device):
+    """bfloat16 autocast with ``learn_precision: bfloat16``, else nothing."""
+    if cfg.learn_precision == "bfloat16":
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def learner_logits(policy, obs: torch.Tensor, mask: torch.Tensor, cfg: Any, device: torch.device) -> torch.Tensor:
+    """The policy's logits for learning: the trunk in the learner's precision, the heads in
+    float32 (bfloat16 logits would blur the PPO ratios by a few percent)."""
+    if cfg.learn_precision == "float32":
+        return policy(obs, mask)
+    with learner_precision(cfg, device):
+        trunk, per_card = policy.embed(obs)
+    return policy.heads(trunk.float(), None if per_card is None else per_card.float(), mask)
+
+
+def ppo_loss(policy, critic, mb: dict, cfg: Any, critic_only: bool, device: torch.device) -> LossParts:
+    """The clipped PPO loss of one minibatch ``mb`` (flat tensors: obs, mask, action, logp,
+    advantage, ret, and state for a central critic); see the module doc."""
+    obs = mb["obs"]
+    logits = learner_logits(policy, obs, mb["mask"], cfg, device)
+    logp_all = F.log_softmax(logits, 1)
+    logp = logp_all.gather(1, mb["action"][:, None])[:, 0]
+    log_ratio = logp - mb["logp"]
+    ratio = log_ratio.exp()
+    adv = mb["advantage"]
+    adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+    policy_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip, 1 + cfg.clip)).mean()
+    entropy = masked_entropy(logp_all, torch.softmax(logits, 1))
+    with learner_precision(cfg, device):
+        value = critic(critic_input(obs, mb.get("state")))
+    value = value.float()
+    value_loss = 0.5 * (value - mb["ret"]).pow(2).mean()
+    loss = cfg.value_coef * value_loss
+    if not critic_only:
+        loss = loss + policy_loss - cfg.entropy_coef * entropy.mean()
+    return LossParts(loss, policy_loss, value_loss, entropy, ratio, log_ratio)
+
+
+@contextlib.contextmanager
+def policy_parts_only(policy, part: str):
+    """Within it, the policy's weights outside ``part`` ('all', 'cards', 'bids') take no
+    gradient, so PPO's steps leave them as they are (Adam skips weights without a gradient)."""
+    keep = {id(p) for p in policy.part_parameters(part)}
+    frozen = [p for p in policy.parameters() if id(p) not in keep]
+    for p in frozen:
+        p.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p in frozen:
+            p.requires_grad_(True)
+
+
+def ppo_update(policy, critic, optimizer: torch.optim.Optimizer, buf: Rollout, bootstrap: torch.Tensor, cfg: Any,
+               update: int, generator: torch.Generator, device: torch.device) -> dict:
+    """One update from the rollout ``buf`` (``bootstrap``: (B, 4) values where it stops);
+    ``update`` is the number of updates made before this one. Returns the metrics' loss columns."""
+    advantages = seat_advantages(buf.reward, buf.done, buf.seat, buf.value, bootstrap, cfg.gamma, cfg.gae_lambda)
+    returns = advantages + buf.value
+    data = buf.flat(buf.learner, advantage=advantages, ret=returns)
+    n = data["action"].shape[0]
+    if n == 0:
+        return {}
+    if cfg.anneal_lr:
+        for group in optimizer.param_groups:
+            group["lr"] = cfg.learning_rate * (1.0 - update / cfg.updates)
+    stats: dict[str, list[float]] = {k: [] for k in ("policy", "value", "entropy_bid", "entropy_card",
+                                                      "approx_kl", "clip_fraction")}
+    params = list(policy.parameters()) + list(critic.parameters())
+    critic_only = update < cfg.critic_warmup_updates
+    with policy_parts_only(policy, cfg.policy_parts):
+        _epochs(policy, critic, optimizer, data, n, params, critic_only, cfg, generator, device, stats)
+    out = {f"loss__{k}": sum(v) / len(v) for k, v in stats.items() if v}
+    with torch.no_grad():
+        var = data["ret"].var()
+        out["loss__explained_variance"] = float(1 - (data["ret"] - data["value"]).var() / var) if var > 0 else 0.0
+    out["learning_rate"] = optimizer.param_groups[0]["lr"]
+    return out
+
+
+def _epochs(policy, critic, optimizer, data: dict, n: int, params: list, critic_only: bool, cfg: Any,
+            generator: torch.Generator, device: torch.device, stats: dict) -> None:
+    """PPO's passes over one batch of experience (``stats`` collects the losses); with
+    ``target_kl`` the passes stop once a minibatch's approximate KL exceeds it."""
+    for _ in range(cfg.epochs):
+        order = torch.randperm(n, generator=generator, device=device)
+        for start in range(0, n, cfg.minibatch_size):
+            rows = order[start:start + cfg.minibatch_size]
+            if rows.numel() < 2:
+                continue
+            mb = {key: value[rows] for key, value in data.items() if key in _MINIBATCH_KEYS}
+            parts = ppo_loss(policy, critic, mb, cfg, critic_only, device)
+            optimizer.zero_grad(set_to_none=True)
+            parts.loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+            optimizer.step()
+            approx_kl = _record(stats, parts, mb["action"], cfg.clip)
+            if cfg.target_kl is not None and approx_kl > cfg.target_kl and not critic_only:
+                return
+
+
+_MINIBATCH_KEYS = ("obs", "mask", "action", "logp", "advantage", "ret", "state")
+
+
+@torch.no_grad()
+def _record(stats: dict, parts: LossParts, action: torch.Tensor, clip: float) -> float:
+    """Add a minibatch's losses to ``stats``; returns its approximate KL."""
+    is_bid = action >= NUM_CARDS
+    approx_kl = float(((parts.ratio - 1) - parts.log_ratio).mean())
+    stats["policy"].append(float(parts.policy))
+    stats["value"].append(float(parts.value))
+    if bool(is_bid.any()):
+        stats["entropy_bid"].append(float(parts.entropy[is_bid].mean()))
+    if bool((~is_bid).any()):
+        stats["entropy_card"].append(float(parts.entropy[~is_bid].mean()))
+    stats["approx_kl"].append(approx_kl)
+    stats["clip_fraction"].append(float(((parts.ratio - 1).abs() > clip).float().mean()))
+    return approx_kl
