@@ -24,6 +24,16 @@ SUIT_MASKS = tuple(((1 << NUM_RANKS) - 1) << (NUM_RANKS * s) for s in range(NUM_
 SPADES_MASK = SUIT_MASKS[SPADES]
 NON_SPADES_MASK = FULL_DECK & ~SPADES_MASK
 TWO_OF_CLUBS = 0
+FIRST_SPADE = SPADES * NUM_RANKS
+"""The two of spades' id: the spades are FIRST_SPADE..51, so ``card >= FIRST_SPADE`` is a trump."""
+
+# The four-seat partnership table (the batched engine plays only this one; the AEC env also
+# seats three players in cutthroat, and reads its counts from the rules).
+NUM_SEATS = 4
+NUM_SIDES = 2
+"""Partnerships: side 0 is seats 0 and 2, side 1 seats 1 and 3 (``seat % NUM_SIDES``)."""
+CARDS_PER_SEAT = NUM_CARDS // NUM_SEATS
+"""Cards dealt to each seat, and so the tricks in a hand (13)."""
 
 
 def card_suit(card: int) -> int:

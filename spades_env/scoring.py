@@ -16,6 +16,9 @@ from typing import NamedTuple, Optional, Sequence
 
 from .rules import Rules
 
+POINTS_PER_BID_TRICK = 10
+"""A contract made scores this per trick bid; a contract set loses as much."""
+
 
 class SideResult(NamedTuple):
     """How one side's hand was scored."""
@@ -68,10 +71,10 @@ def score_side(rules: Rules, bids: Sequence[int], blind: Sequence[bool], tricks:
             counted += taken
     made = counted >= contract
     if made:
-        contract_points = 10 * contract
+        contract_points = POINTS_PER_BID_TRICK * contract
         overtricks = counted - contract
     else:
-        contract_points = -10 * contract
+        contract_points = -POINTS_PER_BID_TRICK * contract
         overtricks = 0
     if not rules.bags:
         return SideResult(contract, counted, made, contract_points, 0, nil_points, 0, 0,

@@ -24,8 +24,8 @@ from typing import Any, Optional
 
 import torch
 
-from .cards import NUM_CARDS, SPADES
-from .game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, NUM_ACTIONS, PHASE_NAMES, PHASE_BIDDING,
+from .cards import CARDS_PER_SEAT, NUM_CARDS, NUM_SIDES, NUM_SUITS, SPADES, SUIT_MASKS, TWO_OF_CLUBS
+from .game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, NUM_ACTIONS, NUM_PHASES, PHASE_NAMES, PHASE_BIDDING,
                    PHASE_BLIND_DECISION, PHASE_PASSING, PHASE_PLAY, SCORE_LIMIT, parse_deal)
 from .observation import layout_for
 from .rewards import RewardScheme
@@ -33,9 +33,16 @@ from .rules import Rules, RulesError, make_rules
 from .vector_checks import VectorEnvError, check_deal_tensor, check_options, check_seed, check_snapshot
 from .vector_device import (OBS_DTYPES, RECOMPILE_LIMIT, allow_recompiles, compile_options,  # noqa: F401 (re-export)
                             obs_dtype_of, usable_device)
-from .vector_encoding import F32, F64, FIRST_SPADE, I64, NUM_SEATS, VectorEncoding, _by_side, _suit
+from .scoring import POINTS_PER_BID_TRICK
+from .vector_encoding import F32, F64, FIRST_SPADE, I64, NUM_BIDS, NUM_SEATS, VectorEncoding, _by_side, _suit
 
 SEATS = range(NUM_SEATS)
+BLIND_DECISION_ACTIONS = NUM_ACTIONS - BLIND_NIL_ACTION      # blind nil, or look at the cards
+
+
+def _next_seat(seat: torch.Tensor, steps: int = 1) -> torch.Tensor:
+    """The seat ``steps`` to the left (play and bidding go to the left; the partner is 2 away)."""
+    return (seat + steps) % NUM_SEATS
 
 
 @dataclass(frozen=True)
@@ -141,12 +148,14 @@ class SpadesVectorEnv(VectorEncoding):
         dev = self.device
         self._generator = torch.Generator(device=dev)
         self._generator.manual_seed(seed if seed is not None else torch.seed() % (2 ** 62))
-        self._ranges = {k: torch.arange(k, dtype=I64, device=dev) for k in (4, 6, 14, 32, NUM_CARDS)}
+        # the aranges the one-hot encodings compare against: seats, phases, bids (and tricks 0..13), cards
+        self._ranges = {k: torch.arange(k, dtype=I64, device=dev)
+                        for k in (NUM_SEATS, NUM_PHASES, NUM_BIDS, CARDS_PER_SEAT + 1, NUM_CARDS)}
         self._card_bits = torch.ones(NUM_CARDS, dtype=I64, device=dev) << self._ranges[NUM_CARDS]
         self._shifts32 = torch.arange(32, dtype=torch.int32, device=dev)
-        self._suit_masks = torch.tensor([((1 << 13) - 1) << (13 * s) for s in range(4)], dtype=I64, device=dev)
+        self._suit_masks = torch.tensor(SUIT_MASKS, dtype=I64, device=dev)
         self._seat_range = torch.arange(NUM_SEATS, dtype=I64, device=dev)
-        self._pass_slots = 4 * max(r.blind_nil_pass, 1)
+        self._pass_slots = NUM_SIDES * 2 * max(r.blind_nil_pass, 1)     # per side: k cards there, k back
         self._deal_pool_size = deal_pool_size or 32 * B + 1024
         self._refill_every = 8
         self._refill_margin = self._refill_every * B + 1
@@ -157,8 +166,8 @@ class SpadesVectorEnv(VectorEncoding):
         self._pool_ptr = torch.zeros((), dtype=I64, device=dev)
         self._steps = 0
         self._deal_queue = torch.zeros(B, 0, NUM_SEATS, dtype=I64, device=dev)
-        self._start_scores = torch.zeros(B, 2, dtype=I64, device=dev)
-        self._start_bags = torch.zeros(B, 2, dtype=I64, device=dev)
+        self._start_scores = torch.zeros(B, NUM_SIDES, dtype=I64, device=dev)
+        self._start_bags = torch.zeros(B, NUM_SIDES, dtype=I64, device=dev)
         self._fixed_start_dealer: Optional[torch.Tensor] = None
         self.obs_dtype = obs_dtype_of(obs_dtype)
         self._compiled = compile
@@ -202,11 +211,11 @@ class SpadesVectorEnv(VectorEncoding):
         if count > DEAL_CHUNK:
             return torch.cat([self.draw_deals(min(DEAL_CHUNK, count - start)) for start in range(0, count, DEAL_CHUNK)])
         keys = torch.rand(count, NUM_CARDS, generator=self._generator, device=self.device)
-        dealers = torch.randint(0, 4, (count, 1), generator=self._generator, device=self.device)
+        dealers = torch.randint(0, NUM_SEATS, (count, 1), generator=self._generator, device=self.device)
         if self._native is not None:            # the same deals, ranked in C
             return self._native.deal_from_keys(keys, dealers)
         order = keys.argsort(dim=1, stable=True)         # ties (rare) by card index, as the C ranking
-        hands = (torch.ones_like(order) << order).view(count, NUM_SEATS, 13).sum(dim=2)
+        hands = (torch.ones_like(order) << order).view(count, NUM_SEATS, CARDS_PER_SEAT).sum(dim=2)
         return torch.cat([hands, dealers], 1)
 
     def _refill_pool(self, force: bool = False) -> None:
@@ -226,7 +235,7 @@ class SpadesVectorEnv(VectorEncoding):
         queue of given deals first, then the seeded pool. Returns them and the new pool pointer."""
         rank = torch.cumsum(need.to(I64), 0) - 1
         pooled = pool[(ptr + rank).clamp(0, pool.shape[0] - 1)]
-        deals, dealers = pooled[:, :4], pooled[:, 4]
+        deals, dealers = pooled[:, :NUM_SEATS], pooled[:, NUM_SEATS]
         queue_len = queue.shape[1]
         if queue_len:
             from_queue = (deal_index < queue_len)[:, None]
@@ -307,7 +316,7 @@ class SpadesVectorEnv(VectorEncoding):
     def _per_table_pair(self, name: str, value: Any) -> torch.Tensor:
         B, dev = self.num_envs, self.device
         if value is None:
-            return torch.zeros(B, 2, dtype=I64, device=dev)
+            return torch.zeros(B, NUM_SIDES, dtype=I64, device=dev)
         try:
             t = torch.as_tensor(value, device=dev)
         except (TypeError, ValueError, RuntimeError, OverflowError) as exc:
@@ -319,10 +328,11 @@ class SpadesVectorEnv(VectorEncoding):
         if name == "scores" and bool((t.abs() > SCORE_LIMIT).any()):
             raise VectorEnvError(f"scores: each starting score must lie within -{SCORE_LIMIT:,}..{SCORE_LIMIT:,}, as "
                                  "in the AEC env")
-        if t.shape == (2,):
-            t = t.expand(B, 2)
-        if t.shape != (B, 2):
-            raise VectorEnvError(f"{name}: expected a pair or one pair per table ({B}, 2), got shape {tuple(t.shape)}")
+        if t.shape == (NUM_SIDES,):
+            t = t.expand(B, NUM_SIDES)
+        if t.shape != (B, NUM_SIDES):
+            raise VectorEnvError(f"{name}: expected a pair or one pair per table ({B}, {NUM_SIDES}), got shape "
+                                 f"{tuple(t.shape)}")
         return t.clone()
 
     def _parse_deals(self, deals: Any) -> torch.Tensor:
@@ -350,14 +360,14 @@ class SpadesVectorEnv(VectorEncoding):
     def _empty_state(self) -> VecState:
         B, dev = self.num_envs, self.device
         z = lambda *shape: torch.zeros(*shape, dtype=I64, device=dev)  # noqa: E731
-        Q = self._pass_slots
-        return VecState(hands=z(B, 4), deal=z(B, 4), phase=z(B), to_act=z(B), dealer=z(B), bids=z(B, 4) - 1,
-                        blind=z(B, 4), looked=z(B, 4), passed=z(B, 4), received=z(B, 4), pass_from=z(B, Q),
-                        pass_to=z(B, Q), pass_len=z(B), pass_pos=z(B), trick=z(B, 4) - 1, trick_len=z(B),
-                        leader=z(B), led_suit=z(B), win_card=z(B), win_seat=z(B), tricks_taken=z(B, 4),
-                        tricks_played=z(B), played=z(B, 4), voids=z(B, 4), broken=z(B), scores=z(B, 2),
-                        bags=z(B, 2), hand_number=z(B), deal_index=z(B),
-                        potential=torch.zeros(B, 2, dtype=F64, device=dev))
+        Q, S, P = self._pass_slots, NUM_SEATS, NUM_SIDES
+        return VecState(hands=z(B, S), deal=z(B, S), phase=z(B), to_act=z(B), dealer=z(B), bids=z(B, S) - 1,
+                        blind=z(B, S), looked=z(B, S), passed=z(B, S), received=z(B, S), pass_from=z(B, Q),
+                        pass_to=z(B, Q), pass_len=z(B), pass_pos=z(B), trick=z(B, S) - 1, trick_len=z(B),
+                        leader=z(B), led_suit=z(B), win_card=z(B), win_seat=z(B), tricks_taken=z(B, S),
+                        tricks_played=z(B), played=z(B, S), voids=z(B, S), broken=z(B), scores=z(B, P),
+                        bags=z(B, P), hand_number=z(B), deal_index=z(B),
+                        potential=torch.zeros(B, P, dtype=F64, device=dev))
 
     def _start(self, s: VecState, new_hand: torch.Tensor, new_game: torch.Tensor, pool: torch.Tensor,
                ptr: torch.Tensor, queue: torch.Tensor) -> tuple[VecState, torch.Tensor]:
@@ -378,8 +388,8 @@ class SpadesVectorEnv(VectorEncoding):
                       dealer=torch.where(g, first_dealer, s.dealer))
         w, w2 = new_hand, new_hand[:, None]
         zeros4 = torch.zeros_like(s.bids)
-        looked = 1 - self._side_may_blind(s.scores).repeat(1, 2)        # seats 0,1,2,3 -> sides 0,1,0,1
-        leader0 = (s.dealer + 1) & 3
+        looked = 1 - self._seat_from_side(self._side_may_blind(s.scores))
+        leader0 = _next_seat(s.dealer)
         s = s.replace(
             hands=torch.where(w2, deals, s.hands), deal=torch.where(w2, deals, s.deal),
             bids=torch.where(w2, zeros4 - 1, s.bids), blind=torch.where(w2, zeros4, s.blind),
@@ -409,7 +419,7 @@ class SpadesVectorEnv(VectorEncoding):
 
     def _legal_bids(self, s: VecState, seat: torch.Tensor) -> torch.Tensor:
         """(B, 14) 1 for the bids (0 = nil .. 13) ``seat`` may make (:meth:`_legal_bid_bits` unpacked)."""
-        return (self._legal_bid_bits(s, seat)[:, None] >> self._ranges[14]) & 1
+        return (self._legal_bid_bits(s, seat)[:, None] >> self._ranges[NUM_BIDS]) & 1
 
     def _begin_bidding_turn(self, s: VecState, where: torch.Tensor) -> VecState:
         """At ``to_act``'s bidding turn: offer blind nil, or show its cards (tables in ``where``)."""
@@ -431,19 +441,19 @@ class SpadesVectorEnv(VectorEncoding):
         s = self.state if s is None else s
         cards = (self._legal_cards(s)[:, None] & self._card_bits) != 0              # (B, 52)
         bids = (self._legal_bids(s, s.to_act) == 1) & (s.phase == PHASE_BIDDING)[:, None]
-        blind = (s.phase == PHASE_BLIND_DECISION)[:, None].expand(s.phase.shape[0], 2)
+        blind = (s.phase == PHASE_BLIND_DECISION)[:, None].expand(s.phase.shape[0], BLIND_DECISION_ACTIONS)
         return torch.cat([cards, bids, blind], 1)
 
     def _legal_cards(self, s: VecState) -> torch.Tensor:
         """(B,) bitboard of the cards the player to act may play or pass (0 in other phases)."""
         r = self.rules
         hand = s.hands.gather(1, s.to_act[:, None])[:, 0]
-        spades = self._suit_masks[3]
+        spades = self._suit_masks[SPADES]
         non_spades = hand & ~spades
         has_non_spades = non_spades != 0
         following = s.trick_len > 0
         first_trick = s.tricks_played == 0
-        follow = hand & self._suit_masks[s.led_suit.clamp(0, 3)]
+        follow = hand & self._suit_masks[s.led_suit.clamp(0, NUM_SUITS - 1)]
         follow_legal = torch.where(follow != 0, follow, hand)
         if r.no_spades_first_trick:
             follow_legal = torch.where((follow == 0) & first_trick & has_non_spades, non_spades, follow_legal)
@@ -588,12 +598,12 @@ class SpadesVectorEnv(VectorEncoding):
         B, dev = self.num_envs, self.device
         phase = s.phase
         seat = s.to_act
-        seat_oh = self._seat_range[None, :] == seat[:, None]           # (B, 4)
+        seat_oh = self._seat_range[None, :] == seat[:, None]           # (B, NUM_SEATS)
         is_play = phase == PHASE_PLAY
         is_bid = phase == PHASE_BIDDING
         is_blind = phase == PHASE_BLIND_DECISION
         is_pass = phase == PHASE_PASSING
-        card = a.clamp(0, 51)
+        card = a.clamp(0, NUM_CARDS - 1)          # (the other phases' action ids are no card)
         bit = torch.ones_like(card) << card
 
         # -- play a card
@@ -607,16 +617,16 @@ class SpadesVectorEnv(VectorEncoding):
         beats = leading | ((suit == _suit(s.win_card)) & (card > s.win_card)) | ((suit == SPADES) & (s.win_card < FIRST_SPADE))
         win_card = torch.where(is_play & beats, card, s.win_card)
         win_seat = torch.where(is_play & beats, seat, s.win_seat)
-        trick = torch.where(seat_oh & is_play[:, None], card[:, None].expand(B, 4), s.trick)
+        trick = torch.where(seat_oh & is_play[:, None], card[:, None].expand(B, NUM_SEATS), s.trick)
         trick_len = s.trick_len + is_play.to(I64)
         leader = torch.where(is_play & leading, seat, s.leader)
-        broken = s.broken | (is_play & (suit == 3)).to(I64)
-        trick_done = is_play & (trick_len == 4)
+        broken = s.broken | (is_play & (suit == SPADES)).to(I64)
+        trick_done = is_play & (trick_len == NUM_SEATS)
         winner_oh = self._seat_range[None, :] == win_seat[:, None]
         tricks_taken = s.tricks_taken + (winner_oh & trick_done[:, None]).to(I64)
         tricks_played = s.tricks_played + trick_done.to(I64)
-        hand_done = trick_done & (tricks_played == 13)
-        next_in_play = torch.where(trick_done, win_seat, (seat + 1) & 3)
+        hand_done = trick_done & (tricks_played == CARDS_PER_SEAT)
+        next_in_play = torch.where(trick_done, win_seat, _next_seat(seat))
         s = s.replace(hands=hands, played=played, voids=voids, win_card=win_card, win_seat=win_seat,
                       led_suit=torch.where(is_play, led, s.led_suit),
                       trick=torch.where(trick_done[:, None], torch.full_like(trick, -1), trick),
@@ -641,7 +651,7 @@ class SpadesVectorEnv(VectorEncoding):
         bid_value = torch.where(is_blind, torch.zeros_like(a), a - BID_ACTION_BASE)
         makes_bid = is_bid | (is_blind & (a == BLIND_NIL_ACTION))
         looks = is_blind & (a == LOOK_ACTION)
-        bids = torch.where(seat_oh & makes_bid[:, None], bid_value[:, None].expand(B, 4), s.bids)
+        bids = torch.where(seat_oh & makes_bid[:, None], bid_value[:, None].expand(B, NUM_SEATS), s.bids)
         blind = torch.where(seat_oh & (is_blind & (a == BLIND_NIL_ACTION))[:, None], torch.ones_like(s.blind), s.blind)
         looked = torch.where(seat_oh & looks[:, None], torch.ones_like(s.looked), s.looked)
         bidding_over = makes_bid & (seat == s.dealer)
@@ -658,12 +668,12 @@ class SpadesVectorEnv(VectorEncoding):
                       pass_len=torch.where(starts_passing, pass_len_q, s.pass_len),
                       pass_pos=torch.where(starts_passing, torch.zeros_like(s.pass_pos), s.pass_pos))
         play_starts = (bidding_over & (pass_len_q == 0)) | passing_over
-        first_leader = (s.dealer + 1) & 3
+        first_leader = _next_seat(s.dealer)
         if r.two_of_clubs_leads:
-            first_leader = ((s.hands & 1) != 0).to(I64).argmax(1)
+            first_leader = ((s.hands & (1 << TWO_OF_CLUBS)) != 0).to(I64).argmax(1)
 
         # -- who acts next, in which phase
-        next_bidder = (seat + 1) & 3
+        next_bidder = _next_seat(seat)
         to_act = torch.where(is_play, next_in_play, seat)
         to_act = torch.where(makes_bid & ~bidding_over, next_bidder, to_act)
         to_act = torch.where(starts_passing, pass_from_q[:, 0], to_act)
@@ -681,7 +691,7 @@ class SpadesVectorEnv(VectorEncoding):
 
         # -- rewards: shaping after tricks, scores after the last trick
         scheme = self.reward_scheme
-        rewards = torch.zeros(B, 4, dtype=F64, device=dev)   # float64: the AEC env's Python floats
+        rewards = torch.zeros(B, NUM_SEATS, dtype=F64, device=dev)   # float64: the AEC env's Python floats
         no_hand_done = not self._needed(hand_done)
         if no_hand_done and not (scheme.shaping > 0 and self._needed(trick_done)):
             never = torch.zeros_like(hand_done)
@@ -710,7 +720,7 @@ class SpadesVectorEnv(VectorEncoding):
         episode_over = hand_done & (game_over | truncated | torch.full_like(hand_done, self.episode == "hand"))
         next_hand = hand_done & ~episode_over
         if r.fixed_dealer is None:
-            s = s.replace(dealer=torch.where(next_hand, (s.dealer + 1) & 3, s.dealer))
+            s = s.replace(dealer=torch.where(next_hand, _next_seat(s.dealer), s.dealer))
         final_scores = s.scores.clone()
         winner = torch.where(episode_over, game_winner, torch.full_like(game_winner, -1))
         return s, rewards, hand_done, episode_over, final_scores, winner
@@ -729,9 +739,10 @@ class SpadesVectorEnv(VectorEncoding):
             return z, z, torch.zeros(B, dtype=I64, device=dev)
         blind = _by_side(s.blind)                                        # (B, 2 sides, 2 members)
         active = (blind.sum(2) == 1)                                     # exactly one blind-nil bidder
-        bidder = torch.where(blind[:, :, 0] == 1, 0, 1) * 2 + torch.arange(2, device=dev)[None, :]
-        partner = (bidder + 2) & 3
-        order = (bidder - s.dealer[:, None] - 1) & 3                     # bidding position
+        sides = torch.arange(NUM_SIDES, device=dev)[None, :]
+        bidder = torch.where(blind[:, :, 0] == 1, 0, 1) * NUM_SIDES + sides    # member 0 or 1 of each side
+        partner = _next_seat(bidder, NUM_SIDES)
+        order = (bidder - s.dealer[:, None] - 1) % NUM_SEATS             # bidding position
         first = torch.where(~active[:, 1] | (active[:, 0] & (order[:, 0] < order[:, 1])), 0, 1)
         second = 1 - first
         pick = lambda t, side: t.gather(1, side[:, None])[:, 0]          # noqa: E731
@@ -764,7 +775,7 @@ class SpadesVectorEnv(VectorEncoding):
             counted = torch.where(is_nil, 0, taken).sum(2)
             nil_bags = torch.where(is_nil, taken, 0).sum(2)
         made = counted >= contract
-        contract_points = torch.where(made, 10 * contract, -10 * contract)
+        contract_points = torch.where(made, POINTS_PER_BID_TRICK * contract, -POINTS_PER_BID_TRICK * contract)
         if not r.bags:
             return contract_points + nil_points, torch.zeros_like(contract)
         over = torch.where(made, counted - contract, 0)
@@ -808,7 +819,7 @@ class SpadesVectorEnv(VectorEncoding):
         counted, contract = self._counted_and_contract(s)
         nil_value = torch.where(blind == 1, r.blind_nil_bonus, r.nil_bonus)
         nil_loss = torch.where(is_nil & (taken > 0), nil_value, 0).sum(2)
-        return (10 * torch.minimum(counted, contract) - nil_loss).to(F64)
+        return (POINTS_PER_BID_TRICK * torch.minimum(counted, contract) - nil_loss).to(F64)
 
     def _per_seat(self, side_values: torch.Tensor) -> torch.Tensor:
         """(B, 2) per side -> (B, 4) per seat, combined like the reward scheme."""
@@ -819,11 +830,11 @@ class SpadesVectorEnv(VectorEncoding):
 
     @staticmethod
     def _seat_from_side(side_values: torch.Tensor) -> torch.Tensor:
-        return side_values.repeat(1, 2)
+        return side_values.repeat(1, NUM_SEATS // NUM_SIDES)      # seats 0, 1, 2, 3 -> sides 0, 1, 0, 1
 
     def _win_values(self, winner: torch.Tensor) -> torch.Tensor:
         """(B, 2): +1 for the winning side, -1 for the other, 0 without a winner."""
-        sides = torch.arange(2, device=self.device)[None, :]
+        sides = torch.arange(NUM_SIDES, device=self.device)[None, :]
         values = torch.where(sides == winner[:, None], 1.0, -1.0)
         return torch.where((winner >= 0)[:, None], values, 0.0).to(F64)
 
@@ -838,6 +849,6 @@ def _is_hand_sequence(entry: Any) -> bool:
     """True if ``entry`` is a list of deals (each four hands) rather than one deal."""
     try:
         first = entry[0]
-        return not isinstance(first, (str, int)) and len(first) == 4 and not isinstance(first[0], (str, int))
+        return not isinstance(first, (str, int)) and len(first) == NUM_SEATS and not isinstance(first[0], (str, int))
     except (TypeError, IndexError, KeyError):
         return False

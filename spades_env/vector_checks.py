@@ -15,15 +15,14 @@ from typing import TYPE_CHECKING, Any, Optional
 import numpy as np
 import torch
 
-from .cards import NUM_CARDS
+from .cards import CARDS_PER_SEAT, NUM_CARDS, NUM_SEATS
 from .game import NUM_ACTIONS, PHASE_PLAY
 
 if TYPE_CHECKING:        # pragma: no cover
     from .vector import SpadesVectorEnv, VecState
 
 ALL_CARDS = (1 << NUM_CARDS) - 1
-NUM_SEATS = 4
-CARDS_PER_HAND = NUM_CARDS // NUM_SEATS
+CARDS_PER_HAND = CARDS_PER_SEAT
 MAX_ABS_SCORE = 10 ** 9
 """Scores beyond this are refused (far past any real game; the step's arithmetic stays exact)."""
 LAST_PHASE = 4          # the engine's phases run 0 (blind decision) .. 4 (hand over)

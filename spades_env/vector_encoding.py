@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Optional
 
 import torch
 
-from .cards import NUM_CARDS, NUM_RANKS, SPADES
+from .cards import FIRST_SPADE, NUM_CARDS, NUM_RANKS, NUM_SEATS, NUM_SIDES  # noqa: F401 (re-export)
 from .game import (BID_ACTION_BASE, BLIND_NIL_ACTION, NUM_ACTIONS, PHASE_BIDDING, PHASE_BLIND_DECISION,
                    PHASE_HAND_OVER, PHASE_PLAY)
 from .observation import BID_SLOTS, SIDE_SLOTS
@@ -25,8 +25,6 @@ I64 = torch.int64
 F32 = torch.float32
 F64 = torch.float64
 NUM_BIDS = BLIND_NIL_ACTION - BID_ACTION_BASE        # nil and 1..13
-FIRST_SPADE = SPADES * NUM_RANKS                      # the two of spades' id
-NUM_SEATS = 4
 
 
 class VectorEncoding:
@@ -290,4 +288,4 @@ def _suit(card: torch.Tensor) -> torch.Tensor:
 
 def _by_side(t: torch.Tensor) -> torch.Tensor:
     """(B, 4) per seat -> (B, 2 sides, 2 members): side 0 = seats 0, 2; side 1 = seats 1, 3."""
-    return t.view(t.shape[0], 2, 2).transpose(1, 2)
+    return t.view(t.shape[0], NUM_SEATS // NUM_SIDES, NUM_SIDES).transpose(1, 2)

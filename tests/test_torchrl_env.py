@@ -94,3 +94,16 @@ def test_bad_input_is_refused():
     td["action"] = (~td["action_mask"]).long().argmax(1)          # an illegal action everywhere
     with pytest.raises(VectorEnvError, match="illegal learner action"):
         env.step(td)
+
+
+@pytest.mark.parametrize("policy, message", [
+    (lambda obs, mask: torch.zeros(mask.shape[0], dtype=torch.int64), r"illegal policy action 0 at table"),
+    (lambda obs, mask: torch.tensor(52), r"policy \(seat \d to act\): actions of shape \(\)"),
+    (lambda obs, mask: torch.full((mask.shape[0],), 52.7), r"dtype torch.float32: expected \(4,\) integer"),
+])
+def test_a_bad_policy_opponent_is_refused_in_a_rollout(policy, message):
+    """A rollout against a policy that answers with no legal action id stops with an error naming
+    the seat (an always-0 policy made it run for ever; 52.7 or a 0-d tensor corrupted tables)."""
+    env = SpadesTorchRLEnv(4, learners="side", opponents=policy, seed=0)
+    with pytest.raises(VectorEnvError, match=message):
+        env.rollout(40)
