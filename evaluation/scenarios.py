@@ -50,6 +50,8 @@ class Scenario:
     focal agent's seat in its team (0: it bids and leads first in the team; 2: its partner does).
     ``hands``: ``"all"``, or ``"partner_nil"``: only the points of the plays where the partner bid
     nil count (a play without one counts 0 points, so focal, copy and random stay paired by deal).
+    ``deals_factor``: this scenario plays that many times the deals (its own, or ``--deals``),
+    for a scenario that scores a few of its plays only, like partner-nil hands.
     """
 
     name: str
@@ -61,6 +63,7 @@ class Scenario:
     seed: int = 0
     about: str = ""
     hands: str = "all"
+    deals_factor: int = 1
 
     def check(self) -> None:
         where = f"scenario {self.name!r}"
@@ -71,6 +74,7 @@ class Scenario:
         if not make_rules(self.rules).partnerships:
             raise EvaluationError(f"{where}: rules {self.rules!r} have no partnerships")
         check_positive(self.deals, f"{where}: deals")
+        check_positive(self.deals_factor, f"{where}: deals_factor")
         if self.hands not in HANDS:
             raise EvaluationError(f"{where}: hands={self.hands!r}: expected one of {', '.join(HANDS)}")
 
@@ -103,7 +107,7 @@ def standard_suite() -> Suite:
     for group in zoo.groups():
         members = tuple(p.name for p in zoo.PARTNERS if p.group == group)
         scenarios.append(Scenario(f"group:{group}", members, about=f"every partner of the {group} group"))
-    scenarios.append(Scenario("partner-nil", ("eager-nil", "bold"), hands="partner_nil",
+    scenarios.append(Scenario("partner-nil", ("eager-nil", "bold"), hands="partner_nil", deals_factor=5,
                               about="the hands where a partner that bids nil often bid nil: covering it"))
     for preset in _partnership_presets():
         scenarios.append(Scenario(f"rules:{preset}", ("heuristic",), rules=preset,
@@ -134,7 +138,7 @@ def suite_definition(suite: Suite, deals: Optional[int], seed: int) -> dict:
     scenarios = []
     for s in suite.scenarios:
         item = asdict(s)
-        item["deals"] = deals if deals is not None else s.deals
+        item["deals"] = (deals if deals is not None else s.deals) * s.deals_factor
         item["partner_specs"] = [resolve_spec(p) for p in s.partners]
         item["partner_hashes"] = [zoo.partner_hash(spec) for spec in item["partner_specs"]]
         item["opponent_hashes"] = [zoo.partner_hash(resolve_spec(o)) for o in s.opponents]
@@ -194,7 +198,7 @@ def run_suite(agent: Any, suite: Any = "standard", *, deals: Optional[int] = Non
     cells: dict[tuple, _Cell] = {}
 
     def cell(first, second, opponent, scenario: Scenario) -> tuple:
-        n = deals if deals is not None else scenario.deals
+        n = (deals if deals is not None else scenario.deals) * scenario.deals_factor
         s = derive_seed("spades-coop", seed, scenario.seed)
         key = (player_key(first), player_key(second), player_key(opponent), scenario.rules, n, s)
         if key not in cells:

@@ -27,8 +27,9 @@ def test_the_partners_copy_scores_exactly_one_and_random_exactly_zero():
 
 
 def test_partner_nil_scenarios_count_only_the_partners_nil_hands():
-    eager = Scenario("nil", ("eager-nil",), hands="partner_nil", deals=12)
+    eager = Scenario("nil", ("eager-nil",), hands="partner_nil", deals=6, deals_factor=2)
     result = run_suite("heuristic", Suite("nil", (eager,)), workers=1)
+    assert result["scenarios"][0]["deals"] == 12 == len(result["scenarios"][0]["per_deal"])
     (row,) = result["scenarios"][0]["partners"]
     assert row["partner_nil_plays"] > 0 and result["scenarios"][0]["hands"] == "partner_nil"
     whole = run_suite("heuristic", Suite("all", (Scenario("all", ("eager-nil",), deals=12),)), workers=1)
@@ -70,6 +71,9 @@ def test_standard_suite_covers_held_out_groups_nil_and_every_partnership_preset(
         for entry in s.partners:
             assert entry in {p.name for p in zoo.PARTNERS}
     definition = suite_definition(suite, None, 0)
+    nil = suite.scenarios[names.index("partner-nil")]
+    assert nil.hands == "partner_nil" and nil.deals_factor > 1
+    assert definition["scenarios"][names.index("partner-nil")]["deals"] == nil.deals * nil.deals_factor
     assert suite_hash(definition) == suite_hash(suite_definition(get_suite("standard"), None, 0))
     assert suite_hash(definition) != suite_hash(suite_definition(suite, 10, 0))
 
