@@ -135,6 +135,31 @@ class ExperienceSection:
 
 
 @dataclass
+class CooperationSection:
+    """Training for cooperation (train/cooperation.py, docs/cooperation.md); all off by default."""
+
+    symmetry_augment: bool = _f(False, "every decision of the learner's PPO batch is replaced by its image under a "
+                                       "relabelling of the side suits drawn per decision (identity included): the "
+                                       "observation, the legal mask, the action and a central critic's state; "
+                                       "advantages and returns stay; the old log-probability of the ratio is the "
+                                       "policy's (as it played the rollout) for the relabelled action under the "
+                                       "relabelled observation, computed before the first gradient step")
+    other_play: str = _f("none", "Other-Play: 'none', 'partner' or 'learner'. Each table draws a relabelling of the "
+                                 "side suits per episode; with 'partner' seats 2 and 3 (the learner's partner seat, "
+                                 "and in self-play the other side's too), with 'learner' seats 0 and 1 see the episode "
+                                 "through it: observation and mask mapped before the policy, its action mapped back "
+                                 "with the inverse; the learner's data are the relabelled decisions it saw")
+    partner_population: list = _f([], "partners for the learner, Fictitious Co-Play style: zoo partner names of the "
+                                      "train split (held-out and validation partners are refused) and checkpoint "
+                                      "globs or paths, e.g. runs/study/runs/selfplay_s*/checkpoints/update_*.pt "
+                                      "(every file matched is a member, intermediate checkpoints included; "
+                                      "checkpoint members sample from their policy)")
+    partner_population_share: float = _f(0.5, "with partner_population, the share of episodes (drawn per table and "
+                                              "episode) whose learner's partner seat a member plays (drawn "
+                                              "uniformly); the other side is drawn from opponents as usual")
+
+
+@dataclass
 class NetworksSection:
     """The networks: the policy's and the critic's shapes."""
 
@@ -274,6 +299,7 @@ SECTIONS: dict[str, type] = {
     'run': RunSection,
     'game': GameSection,
     'experience': ExperienceSection,
+    'cooperation': CooperationSection,
     'networks': NetworksSection,
     'ppo': PPOSection,
     'warm_starts': WarmStartsSection,
@@ -292,6 +318,7 @@ class TrainConfig:
     run: RunSection = field(default_factory=RunSection)
     game: GameSection = field(default_factory=GameSection)
     experience: ExperienceSection = field(default_factory=ExperienceSection)
+    cooperation: CooperationSection = field(default_factory=CooperationSection)
     networks: NetworksSection = field(default_factory=NetworksSection)
     ppo: PPOSection = field(default_factory=PPOSection)
     warm_starts: WarmStartsSection = field(default_factory=WarmStartsSection)
@@ -383,7 +410,8 @@ class TrainConfig:
                      "bid_value_temperature", "reward_scale", "clip", "max_grad_norm"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected a positive number")
-        for name in ("gamma", "gae_lambda", "varied_start_share", "bid_value_heuristic_share"):
+        for name in ("gamma", "gae_lambda", "varied_start_share", "bid_value_heuristic_share",
+                     "partner_population_share"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected a number in [0, 1]")
         for name in ("entropy_coef", "value_coef", "shaping", "win_bonus"):
@@ -419,6 +447,11 @@ class TrainConfig:
             raise ConfigError("env_backend='native' steps in C: compile_env=true (torch.compile) does not apply to it")
         if self.env_backend == "native" and not str(self.device).startswith("cpu"):
             raise ConfigError(f"env_backend='native' runs on the CPU; device={self.device!r} needs env_backend='torch'")
+        if self.other_play not in ("none", "partner", "learner"):
+            raise ConfigError(f"other_play={self.other_play!r}: expected 'none', 'partner' or 'learner'")
+        if any(not isinstance(p, str) or not p.strip() for p in self.partner_population):
+            raise ConfigError(f"partner_population={self.partner_population!r}: expected a list of zoo partner names "
+                              "and checkpoint globs")
         if self.episode not in ("hand", "game"):
             raise ConfigError(f"episode={self.episode!r}: expected 'hand' or 'game'")
         if self.critic not in ("local", "central"):

@@ -48,12 +48,13 @@ from spades_env.vector import SpadesVectorEnv, VectorEnvError
 from . import warm_starts
 from .checkpoints import completed_run, listify, read_training_checkpoint, save_checkpoint, tuplify
 from .config import ConfigError, TrainConfig, describe_fields, load_config
+from .cooperation import Cooperation
 from .expert_manifest import verify_finished_rounds
 from .fitting import progress_bar as _bar
 from .metrics import MetricsLog, plot_learning_curves
 from .opponents import KINDS, OpponentPool
 from .policy_eval import PolicyEvaluator, eval_columns, eval_line, format_table
-from .ppo_update import ppo_update
+from .ppo_update import learner_logits, ppo_update
 from .rollout import Collector, Rollout, StartingScores
 from .run_lock import RunFolderBusy, RunLock
 from .threads import set_training_threads
@@ -135,6 +136,11 @@ class Trainer:
         self.run_path = cfg.run_path
         self.checkpoint_dir = self.run_path / "checkpoints"
         self.opponents.assign(torch.ones(cfg.num_envs, dtype=torch.bool, device=dev))
+        # symmetry_augment, other_play, partner_population (train/cooperation.py); None when all are off
+        self.cooperation = Cooperation.from_config(cfg, self.env.rules, cfg.num_envs, self.generator, dev)
+        if self.cooperation is not None:
+            self.collector.cooperation = self.cooperation
+            self.cooperation.episodes_started(torch.ones(cfg.num_envs, dtype=torch.bool, device=dev), self.opponents)
         if cfg.init_from and not resume:
             self._init_from(Path(cfg.init_from))
         resume_update = None
@@ -188,8 +194,13 @@ class Trainer:
 
     def learn(self, buf: Rollout) -> dict:
         """One PPO update from the rollout (:func:`train.ppo_update.ppo_update`)."""
+        augment = None
+        if self.cooperation is not None and self.cooperation.augment_maps is not None:
+            cfg, policy, device = self.config, self.policy, self.device
+            augment = functools.partial(self.cooperation.augment, generator=self.generator,
+                                        logits_of=lambda obs, mask: learner_logits(policy, obs, mask, cfg, device))
         return ppo_update(self.policy, self.critic, self.optimizer, buf, self.collector.bootstrap(self.critic),
-                          self.config, self.update, self.generator, self.device)
+                          self.config, self.update, self.generator, self.device, augment)
 
     # ------------------------------------------------------------------ warm starts
     def imitate(self) -> dict:
@@ -228,6 +239,7 @@ class Trainer:
             "recent": {k: list(v) for k, v in self.collector.recent.items()},
             "provenance": {"trained_by": "spades-train", "config_name": cfg.name, "init_from": cfg.init_from},
             "start_policy": self.start_policy,
+            **({} if self.cooperation is None else {"cooperation": self.cooperation.state_dict()}),
         }
 
     def save_checkpoint(self) -> Path:
@@ -255,6 +267,8 @@ class Trainer:
             self.expert_rounds_done = int(data.get("expert_rounds_done", 0))
             self.expert_manifest = data.get("expert_manifest")      # None: a checkpoint from before it
             self.start_policy = data.get("start_policy")
+            if self.cooperation is not None:
+                self.cooperation.load_state_dict(data.get("cooperation"))
         except (KeyError, RuntimeError, ValueError, TypeError) as exc:
             raise ModelError(f"{path}: incomplete or corrupt training checkpoint ({type(exc).__name__}: "
                              f"{str(exc).splitlines()[0] if str(exc) else ''})") from None

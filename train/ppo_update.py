@@ -93,12 +93,15 @@ def policy_parts_only(policy, part: str):
 
 
 def ppo_update(policy, critic, optimizer: torch.optim.Optimizer, buf: Rollout, bootstrap: torch.Tensor, cfg: Any,
-               update: int, generator: torch.Generator, device: torch.device) -> dict:
+               update: int, generator: torch.Generator, device: torch.device, augment=None) -> dict:
     """One update from the rollout ``buf`` (``bootstrap``: (B, 4) values where it stops);
-    ``update`` is the number of updates made before this one. Returns the metrics' loss columns."""
+    ``update`` is the number of updates made before this one; ``augment`` (symmetry_augment)
+    maps the learner's flat batch before the first gradient step. Returns the metrics' loss columns."""
     advantages = seat_advantages(buf.reward, buf.done, buf.seat, buf.value, bootstrap, cfg.gamma, cfg.gae_lambda)
     returns = advantages + buf.value
     data = buf.flat(buf.learner, advantage=advantages, ret=returns)
+    if augment is not None:
+        data = augment(data)
     n = data["action"].shape[0]
     if n == 0:
         return {}

@@ -180,10 +180,11 @@ class Collector:
     RECENT_EPISODES = 2000
 
     def __init__(self, env, opponents, heuristic, starts: StartingScores, steps: int, central_critic: bool,
-                 generator: torch.Generator, device: torch.device) -> None:
+                 generator: torch.Generator, device: torch.device, cooperation=None) -> None:
         from .opponents import KINDS
 
         self.env, self.opponents, self.heuristic, self.starts = env, opponents, heuristic, starts
+        self.cooperation = cooperation       # train.cooperation.Cooperation, or None (every setting off)
         self.steps, self.generator, self.device = steps, generator, device
         self.obs, self.mask = starts.reset(env)
         self.obs_size = env.obs_size
@@ -211,6 +212,8 @@ class Collector:
         pool_rows = controller == POOL
         if bool(pool_rows.any()):
             self.opponents.pool_actions(obs, mask, pool_rows, actions)
+        if self.cooperation is not None:          # partner_population: its members' seats
+            self.cooperation.population_actions(obs, mask, controller, actions)
         rows = torch.nonzero(controller == HEURISTIC)[:, 0]
         if rows.numel():
             actions[rows] = agent_actions(self.heuristic, obs[rows], mask[rows])
@@ -230,11 +233,15 @@ class Collector:
             seat = env.to_act
             controller = self.opponents.controller.gather(1, seat[:, None])[:, 0]
             state = env.state_tensor() if self.state_size else None
+            if self.cooperation is not None:      # other_play: the seats see relabelled games
+                obs, mask, state = self.cooperation.view(seat, obs, mask, state)
             actions = self.choose(policy, critic, obs, mask, controller, state, buf, t)
             buf.obs[t], buf.mask[t], buf.action[t], buf.seat[t] = obs, mask, actions, seat
             buf.learner[t] = controller == LEARNER
             if state is not None:
                 buf.state[t] = state
+            if self.cooperation is not None:      # ...and answer in them: back to the real game's actions
+                actions = self.cooperation.real_actions(seat, actions)
             obs, mask, rewards, done, info = env.step(actions)
             buf.reward[t], buf.done[t] = rewards.to(torch.float32), done
             if bool(done.any()):
@@ -254,11 +261,16 @@ class Collector:
         for kind, d in zip(pool.table_kind[idx].tolist(), diff.tolist()):
             self.recent[KINDS[kind]].append(d)
         pool.assign(done)
+        if self.cooperation is not None:
+            self.cooperation.episodes_started(done, pool)
 
     @torch.no_grad()
     def bootstrap(self, critic) -> torch.Tensor:
         """(B, 4): every seat's value where the rollout stops (its episode goes on)."""
         state = self.env.state_tensor() if self.state_size else None
+        if self.cooperation is not None:          # each seat's value of the game it sees
+            views = [self.cooperation.seat_view(seat, self.env.observe_seat(seat), state) for seat in range(4)]
+            return torch.stack([critic(critic_input(obs, seen)) for obs, seen in views], 1)
         values = [critic(critic_input(self.env.observe_seat(seat), state)) for seat in range(4)]
         return torch.stack(values, 1)
 

@@ -1,0 +1,121 @@
+"""spades-coop study (evaluation/coop_study.py, coop_study_report.py): the configs are checked,
+a killed study resumes to finished runs (a method that waits for another starts after it), and
+the analysis computes self-play, cross-play and their gap paired by deal."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from evaluation.coop_study import StudyError, load_study
+from evaluation.coop_study_report import crossplay_analysis, hypotheses, report_markdown
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TINY_TRAIN = {"threads": 1, "total_decisions": 256 * 6, "num_envs": 16, "rollout_steps": 16, "minibatch_size": 128,
+              "opponents": {"self": 1.0}, "hidden": 16, "layers": 1, "head_hidden": 8, "epochs": 1,
+              "imitation_decisions": 0, "eval_every": 0, "eval_opponents": ["random"], "eval_against_start": False,
+              "final_eval_deals": 2, "checkpoint_every": 1, "keep_checkpoints": 2, "tensorboard": False,
+              "progress": False}
+
+
+def write_study(tmp_path: Path, **changes) -> Path:
+    study = {"name": "tiny", "folder": str(tmp_path / "study"), "seeds": [1], "train": dict(TINY_TRAIN),
+             "methods": {"selfplay": {},
+                         "population": {"fields": {"partner_population": ["{runs}/selfplay_s*/checkpoints/update_*.pt"]},
+                                        "after": ["selfplay"]}}}
+    study.update(changes)
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(study))
+    return path
+
+
+def test_the_shipped_study_configs_load():
+    for name in ("coop_study.yaml", "coop_study_smoke.yaml"):
+        study = load_study(ROOT / "configs" / name)
+        assert {m.name for m in study.methods} == {"selfplay", "other_play", "population"}
+    study = load_study(ROOT / "configs" / "coop_study.yaml")
+    assert len(study.seeds) >= 5 and study.train["imitation_decisions"] == 0 and study.train["init_from"] is None
+    population = next(r for r in study.runs() if r.method.name == "population").fields()["partner_population"]
+    assert population[-1] == f"{study.runs_dir}/selfplay_s*/checkpoints/update_*.pt"
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"seeds": [1, 1]}, "expected a list of distinct integers"),
+    ({"colour": 3}, "unknown key 'colour'"),
+    ({"train": {"name": "x"}}, "train.name is set by the study"),
+    ({"train": {"other_play": "both"}}, "other_play='both'"),
+    ({"methods": {"a": {"after": ["b"]}}}, "'b' is not another method"),
+    ({"evaluation": {"deals": 3}}, "evaluation: unknown key 'deals'"),
+])
+def test_bad_study_configs_are_refused_clearly(tmp_path, change, message):
+    with pytest.raises(StudyError, match=message):
+        load_study(write_study(tmp_path, **change))
+
+
+def study_command(config: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "evaluation.coop_cli", "study", "--config", str(config), "--stage", "train",
+            "--jobs", "2", *extra]
+
+
+def test_a_killed_study_resumes_and_waits_for_the_methods_it_needs(tmp_path):
+    config = write_study(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    first = subprocess.Popen(study_command(config), cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    checkpoint = tmp_path / "study" / "runs" / "selfplay_s1" / "checkpoints" / "update_000002.pt"
+    deadline = time.time() + 120
+    while not checkpoint.exists() and first.poll() is None and time.time() < deadline:
+        time.sleep(0.2)
+    assert checkpoint.exists(), first.communicate()[0]
+    first.send_signal(signal.SIGKILL)                 # the run dies with it (no orphan keeps training)
+    first.wait()
+    assert not (tmp_path / "study" / "runs" / "selfplay_s1" / "final_eval.json").exists()
+    again = subprocess.run(study_command(config), cwd=ROOT, env=env, capture_output=True, text=True)
+    assert again.returncode == 2 and "--resume" in again.stderr    # a folder with runs needs --resume
+    resumed = subprocess.run(study_command(config, "--resume"), cwd=ROOT, env=env, capture_output=True, text=True,
+                             timeout=300)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    lines = resumed.stdout.splitlines()
+    assert "train: selfplay_s1 resumed" in lines
+    assert lines.index("train: population_s1 started") > next(i for i, x in enumerate(lines) if "selfplay_s1 done" in x)
+    log = (tmp_path / "study" / "logs" / "selfplay_s1.log").read_text()
+    assert "resumed from" in log
+    for run in ("selfplay_s1", "population_s1"):
+        assert (tmp_path / "study" / "runs" / run / "model.pt").is_file()
+    done = subprocess.run(study_command(config, "--resume"), cwd=ROOT, env=env, capture_output=True, text=True)
+    assert "all 2 runs are done" in done.stdout
+
+
+def test_the_analysis_pairs_self_play_and_cross_play_by_deal():
+    names = ["a_s1", "a_s2", "b_s1", "b_s2"]
+    methods = {"a_s1": "a", "a_s2": "a", "b_s1": "b", "b_s2": "b"}
+    # diffs[i][j][deal]: 10 with itself, 0 with the other seed of its method, 5 across methods; b
+    # agents: 8 with themselves and with each other (no gap)
+    diffs = [[[0.0, 0.0, 0.0] for _ in names] for _ in names]
+    for i, x in enumerate(names):
+        for j, y in enumerate(names):
+            same = methods[x] == methods[y]
+            value = (10.0 if i == j else 0.0) if methods[x] == "a" and same else 8.0 if same else 5.0
+            diffs[i][j] = [value + d for d in (-1.0, 0.0, 1.0)]
+    cross = crossplay_analysis(names, methods, diffs)
+    a, b = cross["within"]["a"], cross["within"]["b"]
+    assert a["self_play"]["mean"] == 10.0 and a["cross_play"]["mean"] == 0.0 and a["gap"]["mean"] == 10.0
+    assert a["gap"]["low"] == a["gap"]["high"] == 10.0                  # paired: the deal's luck cancels
+    assert b["gap"]["mean"] == 0.0
+    assert cross["between"]["a"]["b"]["mean"] == 5.0
+    (h,) = hypotheses(cross, {"contrasts": []})
+    assert h["mean"] == -5.0 and h["supported"]                        # gap(b) - 0.5 gap(a)
+    summary = {"study": "t", "runs": names, "reference": "heuristic", "training_cpu_hours": 0.5,
+               "crossplay": cross, "held_out": {"runs": {}}, "signals": {}, "hypotheses": [h]}
+    for entry in cross["within"].values():
+        entry.pop("per_deal_gap", None)
+    text = report_markdown(summary)
+    row = next(line for line in text.splitlines() if line.startswith("| a | 2 | +10.0 ["))
+    assert row.endswith("| +10.0 [+10.0, +10.0] |")                    # the gap, exact on every deal
