@@ -518,13 +518,14 @@ def check_workers(workers: Optional[int]) -> int:
 
 
 def play_matches(configs: Sequence[MatchConfig], workers: Optional[int] = None, progress: bool = False,
-                 desc: str = "spades-eval", ray: Optional[str] = None,
-                 journal: Optional[str] = None) -> list[list[list[PlayOutcome]]]:
+                 desc: str = "spades-eval", ray: Optional[str] = None, journal: Optional[str] = None,
+                 check_agents: bool = True) -> list[list[list[PlayOutcome]]]:
     """Play every unit (deal, or game seed) of every match: ``outcomes[m][unit]`` holds the plays
     of unit ``unit`` of ``configs[m]`` (one, or two with ``duplicate``: play 1 has the teams' seats
     swapped), in deal order, whatever the workers.
 
-    Every player is built once here first, so that a bad option fails before any play.
+    Every player is built once here first (``check_agents``; off where the caller did it), so
+    that a bad option fails before any play.
     ``workers``: processes (None: the CPUs available; 1 plays here, torch on one thread).
     ``ray``: a Ray cluster's address (``"local"``: start one here) to play them on instead.
     ``journal``: a file that keeps every finished unit, and from which a killed run resumes
@@ -533,7 +534,8 @@ def play_matches(configs: Sequence[MatchConfig], workers: Optional[int] = None, 
     from tqdm import tqdm
 
     workers = check_workers(workers)
-    check_agents_build(configs)
+    if check_agents:
+        check_agents_build(configs)
     log = None if journal is None else Journal(journal, configs)     # a bad file fails before any play
     results: list[list[Any]] = [[None] * config.units for config in configs]
     for (m, u), outcomes in (log.done.items() if log is not None else ()):

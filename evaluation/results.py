@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
-from .matches import (MatchConfig, Player, Team, TeamSpec, check_workers, default_reference, match_config,
-                      play_matches)
+from .matches import (MatchConfig, Player, Team, TeamSpec, check_agents_build, check_workers, default_reference,
+                      match_config, play_matches)
 from .outcomes import HAND_KINDS, TEAMS, EvaluationError, PlayOutcome, TeamTally
 from .report import format_comparison, format_crossplay, format_match, plot_crossplay
 from .statistics import Interval, contrast_interval, mean_interval, ratio_interval, wilson_interval
@@ -240,9 +240,10 @@ def evaluate(team_a: TeamSpec, team_b: TeamSpec, deals: Optional[int] = None, *,
     config = match_config(team_a, team_b, deals, games, mode, duplicate, rules, seed, start_scores, keep_records)
     _check_confidence(confidence)
     workers = check_workers(workers)
+    check_agents_build([config])
     start = time.perf_counter()
     outcomes = play_matches([config], workers, progress, desc=f"{config.team_a.label} vs {config.team_b.label}",
-                            ray=ray, journal=journal)[0]
+                            ray=ray, journal=journal, check_agents=False)[0]
     elapsed = time.perf_counter() - start
     return summarize(config, outcomes, confidence, elapsed, min(workers, config.units))
 
@@ -315,8 +316,9 @@ def crossplay(agents: Sequence[Any], reference: Any = None, deals: Optional[int]
     configs = [match_config(Team(x, y), ref_team, deals, games, mode, duplicate, rules, seed, start_scores, False)
                for x in players for y in players]
     workers = check_workers(workers)
+    check_agents_build(configs)
     start = time.perf_counter()
-    outcomes = play_matches(configs, workers, progress, desc="crossplay", ray=ray, journal=journal)
+    outcomes = play_matches(configs, workers, progress, desc="crossplay", ray=ray, journal=journal, check_agents=False)
     elapsed = time.perf_counter() - start
     n = len(players)
     results = [summarize(c, o, confidence, None, None) for c, o in zip(configs, outcomes)]
@@ -383,8 +385,9 @@ def compare(candidate: TeamSpec, baseline: TeamSpec, opponent: TeamSpec, deals: 
     configs = [match_config(team, opponent, deals, games, mode, duplicate, rules, seed, start_scores, False)
                for team in (candidate, baseline)]
     workers = check_workers(workers)
+    check_agents_build(configs)
     start = time.perf_counter()
-    outcomes = play_matches(configs, workers, progress, desc="compare", ray=ray, journal=journal)
+    outcomes = play_matches(configs, workers, progress, desc="compare", ray=ray, journal=journal, check_agents=False)
     elapsed = time.perf_counter() - start
     cand, base = (summarize(c, o, confidence, None, None) for c, o in zip(configs, outcomes))
     difference, win_difference = paired_difference(cand, base, confidence)

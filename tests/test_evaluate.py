@@ -251,6 +251,55 @@ def test_results_identical_whatever_the_number_of_workers():
     assert c1.unit_diffs == c2.unit_diffs
 
 
+class ThreadReporter(Agent):
+    """Plays randomly and notes, at every decision, the torch threads and OMP_NUM_THREADS it sees
+    (in a file: the decisions may happen in worker processes)."""
+
+    def __init__(self, log, seed=None) -> None:
+        super().__init__(seed)
+        self.log, self.inner = log, agents.make("random")
+
+    def reset(self, seed=None) -> None:
+        self.inner.reset(seed)
+
+    def act(self, obs, info=None) -> int:
+        import os
+
+        import torch
+        with open(self.log, "a") as out:
+            out.write(f"{torch.get_num_threads()} {os.environ.get('OMP_NUM_THREADS')}\n")
+        return self.inner.act(obs, info)
+
+
+def test_agents_play_on_one_torch_thread_and_the_callers_count_comes_back(tmp_path):
+    # On shared cores torch's spinning thread pool made a neural decision 27-48 ms instead of
+    # about 0.2 ms (issue 39): play uses one intra-op thread, here and in every worker.
+    import torch
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        here, forked = tmp_path / "here.log", tmp_path / "forked.log"
+        evaluate(lambda: ThreadReporter(here), "random", deals=2, workers=1)
+        assert torch.get_num_threads() == 2                           # restored for the caller
+        assert {line.split()[0] for line in here.read_text().splitlines()} == {"1"}
+        evaluate(lambda: ThreadReporter(forked), "random", deals=4, workers=2)
+        assert set(forked.read_text().splitlines()) == {"1 1"}        # workers: torch and OpenMP
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_play_matches_gives_every_play_of_every_deal_for_new_evaluations():
+    config = ev.match_config("heuristic", "random", deals=5, duplicate=True, seed=4)
+    (outcomes,) = ev.play_matches([config], workers=1)
+    assert [[(o.unit, o.play) for o in unit] for unit in outcomes] == [[(u, 0), (u, 1)] for u in range(5)]
+    result = evaluate("heuristic", "random", deals=5, duplicate=True, seed=4, workers=1)
+    assert [sum(o.diff for o in unit) for unit in outcomes] == result.unit_points
+    assert ev.summarize(config, outcomes).to_dict(timing=False) == result.to_dict(timing=False)
+    with pytest.raises(EvaluationError, match="workers=0"):
+        ev.play_matches([config], workers=0)
+
+
 def test_deals_are_reproducible_and_seed_derivation_is_stable():
     deals = ev.make_deals(6, seed=7)
     assert deals == ev.make_deals(6, seed=7)
