@@ -119,3 +119,22 @@ def test_the_analysis_pairs_self_play_and_cross_play_by_deal():
     text = report_markdown(summary)
     row = next(line for line in text.splitlines() if line.startswith("| a | 2 | +10.0 ["))
     assert row.endswith("| +10.0 [+10.0, +10.0] |")                    # the gap, exact on every deal
+
+
+def test_held_out_scores_compare_the_best_seeds_paired_by_deal(tmp_path):
+    import json
+
+    from evaluation.coop_study_report import held_out_analysis
+    study = load_study(write_study(tmp_path, seeds=[1, 2]))
+    per_deal = {"selfplay_s1": [1.0, 2.0, 3.0], "selfplay_s2": [0.0, 0.0, 0.0],
+                "population_s1": [2.0, 3.0, 4.0], "population_s2": [5.0, 1.0, 0.0]}
+    (study.results_dir / "scenarios").mkdir(parents=True)
+    for name, values in per_deal.items():
+        scenario = {"score": sum(values) / 3, "low": None, "high": None, "normalised": 0.5, "per_deal": values}
+        (study.results_dir / "scenarios" / f"{name}.json").write_text(json.dumps({"scenarios": [scenario]}))
+    methods = {name: name.split("_")[0] for name in per_deal}
+    held = held_out_analysis(study, list(per_deal), methods)
+    assert held["methods"]["selfplay"]["best"] == 2.0 and held["methods"]["population"]["score"] == 2.5
+    (contrast,) = held["contrasts"]
+    assert contrast["contrast"] == "held-out(population_s1) - held-out(selfplay_s1)"
+    assert contrast["mean"] == contrast["low"] == contrast["high"] == 1.0 and contrast["supported"]
