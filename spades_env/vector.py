@@ -147,7 +147,7 @@ class SpadesVectorEnv(VectorEncoding):
         self.obs_size = self.layout.obs_size
         dev = self.device
         self._generator = torch.Generator(device=dev)
-        self._generator.manual_seed(seed if seed is not None else torch.seed() % (2 ** 62))
+        self._generator.manual_seed(int(seed) if seed is not None else torch.seed() % (2 ** 62))
         # the aranges the one-hot encodings compare against: seats, phases, bids (and tricks 0..13), cards
         self._ranges = {k: torch.arange(k, dtype=I64, device=dev)
                         for k in (NUM_SEATS, NUM_PHASES, NUM_BIDS, CARDS_PER_SEAT + 1, NUM_CARDS)}
@@ -261,7 +261,10 @@ class SpadesVectorEnv(VectorEncoding):
         start_scores, start_bags = self._start_values(scores, bags)
         first_dealer = None
         if dealer is not None:
-            d = torch.as_tensor(dealer, device=dev)
+            try:
+                d = torch.as_tensor(dealer, device=dev)
+            except (TypeError, ValueError, RuntimeError, OverflowError):
+                raise VectorEnvError(f"dealer={dealer!r:.60}: expected a seat 0..3, or one per table ({B})") from None
             if d.dtype.is_floating_point or d.dtype == torch.bool or d.shape not in ((), (B,)):
                 raise VectorEnvError(f"dealer={dealer!r}: expected a seat 0..3, or one per table ({B})")
             d = d.to(I64).expand(B).clone()
@@ -271,7 +274,7 @@ class SpadesVectorEnv(VectorEncoding):
                 raise VectorEnvError(f"dealer: the {r.name} rules fix the dealer at seat {r.fixed_dealer}")
             first_dealer = d
         if seed is not None:
-            self._generator.manual_seed(seed)
+            self._generator.manual_seed(int(seed))
             self._deal_pool = self._deal_pool[:0]
         if self._deal_pool.shape[0] == 0:
             self._refill_pool(force=True)
@@ -342,6 +345,12 @@ class SpadesVectorEnv(VectorEncoding):
             check_deal_tensor(deals, B)
             t = deals.to(dev)
             return (t[:, None] if t.dim() == 2 else t).clone()
+        if isinstance(deals, torch.Tensor):
+            raise VectorEnvError(f"deals: a tensor of {deals.dtype}: expected int64 bitboards ({B}, 4) or ({B}, H, 4), "
+                                 "or per table the AEC env's deals (four lists of 13 cards)")
+        if isinstance(deals, (str, bytes)) or not hasattr(deals, "__iter__"):
+            raise VectorEnvError(f"deals={deals!r:.60}: expected one entry per table ({B}): a deal (four lists of 13 "
+                                 "cards) or a list of deals")
         deals = list(deals)
         if len(deals) != B:
             raise VectorEnvError(f"deals: expected one entry per table ({B}), got {len(deals)}")
@@ -552,6 +561,14 @@ class SpadesVectorEnv(VectorEncoding):
                                      + "; ".join(f"table {b}: action {int(actions[b])} in phase "
                                                  f"{PHASE_NAMES[int(self.state.phase[b])]}, legal "
                                                  f"{torch.nonzero(mask[b])[:, 0].tolist()}" for b in bad))
+        elif self._native is None and not self._compiled:
+            # unchecked, the torch step would still read an id that is no action as a card or a bid
+            # (1000: a bid of 948); the C step refuses those itself. (Compiled: no host sync.)
+            outside = (actions < 0) | (actions >= NUM_ACTIONS)
+            if bool(outside.any()):
+                table = int(torch.nonzero(outside)[0, 0])
+                raise VectorEnvError(f"action {int(actions[table])} at table {table}: not an action id "
+                                     f"(0..{NUM_ACTIONS - 1}); no table was stepped")
         self._steps += 1
         if self._steps % self._refill_every == 0:
             self._refill_pool()

@@ -43,7 +43,15 @@ class VectorEncoding:
         s = self.state if s is None else s
         if s is None:
             raise VectorEnvError("observe_seat() before reset(): call reset() first")
-        frame = torch.as_tensor(seat, dtype=I64, device=self.device).expand(self.num_envs).contiguous()
+        try:
+            frame = torch.as_tensor(seat, device=self.device)
+        except (TypeError, ValueError, RuntimeError, OverflowError):
+            frame = None
+        if (frame is None or frame.is_floating_point() or frame.is_complex() or frame.dtype == torch.bool
+                or frame.shape not in ((), (self.num_envs,))):
+            raise VectorEnvError(f"seat={seat!r:.60}: expected a seat 0..{NUM_SEATS - 1}, or one per table "
+                                 f"({self.num_envs})")
+        frame = frame.to(I64).expand(self.num_envs).contiguous()
         if bool(((frame < 0) | (frame >= NUM_SEATS)).any()):
             raise VectorEnvError(f"seat: expected seats 0..3, got {frame.unique().tolist()}")
         return self._cast(self._encode(s, frame, egocentric=True))

@@ -88,6 +88,9 @@ class SpadesGymVectorEnv(gymnasium.vector.VectorEnv):
 
     # ------------------------------------------------------------------ gymnasium
     def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
+        if options is not None and not isinstance(options, dict):
+            raise VectorEnvError(f"options={options!r:.60}: expected a dict of reset options (deals, dealer, scores, "
+                                 "bags) or None")
         self._obs, self._mask = self.players.reset(seed=seed, **(options or {}))
         return self._obs.cpu().numpy(), {"action_mask": self._mask.cpu().numpy().astype(np.int8)}
 

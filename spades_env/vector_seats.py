@@ -130,8 +130,10 @@ class SeatPlayers:
         """``engine.reset(seed, **options)`` (``seed`` also reseeds the random seats), then the other
         seats' moves until a learner's seat is to act at every table. Returns (observation, mask)."""
         if seed is not None:
-            self.rng = seed_states(seed, self.engine.num_envs).to(self.engine.device)
-        obs, mask = self.engine.reset(seed=seed, **options)
+            rng = seed_states(seed, self.engine.num_envs).to(self.engine.device)
+        obs, mask = self.engine.reset(seed=seed, **options)       # (checks the options before it changes anything)
+        if seed is not None:
+            self.rng = rng
         B = self.engine.num_envs
         rewards = torch.zeros(B, 4, dtype=torch.float64, device=self.engine.device)
         ended = torch.zeros(B, dtype=torch.bool, device=self.engine.device)

@@ -186,3 +186,43 @@ def test_seeds_that_are_no_integer_are_refused(seed):
 def test_engine_sizes_and_switches_are_checked(options, message):
     with pytest.raises(VectorEnvError, match=message):
         SpadesVectorEnv(**options)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"dealer": "1"}, r"dealer='1': expected a seat 0..3, or one per table \(2\)"),
+    ({"deals": 5}, r"deals=5: expected one entry per table \(2\)"),
+    ({"deals": torch.zeros(2, 4)}, r"deals: a tensor of torch.float32: expected int64 bitboards \(2, 4\)"),
+])
+def test_the_engines_reset_names_options_that_are_no_option(options, message):
+    """(Each was a raw TypeError from deep inside.)"""
+    env = SpadesVectorEnv(2, seed=0)
+    env.reset(seed=0)
+    before = env.state.hands.clone()
+    with pytest.raises(VectorEnvError, match=message):
+        env.reset(seed=1, **options)
+    assert torch.equal(env.state.hands, before)
+
+
+@pytest.mark.parametrize("seat, message", [
+    (1.5, r"seat=1.5: expected a seat 0..3, or one per table \(2\)"),        # was truncated to seat 1
+    (torch.tensor([0, 1, 2]), r"seat=tensor\(\[0, 1, 2\]\): expected a seat 0..3, or one per table \(2\)"),
+    ("north", r"seat='north': expected a seat 0..3"),
+    (4, r"seat: expected seats 0..3, got \[4\]"),
+])
+def test_observe_seat_refuses_what_is_no_seat(seat, message):
+    env = SpadesVectorEnv(2, seed=0)
+    env.reset(seed=0)
+    with pytest.raises(VectorEnvError, match=message):
+        env.observe_seat(seat)
+
+
+def test_a_numpy_integer_seed_seeds_like_the_int():
+    a, b = SpadesVectorEnv(2, seed=np.int64(3)), SpadesVectorEnv(2, seed=3)
+    assert torch.equal(a.reset(seed=np.int64(5))[0], b.reset(seed=5)[0])
+
+
+def test_the_gym_views_reset_refuses_options_that_are_no_mapping():
+    from spades_env.vector_gym import SpadesGymVectorEnv
+    envs = SpadesGymVectorEnv(2, seed=0)
+    with pytest.raises(VectorEnvError, match=r"options=\[1\]: expected a dict of reset options"):
+        envs.reset(options=[1])

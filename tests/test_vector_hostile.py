@@ -206,3 +206,20 @@ def test_the_play_until_loop_checks_its_own_arguments():
         players.step(actions)
     after = env.state_dict()
     assert all(torch.equal(before["state"][k], after["state"][k]) for k in before["state"])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_action_that_is_no_action_id_is_refused_unchecked_too(backend):
+    """check_actions=False skips the legality check, not the range: on either backend an id
+    outside 0..67 (1000 was recorded as a bid of 948 by the torch step) steps no table."""
+    from spades_env.native import NativeEngineError
+    env = SpadesVectorEnv(B, backend=backend, check_actions=False, seed=0)
+    _, mask = env.reset(seed=0)
+    before = env.state_dict()
+    for bad in (1000, -1, 68):
+        actions = mask.long().argmax(1)
+        actions[2] = bad
+        with pytest.raises((VectorEnvError, NativeEngineError), match=rf"action {bad} at table 2: not an action id"):
+            env.step(actions)
+    after = env.state_dict()
+    assert all(torch.equal(before["state"][k], after["state"][k]) for k in before["state"])
