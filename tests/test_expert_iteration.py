@@ -311,6 +311,43 @@ def test_a_round_refuses_a_student_that_is_not_its_start(one_round, capsys):
     assert re.search(r"round_01/student\.pt: not the policy round 1 starts from", capsys.readouterr().err)
 
 
+def _as_older_run(run: Path) -> None:
+    """The checkpoint as a run from before the records wrote it (no expert_manifest)."""
+    data = torch.load(run / "checkpoints" / "last.pt", weights_only=False)
+    del data["expert_manifest"]
+    torch.save(data, run / "checkpoints" / "last.pt")
+
+
+def test_an_older_run_is_checked_for_its_files_and_then_recorded(one_round, capsys):
+    """A checkpoint from before the records: its rounds must at least be there (a deleted
+    round.json, a round number that is not its folder's, a count beyond the folders are
+    refused); when they are, they are recorded as they are and the next round builds on them."""
+    base = copy_run(one_round)
+    _as_older_run(one_round)
+    (one_round / "expert/round_01/round.json").unlink()
+    assert main([f"--set={item}" for item in base + ["expert_rounds=2"]] + ["--resume"]) == 2
+    assert re.search(r"round_01/round\.json: missing", capsys.readouterr().err)
+    copy_run(one_round)
+    _as_older_run(one_round)
+    _set_round(one_round / "expert/round_01/round.json")
+    assert main([f"--set={item}" for item in base + ["expert_rounds=2"]] + ["--resume"]) == 2
+    assert re.search(r"round_01/round\.json: says round 7, its folder is round 1", capsys.readouterr().err)
+    copy_run(one_round)
+    _as_older_run(one_round)
+    _checkpoint_says_five_rounds(one_round)
+    assert main([f"--set={item}" for item in base + ["expert_rounds=2"]] + ["--resume"]) == 2
+    assert re.search(r"round_02/round\.json: missing", capsys.readouterr().err)
+    copy_run(one_round)
+    _as_older_run(one_round)
+    log: list[str] = []
+    Trainer(load_config(None, base + ["expert_rounds=2"]), resume=True,
+            log=log.append).train()
+    assert any("recorded from their files as they are" in line for line in log)
+    records = read_checkpoint(one_round / "checkpoints" / "last.pt")["expert_manifest"]
+    assert sorted(records) == ["1", "2"]
+    assert "from 4 folder(s)" in " ".join(log)                 # round 2 fitted round 1's labels too
+
+
 def test_distillation_refuses_a_shard_copied_from_another_folder(one_round):
     from train.label import LabelError, load_labels
     copy_run(one_round)

@@ -55,8 +55,8 @@ import torch
 
 from agents.neural import ModelError, read_checkpoint, save_model
 
-from .expert_manifest import (LABELS_MANIFEST, ExpertIterationError, file_digest, labels_record, read_json,
-                              read_labels_manifest, recorded_label_folders, round_record, same_policy,
+from .expert_manifest import (LABELS_MANIFEST, ExpertIterationError, adopt_older_rounds, file_digest, labels_record,
+                              read_json, read_labels_manifest, recorded_label_folders, round_record, same_policy,
                               verify_finished_rounds, verify_labels, write_json, write_manifest_copy)
 from .fitting import fit_keep_best
 
@@ -85,11 +85,14 @@ def run_rounds(trainer: "Trainer") -> None:
     verify_finished_rounds(expert_dir, trainer.expert_rounds_done, trainer.expert_manifest,
                            str(trainer.checkpoint_dir / "last.pt"),
                            check_files=trainer.expert_rounds_done < cfg.expert_rounds)
+    if trainer.expert_manifest is None and trainer.expert_rounds_done < cfg.expert_rounds:
+        # a run from before the records: its finished rounds are recorded as they are now
+        trainer.expert_manifest = adopt_older_rounds(expert_dir, trainer.expert_rounds_done)
+        trainer.log(f"expert iteration: the checkpoint has no records of its rounds (an older run); rounds 1.."
+                    f"{trainer.expert_rounds_done} recorded from their files as they are")
     while trainer.expert_rounds_done < cfg.expert_rounds:
         round_ = trainer.expert_rounds_done + 1
         row, record = run_round(trainer, round_)
-        if trainer.expert_manifest is None:          # an older run: records start with this round
-            trainer.expert_manifest = {}
         trainer.expert_manifest[str(round_)] = record
         trainer.expert_rounds_done = round_
         _append_row(trainer, round_)

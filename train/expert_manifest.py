@@ -9,7 +9,8 @@ A round writes, in order: ``student.pt`` (the policy it starts from), the label 
 resume refuses, in one line naming the file, anything that does not match: a finished round's
 file missing, changed or unreadable, a shard deleted or copied in, a checkpoint that counts
 more rounds than it has records of, a ``student.pt`` that is not the policy the checkpoint
-resumes from. Runs from before the manifest are checked for the files' presence only.
+resumes from. A checkpoint from before the records has its rounds checked for their files'
+presence and round numbers, and then recorded as they are (:func:`adopt_older_rounds`).
 """
 
 from __future__ import annotations
@@ -123,7 +124,7 @@ def verify_finished_rounds(expert_dir: Path, done: int, manifest: Optional[dict[
     if manifest is not None and len(manifest) != done:
         raise ExpertIterationError(f"{checkpoint}: counts {done} expert rounds done but records "
                                    f"{len(manifest)}; the checkpoint does not match its run folder")
-    if not check_files:
+    if not check_files and manifest is not None:
         return
     for round_ in range(1, done + 1):
         folder = expert_dir / f"round_{round_:02d}"
@@ -145,6 +146,19 @@ def verify_finished_rounds(expert_dir: Path, done: int, manifest: Optional[dict[
         if row["round"] != round_:
             raise ExpertIterationError(f"{folder / 'round.json'}: says round {row['round']!r}, its folder is "
                                        f"round {round_}")
+
+
+def adopt_older_rounds(expert_dir: Path, done: int) -> dict[str, Any]:
+    """Records of rounds 1..``done`` of a run from before the records, made from their files as
+    they are now (checked for presence by :func:`verify_finished_rounds`)."""
+    records = {}
+    for round_ in range(1, done + 1):
+        folder = expert_dir / f"round_{round_:02d}"
+        row = read_json(folder / "round.json", ("round", "labels"))
+        folders = recorded_label_folders(expert_dir, round_, None)
+        labels = labels_record(folders, row["labels"], row.get("label_s", 0.0))
+        records[str(round_)] = round_record(folder, labels)
+    return records
 
 
 def recorded_label_folders(expert_dir: Path, round_: int, manifest: Optional[dict[str, Any]]) -> list[Path]:
