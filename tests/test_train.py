@@ -550,6 +550,68 @@ def test_card_feature_policy_trains_and_its_model_plays(tmp_path):
     play_hand_asserting_legal(bot, seed=1)
 
 
+def test_the_ppo_loss_is_the_clipped_objective_written_out():
+    """train.ppo_update.ppo_loss against the formula computed by hand on a small minibatch: the
+    normalised advantages, the clipped ratio, the value and entropy terms and their weights;
+    the critic warm-up keeps the value term alone."""
+    from types import SimpleNamespace
+    from train.ppo_update import ppo_loss
+    torch.manual_seed(3)
+    policy, critic = PolicyNet(742, 16, 1, 8), torch.nn.Linear(742, 1)
+    value_net = lambda x: critic(x)[:, 0]                          # noqa: E731 (a critic returns (B,))
+    n = 6
+    obs = torch.rand(n, 742)
+    mask = torch.zeros(n, 68, dtype=torch.bool)
+    mask[:, :5] = True
+    action = torch.tensor([0, 1, 2, 3, 4, 0])
+    old_logp = torch.log(torch.full((n,), 0.2)) + torch.tensor([0.3, -0.3, 0.0, 0.5, -0.5, 0.1])
+    mb = {"obs": obs, "mask": mask, "action": action, "logp": old_logp,
+          "advantage": torch.tensor([1.0, -2.0, 0.5, 3.0, -1.0, 0.0]), "ret": torch.linspace(-1, 1, n)}
+    cfg = SimpleNamespace(learn_precision="float32", clip=0.2, value_coef=0.7, entropy_coef=0.05)
+    parts = ppo_loss(policy, value_net, mb, cfg, critic_only=False, device=torch.device("cpu"))
+    with torch.no_grad():
+        logp_all = torch.log_softmax(policy(obs, mask), 1)
+        ratio = (logp_all[torch.arange(n), action] - old_logp).exp()
+        adv = (mb["advantage"] - mb["advantage"].mean()) / (mb["advantage"].std() + 1e-8)
+        clipped = torch.minimum(adv * ratio, adv * ratio.clamp(0.8, 1.2))
+        policy_loss = -clipped.mean()
+        value_loss = 0.5 * ((value_net(obs) - mb["ret"]) ** 2).mean()
+        probs = logp_all.exp()
+        entropy = -(probs * torch.where(mask, logp_all, torch.zeros_like(logp_all))).sum(1)
+        expected = 0.7 * value_loss + policy_loss - 0.05 * entropy.mean()
+    assert float((ratio - 1).abs().max()) > 0.2                     # some ratios are clipped
+    torch.testing.assert_close(parts.policy, policy_loss)
+    torch.testing.assert_close(parts.value, value_loss)
+    torch.testing.assert_close(parts.entropy, entropy)
+    torch.testing.assert_close(parts.loss, expected)
+    warmup = ppo_loss(policy, value_net, mb, cfg, critic_only=True, device=torch.device("cpu"))
+    torch.testing.assert_close(warmup.loss, 0.7 * value_loss)
+
+
+def test_the_pool_replaces_its_oldest_policy_and_draws_by_share():
+    from train.opponents import OpponentPool
+    from train.rollout import HEURISTIC, LEARNER, POOL
+    generator = torch.Generator().manual_seed(0)
+    make = lambda: PolicyNet(742, 8, 1, 4)                          # noqa: E731
+    pool = OpponentPool({"self": 0.0, "pool": 1.0, "heuristic": 0.0}, 2, 400, make, generator, torch.device("cpu"))
+    pool.assign(torch.ones(400, dtype=torch.bool))                  # no past policy yet: the learner everywhere
+    assert bool((pool.controller == LEARNER).all())
+    for k in range(3):
+        net = make()
+        torch.nn.init.constant_(next(net.parameters()), float(k))
+        pool.add(net)
+    first = lambda weights: float(next(iter(weights.values())).flatten()[0])   # noqa: E731
+    assert [first(w) for w in pool.weights] == [2.0, 1.0] and pool.added == 3   # the oldest (0) replaced
+    pool.assign(torch.ones(400, dtype=torch.bool))
+    side = pool.learner_side
+    assert bool((pool.controller[torch.arange(400), side] == LEARNER).all())          # partners: the learner
+    assert bool((pool.controller[torch.arange(400), 1 - side] == POOL).all())         # the other side: the pool
+    assert set(pool.pool_slot.tolist()) == {0, 1}
+    heuristic = OpponentPool({"heuristic": 1.0}, 2, 50, make, generator, torch.device("cpu"))
+    heuristic.assign(torch.ones(50, dtype=torch.bool))
+    assert int((heuristic.controller == HEURISTIC).sum()) == 100                     # two seats a table
+
+
 def test_target_kl_stops_an_update_early(tmp_path):
     def adam_steps(*extra: str) -> int:
         trainer = Trainer(tiny(tmp_path, "kl", "imitation_decisions=0", "epochs=3", "minibatch_size=64", *extra),
