@@ -99,8 +99,12 @@ def test_config_errors_name_the_field_and_what_is_expected(tmp_path):
         load_config(None, ["minibatch_size=99999", "num_envs=8", "rollout_steps=8"])
     bad = tmp_path / "bad.yaml"
     bad.write_text("num_envs: [1, 2\n")
-    with pytest.raises(ConfigError, match="not valid YAML"):
+    with pytest.raises(ConfigError, match="not valid YAML") as refused:
         load_config(bad)
+    assert "\n" not in str(refused.value)                         # one line
+    with pytest.raises(ConfigError, match=r"override 'opponents=\{self: 1': the value is not valid YAML") as refused:
+        load_config(None, ["opponents={self: 1"])
+    assert "\n" not in str(refused.value)
     bad.write_text("- just\n- a list\n")
     with pytest.raises(ConfigError, match="expected a mapping"):
         load_config(bad)

@@ -597,7 +597,7 @@ def parse_override(text: str) -> tuple[str, Any]:
     try:
         return name, yaml.safe_load(raw)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"override {text!r}: the value is not valid YAML ({exc})") from None
+        raise ConfigError(f"override {text!r}: the value is not valid YAML ({' '.join(str(exc).split())})") from None
 
 
 def load_config(path: Optional[str | Path] = None, overrides: Sequence[str] = ()) -> TrainConfig:
@@ -613,7 +613,7 @@ def load_config(path: Optional[str | Path] = None, overrides: Sequence[str] = ()
         try:
             values = yaml.safe_load(text) or {}
         except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+            raise ConfigError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
         if not isinstance(values, dict):
             raise ConfigError(f"{path}: expected a mapping of field: value, got {type(values).__name__}")
     values = flatten_sections(values, source)
