@@ -106,10 +106,21 @@ def test_huge_starting_scores_are_refused_alike_by_both_engines(scores):
     vector = SpadesVectorEnv(2)
     with pytest.raises(VectorEnvError, match=r"scores"):
         vector.reset(seed=0, scores=scores)
-    # the largest allowed score is played the same way by both
-    env.reset(seed=1, options={"scores": [10 ** 9, -(10 ** 9)]})
-    vector.reset(seed=1, scores=[10 ** 9, -(10 ** 9)])
+    # the largest allowed score is played the same way by both: the same deal and actions,
+    # the same scores after the hand
+    raw = spades_v0.raw_env(episode="hand")
+    raw.reset(seed=1, options={"scores": [10 ** 9, -(10 ** 9)]})
+    deal = raw.game_record()["hands"][0]["deal"]
+    vector.reset(seed=1, deals=[deal, deal], dealer=raw.game.dealer, scores=[10 ** 9, -(10 ** 9)])
     assert vector.state.scores[0].tolist() == [10 ** 9, -(10 ** 9)]
+    done = torch.zeros(2, dtype=torch.bool)
+    while not done.all():
+        action = int(raw.game.legal_actions()[0])
+        raw.step(action)
+        _, _, _, done, info = vector.step(torch.full((2,), action, dtype=torch.int64))
+    expected = raw.game.scores
+    assert raw.game.game_over and expected != [10 ** 9, -(10 ** 9)]    # scored, and past the target
+    assert info["final_scores"].tolist() == [expected, expected]
 
 
 def test_ray_options_without_ray_say_what_to_install(monkeypatch, capsys, tmp_path):

@@ -149,7 +149,10 @@ def test_bad_arguments_are_error_codes_not_crashes():
     view, legal = next(iter(_play_positions(rules, games=1, every=1.0)))
     hands, _ = _sample(view, rules, 2, seed=0)
     assert _playouts(view, rules, hands, [99])[0] == -10              # not a card
-    assert _playouts(view, rules, hands, [c for c in range(52) if c not in legal][:1])[0] in (-12, 0)
+    not_held = next(c for c in range(52) if c not in view.hand)
+    assert _playouts(view, rules, hands, [not_held])[0] == -12                   # not in the hand
+    held_illegal = [c for c in view.hand if c not in legal]                  # spades, not yet broken
+    assert held_illegal and _playouts(view, rules, hands, held_illegal[:1])[0] == -12
     overlapping = hands.copy()
     overlapping[:, 1] = overlapping[:, 2]
     assert _playouts(view, rules, overlapping, legal)[0] == -10        # hands that overlap
