@@ -323,8 +323,11 @@ def test_student_playout_values_equal_the_students_play_through_the_env():
         assert np.array_equal(env.unwrapped.encoder.buffer, before)     # the table's encoder is untouched
         assert len(classes) > 1
         players = [student if k % 2 == seat % 2 else bots[k] for k in range(4)]
-        for group, value in classes:                              # any card of the class: the same value
-            assert _hand_difference(env, group[-1], players, seat) == pytest.approx(value), (seed, group)
+        # The class's value is its first card's: a network may answer touching cards differently
+        # (it sees which one fell), unlike the heuristic, for which any card of the class is worth
+        # the same (the test above); the shipped policy does at seed 1 (8D: -122, 7D: +19).
+        for group, value in classes:
+            assert _hand_difference(env, group[0], players, seat) == pytest.approx(value), (seed, group)
             checked += 1
     assert checked >= 6
     with pytest.raises(ValueError, match="needs the observation encoder"):
