@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 from .outcomes import HAND_KINDS
 from .statistics import Interval
 
-if TYPE_CHECKING:        # pragma: no cover
-    from .results import ComparisonResult, CrossplayResult, MatchResult, TeamStats
+# What is printed: the result classes of evaluation.results (which print themselves with these
+# functions, so this module does not import them).
+MatchResult = ComparisonResult = CrossplayResult = TeamStats = Any
 
 # ---------------------------------------------------------------------------------------------
 # Reports

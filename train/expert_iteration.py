@@ -49,7 +49,7 @@ import csv
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import Any, Callable, Optional
 
 import torch
 
@@ -60,8 +60,9 @@ from .expert_manifest import (LABELS_MANIFEST, ExpertIterationError, adopt_older
                               verify_finished_rounds, verify_labels, write_json, write_manifest_copy)
 from .fitting import fit_keep_best
 
-if TYPE_CHECKING:      # pragma: no cover
-    from .ppo import Trainer
+# Every step takes the running trainer (:class:`train.ppo.Trainer`, which calls
+# :func:`run_rounds`; not imported here, as it imports this module).
+Trainer = Any
 
 ROUND_COLUMNS = ("round", "labels", "label_s", "fit_s", "fit_epoch", "fit_value_start", "fit_value",
                  "fit_agreement_start", "fit_agreement")

@@ -13,9 +13,7 @@ import torch
 
 from agents.networks import PolicyNet
 
-from .rollout import HEURISTIC, LEARNER, POOL, sample_actions
-
-KINDS = ("self", "pool", "heuristic")          # index = the table_kind code
+from .rollout import HEURISTIC, KINDS, LEARNER, POOL, sample_actions
 
 
 class OpponentPool:

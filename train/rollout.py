@@ -20,6 +20,9 @@ import torch.nn.functional as F
 # Who chooses a seat's action on a table (a code per (table, seat)): the learning policy, a
 # past policy from the pool, or the heuristic.
 LEARNER, POOL, HEURISTIC = 0, 1, 2
+# What plays the other side of a table (``table_kind``; index = the code): the learner itself,
+# a past policy from the pool, or the heuristic (:class:`train.opponents.OpponentPool` draws it).
+KINDS = ("self", "pool", "heuristic")
 
 
 def agent_actions(agent, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -181,7 +184,6 @@ class Collector:
 
     def __init__(self, env, opponents, heuristic, starts: StartingScores, steps: int, central_critic: bool,
                  generator: torch.Generator, device: torch.device, cooperation=None) -> None:
-        from .opponents import KINDS
 
         self.env, self.opponents, self.heuristic, self.starts = env, opponents, heuristic, starts
         self.cooperation = cooperation       # train.cooperation.Cooperation, or None (every setting off)
@@ -251,7 +253,6 @@ class Collector:
         return buf
 
     def _episodes_finished(self, done: torch.Tensor, final_scores: torch.Tensor) -> None:
-        from .opponents import KINDS
 
         pool = self.opponents
         idx = torch.nonzero(done)[:, 0]
