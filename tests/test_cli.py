@@ -93,6 +93,18 @@ def test_bench_skips_the_c_step_without_a_compiler(tmp_path, capsys, monkeypatch
     assert [row["backend"] for row in json.loads(out.read_text())["vector"]] == ["torch"]
 
 
+def test_bench_and_demo_refuse_before_they_measure(tmp_path, capsys):
+    """A --json into a missing folder used to fail after the whole measurement, a negative
+    --hands deep in the env: both are one line and exit 2 before anything runs."""
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["--json", str(tmp_path / "missing" / "out.json")])
+    assert stop.value.code == 2
+    assert "--json" in capsys.readouterr().err and not (tmp_path / "missing").exists()
+    with pytest.raises(SystemExit) as stop:
+        demo.main(["--hands", "-3"])
+    assert stop.value.code == 2 and "--hands must be 0" in capsys.readouterr().err
+
+
 def test_demo_plays_a_rendered_game(capsys):
     assert demo.main(["--no-bench", "--hands", "2", "--seed", "3"]) == 0
     printed = capsys.readouterr().out

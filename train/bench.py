@@ -16,6 +16,7 @@ import platform
 import random
 import sys
 import time
+from pathlib import Path
 from typing import Callable, Optional
 
 import numpy as np
@@ -412,10 +413,14 @@ def _main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     args = parser.parse_args(argv)
+    if args.json:
+        folder = Path(args.json).resolve().parent
+        if not folder.is_dir() or Path(args.json).is_dir():
+            parser.error(f"--json {args.json}: expected a file in an existing folder")
     from spades_env.rules import RulesError, make_rules
     try:
         make_rules(args.rules)
-    except RulesError as error:
+    except (RulesError, OSError, ValueError) as error:
         print(f"spades-bench: error: --rules: {error}", file=sys.stderr)
         return 2
     if args.search:

@@ -67,10 +67,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--hands", type=int, default=3, help="play at most this many hands (0: the whole game)")
     parser.add_argument("--no-bench", action="store_true", help="skip the short benchmark")
     args = parser.parse_args(argv)
+    if args.hands < 0:
+        parser.error(f"--hands must be 0 (the whole game) or a positive number of hands, got {args.hands}")
     from spades_env.rules import RulesError, make_rules
     try:
         make_rules(args.rules)
-    except RulesError as error:
+    except (RulesError, OSError, ValueError) as error:
         print(f"spades-demo: error: --rules: {error}", file=sys.stderr)
         return 2
     try:
