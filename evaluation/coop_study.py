@@ -182,14 +182,14 @@ def _launch(run: Run) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     log_dir = run.study.folder / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
-    log = open(log_dir / f"{run.name}.log", "a")
-    log.write(f"\n$ {' '.join(command)}\n")
-    log.flush()
     root = Path(__file__).resolve().parent.parent
     env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     from .matches import die_with_parent
-    # a run ends with the study, however the study ends (SIGKILL included): no orphan trains on
-    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=die_with_parent)
+    with open(log_dir / f"{run.name}.log", "a") as log:       # the run keeps its own copy of the file
+        log.write(f"\n$ {' '.join(command)}\n")
+        log.flush()
+        # a run ends with the study, however the study ends (SIGKILL included): no orphan trains on
+        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=die_with_parent)
 
 
 def train_stage(study: Study, jobs: int = 1, log: Callable[[str], None] = print, poll_s: float = 0.5) -> dict:
