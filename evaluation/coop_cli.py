@@ -83,9 +83,10 @@ def _guarded(prog: str, body: Callable[[], int]) -> int:
 def main(argv: Optional[list[str]] = None) -> int:
     """``spades-coop``."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["study"]:          # training and measuring a study: evaluation/coop_study.py
-        from .coop_study import main as study_main
-        return study_main(argv[1:])
+    if argv[:1] == ["study"]:          # it trains: train.coop_study, reached through train.coop_cli
+        print("spades-coop: error: study trains agents: run it as `spades-coop study ...` "
+              "(train.coop_cli) or `python -m train.coop_cli study ...`", file=sys.stderr)
+        return 2
     args = _coop_parser().parse_args(argv)
 
     def body() -> int:

@@ -1,4 +1,4 @@
-"""spades-coop study (evaluation/coop_study.py, coop_study_report.py): the configs are checked,
+"""spades-coop study (train/coop_study.py, coop_study_report.py): the configs are checked,
 a killed study resumes to finished runs (a method that waits for another starts after it), and
 the analysis computes self-play, cross-play and their gap paired by deal."""
 
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evaluation.coop_study import StudyError, load_study
-from evaluation.coop_study_report import crossplay_analysis, hypotheses, report_markdown
+from train.coop_study import StudyError, load_study
+from train.coop_study_report import crossplay_analysis, hypotheses, report_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -61,12 +61,13 @@ def test_bad_study_configs_are_refused_clearly(tmp_path, change, message):
 
 
 def study_command(config: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "evaluation.coop_cli", "study", "--config", str(config), "--stage", "train",
+    return [sys.executable, "-m", "train.coop_cli", "study", "--config", str(config), "--stage", "train",
             "--jobs", "2", *extra]
 
 
 def test_a_killed_study_resumes_and_waits_for_the_methods_it_needs(tmp_path):
-    config = write_study(tmp_path)
+    # enough updates that the kill lands mid-run (with 6, the run could finish between two polls)
+    config = write_study(tmp_path, train={**TINY_TRAIN, "total_decisions": 256 * 120})
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     first = subprocess.Popen(study_command(config), cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
     checkpoint = tmp_path / "study" / "runs" / "selfplay_s1" / "checkpoints" / "update_000002.pt"
@@ -124,7 +125,7 @@ def test_the_analysis_pairs_self_play_and_cross_play_by_deal():
 def test_held_out_scores_compare_the_best_seeds_paired_by_deal(tmp_path):
     import json
 
-    from evaluation.coop_study_report import held_out_analysis
+    from train.coop_study_report import held_out_analysis
     study = load_study(write_study(tmp_path, seeds=[1, 2]))
     per_deal = {"selfplay_s1": [1.0, 2.0, 3.0], "selfplay_s2": [0.0, 0.0, 0.0],
                 "population_s1": [2.0, 3.0, 4.0], "population_s2": [5.0, 1.0, 0.0]}

@@ -15,7 +15,7 @@ checkpoints of the self-play seeds as partners, so it starts once they are done.
 skips what is already done: finished runs, and evaluation pieces whose JSON is written (their
 long matches keep journals, so a killed piece resumes where it stopped).
 
-The analysis is in :mod:`evaluation.coop_study_report`.
+The analysis is in :mod:`train.coop_study_report`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 import yaml
 
@@ -184,7 +184,7 @@ def _launch(run: Run) -> subprocess.Popen:
     log_dir.mkdir(parents=True, exist_ok=True)
     root = Path(__file__).resolve().parent.parent
     env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    from .matches import die_with_parent
+    from evaluation.matches import die_with_parent
     with open(log_dir / f"{run.name}.log", "a") as log:       # the run keeps its own copy of the file
         log.write(f"\n$ {' '.join(command)}\n")
         log.flush()
@@ -278,7 +278,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
     from .coop_study_report import evaluate_stage, write_report
-    from .outcomes import EvaluationError
+    from evaluation.outcomes import EvaluationError
     try:
         study = load_study(args.config, args.folder)
         if args.report:

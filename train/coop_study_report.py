@@ -1,4 +1,4 @@
-"""The cooperation study's evaluation stage and its report (``spades-coop study``, :mod:`evaluation.coop_study`).
+"""The cooperation study's evaluation stage and its report (``spades-coop study``, :mod:`train.coop_study`).
 
 Pieces, each written once under the study's ``results/`` (a rerun skips pieces already written;
 the long matches keep journals, so a killed piece resumes):
@@ -22,8 +22,8 @@ import json
 from pathlib import Path
 from typing import Callable, Optional
 
-from .coop_common import fmean, write_json
-from .statistics import mean_interval
+from evaluation.coop_common import fmean, write_json
+from evaluation.statistics import mean_interval
 
 HELD_OUT = "held-out"
 
@@ -37,7 +37,7 @@ def study_suite(name: str = HELD_OUT):
     """``held-out``: the standard suite's held-out scenario alone (the zoo's held-out partners,
     the agent on either seat); any other name: that suite of ``spades-coop run`` (its first
     scenario is the one the report reads; ``quick`` for smoke tests)."""
-    from .scenarios import Suite, get_suite, standard_suite
+    from evaluation.scenarios import Suite, get_suite, standard_suite
     if name != HELD_OUT:
         return get_suite(name)
     scenario = next(s for s in standard_suite().scenarios if s.name == HELD_OUT)
@@ -48,10 +48,10 @@ def evaluate_stage(study, workers: Optional[int] = None, progress: bool = True,
                    log: Callable[[str], None] = print) -> dict:
     """Play every piece not yet written, then :func:`analyse`. Returns the summary."""
     from .coop_study import StudyError
-    from .league import plot_league, run_league
-    from .results import crossplay
-    from .scenarios import run_suite
-    from .signals import measure_signals
+    from evaluation.league import plot_league, run_league
+    from evaluation.results import crossplay
+    from evaluation.scenarios import run_suite
+    from evaluation.signals import measure_signals
 
     runs = [r for r in study.runs() if r.done]
     missing = [r.name for r in study.runs() if not r.done]

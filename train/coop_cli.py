@@ -1,0 +1,25 @@
+"""``spades-coop``: the cooperation lab's commands.
+
+``zoo``, ``run`` and ``signals`` measure (:mod:`evaluation.coop_cli`); ``study`` trains seeds of
+each cooperation method and measures them (:mod:`train.coop_study`), so the command lives on the
+training floor, which may use evaluation, and not the other way round.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+from evaluation.coop_cli import main as measure_main
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["study"]:
+        from .coop_study import main as study_main
+        return study_main(argv[1:])
+    return measure_main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
