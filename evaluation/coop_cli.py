@@ -84,8 +84,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     """``spades-coop``."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["study"]:          # it trains: train.coop_study, reached through train.coop_cli
-        print("spades-coop: error: study trains agents: run it as `spades-coop study ...` "
-              "(train.coop_cli) or `python -m train.coop_cli study ...`", file=sys.stderr)
+        print("spades-coop: error: study trains agents, so it is reached through the command itself "
+              "(`spades-coop study ...`, i.e. `python -m train.coop_cli study ...`), not this module",
+              file=sys.stderr)
         return 2
     args = _coop_parser().parse_args(argv)
 

@@ -44,8 +44,3 @@ def bid_word(bid: Optional[int], blind: bool = False) -> str:
     if bid == 0:
         return "blind nil" if blind else "nil"
     return str(bid)
-
-
-def vocabulary() -> dict:
-    """Everything above as JSON, for a page or a client that draws the table itself."""
-    return {"seat_names": list(SEAT_NAMES), "side_names": list(SIDE_NAMES), "side_short": list(SIDE_SHORT)}

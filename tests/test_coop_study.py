@@ -53,6 +53,8 @@ def test_the_shipped_study_configs_load():
     ({"train": {"name": "x"}}, "train.name is set by the study"),
     ({"train": {"other_play": "both"}}, "other_play='both'"),
     ({"methods": {"a": {"after": ["b"]}}}, "'b' is not another method"),
+    ({"methods": {"a": {"after": ["b"]}, "b": {"after": ["c"]}, "c": {"after": ["a"]}, "d": {}}},
+     "methods a, b, c wait for each other"),
     ({"evaluation": {"deals": 3}}, "evaluation: unknown key 'deals'"),
 ])
 def test_bad_study_configs_are_refused_clearly(tmp_path, change, message):

@@ -1,7 +1,5 @@
 """Model files from outside: weights that are not finite are refused by every load path."""
 
-from pathlib import Path
-
 import pytest
 import torch
 

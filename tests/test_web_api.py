@@ -236,6 +236,14 @@ def test_the_command_refuses_a_bad_port():
     assert stop.value.code == 2
 
 
+def test_the_command_refuses_a_models_folder_that_is_not_one(tmp_path, capsys):
+    """--models was silently ignored when the folder did not exist (the server started anyway)."""
+    from web.server import main
+    with pytest.raises(SystemExit) as stop:
+        main(["--models", str(tmp_path / "missing"), "--no-browser"])
+    assert stop.value.code == 2 and "--models" in capsys.readouterr().err
+
+
 def test_rules_come_as_a_preset_or_settings_never_as_a_path(client, tmp_path):
     secret = tmp_path / "house.yaml"
     secret.write_text("preset: standard\ntarget_score: 300\n")

@@ -144,6 +144,7 @@ def load_study(path: str | os.PathLike, folder: Optional[str] = None) -> Study:
         if bad:
             raise StudyError(f"{path}: methods.{name}.after: {bad[0]!r} is not another method of the study")
         methods.append(Method(name, dict(body.get("fields") or {}), list(after)))
+    _refuse_waiting_circles(path, {m.name: m.after for m in methods})
     evaluation = {**_EVAL_DEFAULTS, **(data.get("evaluation") or {})}
     unknown = sorted(set(evaluation) - set(_EVAL_DEFAULTS))
     if unknown:
@@ -155,6 +156,18 @@ def load_study(path: str | os.PathLike, folder: Optional[str] = None) -> Study:
     for run in study.runs():                   # every run's config must be a valid spades-train config
         check_run_config(run)
     return study
+
+
+def _refuse_waiting_circles(path, after: dict[str, list[str]]) -> None:
+    """Methods that wait for each other (a after b, b after a, or longer) would never start."""
+    ready: set[str] = set()
+    while len(ready) < len(after):
+        now = {m for m, waits in after.items() if m not in ready and set(waits) <= ready}
+        if not now:
+            stuck = sorted(set(after) - ready)
+            raise StudyError(f"{path}: methods {', '.join(stuck)} wait for each other ('after' goes round "
+                             "in a circle): none of them could start")
+        ready |= now
 
 
 def check_run_config(run: Run):

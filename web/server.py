@@ -368,6 +368,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                                                         "name, by file name (the shipped ones always)")
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
     args = parser.parse_args(argv)
+    if args.models is not None and not Path(args.models).is_dir():
+        parser.error(f"--models {args.models}: not a folder (expected a folder of neural models, *.pt)")
     if not 0 < args.port < 65536:
         parser.error(f"--port {args.port}: expected 1..65535")
     try:
