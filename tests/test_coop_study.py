@@ -68,15 +68,18 @@ def study_command(config: Path, *extra: str) -> list[str]:
 
 
 def test_a_killed_study_resumes_and_waits_for_the_methods_it_needs(tmp_path):
-    # enough updates that the kill lands mid-run (with 6, the run could finish between two polls)
-    config = write_study(tmp_path, train={**TINY_TRAIN, "total_decisions": 256 * 120})
+    # 30 updates of 4,096 decisions (a few seconds): the kill, as soon as a first checkpoint is
+    # written, lands mid-run on a fast machine too (with 16-table updates an idle CI machine
+    # finished the run between two polls)
+    config = write_study(tmp_path, train={**TINY_TRAIN, "num_envs": 256, "minibatch_size": 1024,
+                                          "total_decisions": 256 * 16 * 30})
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     first = subprocess.Popen(study_command(config), cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
-    checkpoint = tmp_path / "study" / "runs" / "selfplay_s1" / "checkpoints" / "update_000002.pt"
+    checkpoints = tmp_path / "study" / "runs" / "selfplay_s1" / "checkpoints"
     deadline = time.time() + 120
-    while not checkpoint.exists() and first.poll() is None and time.time() < deadline:
-        time.sleep(0.2)
-    assert checkpoint.exists(), first.communicate()[0]
+    while not list(checkpoints.glob("update_*.pt")) and first.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    assert list(checkpoints.glob("update_*.pt")), first.communicate()[0]
     first.send_signal(signal.SIGKILL)                 # the run dies with it (no orphan keeps training)
     first.wait()
     assert not (tmp_path / "study" / "runs" / "selfplay_s1" / "final_eval.json").exists()
