@@ -69,16 +69,6 @@ class PlayOutcome:
         return self.tallies["A"].points - self.tallies["B"].points
 
 
-def side_contract(hand: dict, rules: Rules, side: int) -> tuple[int, int]:
-    """A side's contract in a scored hand (its members' bids other than nil) and the tricks that
-    count toward it (a nil bidder's only where ``nil_tricks_count_for_partner``)."""
-    bids, taken = hand["bids"], hand["tricks_taken"]
-    members = rules.side_members(side)
-    contract = sum(bids[m] for m in members if bids[m] > 0)
-    counted = sum(taken[m] for m in members if bids[m] > 0 or rules.nil_tricks_count_for_partner)
-    return contract, counted
-
-
 def team_points(hand: dict, rules: Rules, seats: tuple[int, int]) -> int:
     """The points a team's seats scored in a hand (their sides' score changes)."""
     return sum(hand["score_change"][d] for d in sorted({rules.side_of(s) for s in seats}))
@@ -86,8 +76,10 @@ def team_points(hand: dict, rules: Rules, seats: tuple[int, int]) -> int:
 
 def tally_hand(hand: dict, rules: Rules, team_seats: dict[str, tuple[int, int]],
                tallies: dict[str, TeamTally]) -> None:
-    """Add one scored hand of a game record to the teams' tallies."""
-    bids, blind, taken = hand["bids"], hand["blind"], hand["tricks_taken"]
+    """Add one scored hand of a game record to the teams' tallies: contracts, made or set, and
+    nils kept as the engine scored them (the hand's ``results``)."""
+    blind = hand["blind"]
+    nils = {nil["seat"]: nil["kept"] for result in hand["results"] for nil in result["nils"]}
     for team, seats in team_seats.items():
         t = tallies[team]
         sides = sorted({rules.side_of(s) for s in seats})
@@ -95,25 +87,25 @@ def tally_hand(hand: dict, rules: Rules, team_seats: dict[str, tuple[int, int]],
         t.points += team_points(hand, rules, seats)
         t.bags += sum(hand["bags_taken"][d] for d in sides)
         for d in sides:
-            contract, counted = side_contract(hand, rules, d)
+            result = hand["results"][d]
+            contract, counted = result["contract"], result["tricks"]
             if contract == 0:
                 continue
             t.contracts += 1
-            if counted >= contract:
+            if result["made"]:
                 t.made += 1
             else:
                 t.set += 1
             t.bid_error_sum += counted - contract
             t.bid_error_abs_sum += abs(counted - contract)
         for s in seats:
-            if bids[s] == 0:
-                kept = int(taken[s] == 0)
+            if s in nils:
                 if blind[s]:
                     t.blind_nil_bids += 1
-                    t.blind_nil_kept += kept
+                    t.blind_nil_kept += int(nils[s])
                 else:
                     t.nil_bids += 1
-                    t.nil_kept += kept
+                    t.nil_kept += int(nils[s])
 
 
 HAND_KINDS = ("no nil: both made", "no nil: A set", "no nil: B set", "no nil: both set",
@@ -122,20 +114,17 @@ HAND_KINDS = ("no nil: both made", "no nil: A set", "no nil: B set", "no nil: bo
 
 def hand_kind(hand: dict, rules: Rules, team_seats: dict[str, tuple[int, int]]) -> str:
     """Which of :data:`HAND_KINDS` a scored hand is, seen from team A: whether a team bid nil
-    (or blind nil; "broken": any of its nil bidders took a trick), else which contracts were set."""
-    bids, taken = hand["bids"], hand["tricks_taken"]
-    nil_kept = {team: [taken[s] == 0 for s in seats if bids[s] == 0] for team, seats in team_seats.items()}
+    (or blind nil; "broken": any of its nil bidders took a trick), else which contracts were set
+    (as the engine scored them: the hand's ``results``)."""
+    nils = {nil["seat"]: nil["kept"] for result in hand["results"] for nil in result["nils"]}
+    nil_kept = {team: [nils[s] for s in seats if s in nils] for team, seats in team_seats.items()}
     if nil_kept["A"] and nil_kept["B"]:
         return "nil by both teams"
     for team in TEAMS:
         if nil_kept[team]:
             return f"{team} nil {'kept' if all(nil_kept[team]) else 'broken'}"
-    set_ = {}
-    for team, seats in team_seats.items():
-        set_[team] = False
-        for d in sorted({rules.side_of(s) for s in seats}):
-            contract, counted = side_contract(hand, rules, d)
-            set_[team] |= counted < contract
+    set_ = {team: any(not hand["results"][d]["made"] for d in {rules.side_of(s) for s in seats})
+            for team, seats in team_seats.items()}
     if set_["A"] and set_["B"]:
         return "no nil: both set"
     return "no nil: A set" if set_["A"] else "no nil: B set" if set_["B"] else "no nil: both made"

@@ -31,9 +31,6 @@ ZOO_VERSION = 1
 SPLITS = ("train", "validation", "held-out")
 PURPOSES = ("training", "evaluation")
 
-_MODELS = Path(__file__).resolve().parent.parent / "agents" / "models"
-# The checkpoint behind each registered neural agent that takes no checkpoint= option.
-_REGISTERED_MODELS = {"neural": _MODELS / "neural_standard.pt", "neural_v1": _MODELS / "neural_standard_v1.pt"}
 
 
 class HeldOutError(PermissionError):
@@ -96,7 +93,10 @@ def model_file(spec: str) -> Optional[Path]:
     name, options = parse_agent_spec(spec)
     if options.get("checkpoint") is not None:
         return Path(str(options["checkpoint"]))
-    return _REGISTERED_MODELS.get(name)
+    if name in ("neural", "neural_v1"):           # registered models: the files agents.neural loads
+        from agents.neural import DEFAULT_MODEL, PREVIOUS_MODEL
+        return DEFAULT_MODEL if name == "neural" else PREVIOUS_MODEL
+    return None
 
 
 def partner_hash(spec: str) -> str:

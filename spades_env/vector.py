@@ -106,6 +106,8 @@ class SpadesVectorEnv(VectorEncoding):
         compile: run the step under ``torch.compile`` (faster for large batches after a warm-up;
             the same values as eager mode, on a GPU too).
         check_actions: verify every action against the mask (a clear error names the tables).
+            False skips that (one host sync a step on a GPU); the eager CPU step still refuses ids
+            outside 0..67, the C step always does, compiled or on a GPU they are not checked.
         obs_dtype: the dtype of every observation returned (``reset``, ``step``, ``observe``,
             ``observe_seat``, ``state_tensor``): ``torch.float32`` (the default: the AEC env's
             values), or ``torch.bfloat16`` / ``torch.float16`` (or their names), which are exactly
@@ -561,9 +563,10 @@ class SpadesVectorEnv(VectorEncoding):
                                      + "; ".join(f"table {b}: action {int(actions[b])} in phase "
                                                  f"{PHASE_NAMES[int(self.state.phase[b])]}, legal "
                                                  f"{torch.nonzero(mask[b])[:, 0].tolist()}" for b in bad))
-        elif self._native is None and not self._compiled:
+        elif self._native is None and not self._compiled and actions.device.type == "cpu":
             # unchecked, the torch step would still read an id that is no action as a card or a bid
-            # (1000: a bid of 948); the C step refuses those itself. (Compiled: no host sync.)
+            # (1000: a bid of 948); the C step refuses those itself. Only on the CPU, where reading
+            # the answer costs nothing: compiled or on a GPU, check_actions=False means no host sync.
             outside = (actions < 0) | (actions >= NUM_ACTIONS)
             if bool(outside.any()):
                 table = int(torch.nonzero(outside)[0, 0])

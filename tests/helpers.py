@@ -234,15 +234,20 @@ def play_hand_asserting_legal(bot, seed: int = 1) -> None:
         env.step(action)
 
 
-def heuristic_hand_record(seed: int = 0) -> dict:
-    """The game record of one hand played by the heuristic on every seat (a record to open,
-    replay and inspect in tests)."""
+def heuristic_record(seed: int = 0, episode: str = "hand", rules="standard", **overrides) -> dict:
+    """The game record of a hand (or a whole game) played by the heuristic on every seat (a record
+    to open, replay and inspect in tests); ``overrides`` are single rules (``target_score=100``)."""
     import agents
     from spades_env import spades_v0
-    env = spades_v0.raw_env(episode="hand")
+    env = spades_v0.raw_env(rules=rules, episode=episode, **overrides)
     env.reset(seed=seed)
     bot = agents.make("heuristic")
     for _ in env.agent_iter():
         obs, _, term, trunc, info = env.last()
         env.step(None if term or trunc else bot.act(obs, info))
     return env.game_record()
+
+
+def heuristic_hand_record(seed: int = 0) -> dict:
+    """One hand of standard rules played by the heuristic on every seat."""
+    return heuristic_record(seed)

@@ -7,20 +7,14 @@ import copy
 
 import pytest
 
-import agents
 from spades_env import ReplayError, replay, spades_v0
 from spades_env.scoring import score_side
 
+from helpers import heuristic_record
+
 
 def _play_game(rules: str, seed: int, max_hands: int = 4) -> dict:
-    env = spades_v0.raw_env(rules=rules, episode="game", max_hands=max_hands)
-    env.reset(seed=seed)
-    bots = [agents.make("heuristic", seed=seed * 4 + s) for s in range(env.rules.players)]
-    seat_of = env.agent_name_mapping
-    for agent in env.agent_iter():
-        obs, _, term, trunc, info = env.last()
-        env.step(None if term or trunc else bots[seat_of[agent]].act(obs, info))
-    return env.game_record()
+    return heuristic_record(seed, episode="game", rules=rules, max_hands=max_hands)
 
 
 @pytest.mark.parametrize("rules", ["standard", "basic", "tournament", "cutthroat", "openspiel"])

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import heuristic_hand_record
+from helpers import heuristic_hand_record, heuristic_record
 from spades_env.game import BID_ACTION_BASE
 
 pytest.importorskip("uvicorn")
@@ -228,16 +228,7 @@ def _in_viewport(page, selector):
 
 def _game_record(target_score=100, seed=1):
     """A whole (short) game played by the heuristic on every seat."""
-    import agents
-    from spades_env import spades_v0
-    from spades_env.rules import make_rules
-    env = spades_v0.raw_env(rules=make_rules({"preset": "standard", "target_score": target_score}), episode="game")
-    env.reset(seed=seed)
-    bot = agents.make("heuristic")
-    for _ in env.agent_iter():
-        obs, _, term, trunc, info = env.last()
-        env.step(None if term or trunc else bot.act(obs, info))
-    return env.game_record()
+    return heuristic_record(seed, episode="game", target_score=target_score)
 
 
 # ----------------------------------------------------------------------------- the bugs found by playing
