@@ -592,6 +592,24 @@ def test_the_ppo_loss_is_the_clipped_objective_written_out():
     torch.testing.assert_close(warmup.loss, 0.7 * value_loss)
 
 
+def test_bid_entropy_coef_weighs_the_bidding_decisions_alone():
+    """null keeps the one coefficient (the same expression as before the field existed); a value
+    weighs the entropy of bidding decisions (action ids from 52) by it and the cards by entropy_coef."""
+    from types import SimpleNamespace
+    from train.ppo_update import entropy_bonus
+    entropy = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    action = torch.tensor([0, 51, 52, 66])                          # two cards, a bid, blind nil
+    plain = SimpleNamespace(entropy_coef=0.01, bid_entropy_coef=None)
+    torch.testing.assert_close(entropy_bonus(entropy, action, plain), 0.01 * entropy.mean())
+    split = SimpleNamespace(entropy_coef=0.01, bid_entropy_coef=0.5)
+    torch.testing.assert_close(entropy_bonus(entropy, action, split),
+                               torch.tensor((0.01 * 1 + 0.01 * 2 + 0.5 * 3 + 0.5 * 4) / 4))
+    assert load_config(None, ["bid_entropy_coef=0.1"]).bid_entropy_coef == 0.1
+    assert load_config(None, ["bid_entropy_coef=null"]).bid_entropy_coef is None
+    with pytest.raises(ConfigError, match="bid_entropy_coef"):
+        load_config(None, ["bid_entropy_coef=-1"])
+
+
 def test_the_pool_replaces_its_oldest_policy_and_draws_by_share():
     from train.opponents import OpponentPool
     from train.rollout import HEURISTIC, LEARNER, POOL

@@ -185,6 +185,9 @@ class PPOSection:
     epochs: int = _f(3, "passes over each batch of experience")
     minibatch_size: int = _f(4096, "decisions per gradient step")
     entropy_coef: float = _f(0.005, "entropy bonus")
+    bid_entropy_coef: Optional[float] = _f(None, "entropy bonus on bidding decisions alone (null: entropy_coef); "
+                                                 "a larger one keeps a from-scratch run's bids from settling on "
+                                                 "one bid for every hand before the play is any good")
     value_coef: float = _f(0.5, "weight of the value loss")
     max_grad_norm: float = _f(0.5, "gradient clipping (global norm)")
     target_kl: Optional[float] = _f(None, "stop an update's epochs early once the approximate KL exceeds this")
@@ -414,6 +417,8 @@ class TrainConfig:
                      "partner_population_share"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected a number in [0, 1]")
+        if self.bid_entropy_coef is not None and not self.bid_entropy_coef >= 0:
+            raise ConfigError(f"bid_entropy_coef={self.bid_entropy_coef!r}: expected 0 or more, or null")
         for name in ("entropy_coef", "value_coef", "shaping", "win_bonus"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected 0 or more")
@@ -505,6 +510,10 @@ FIELD_SECTION = {f.name: section for section, cls in SECTIONS.items() for f in d
 FIELDS = {f.name: f for cls in SECTIONS.values() for f in dataclasses.fields(cls)}
 
 
+_OPTIONAL_FIELDS = {"target_kl": float, "init_from": str, "max_updates": int, "distill_data": str,
+                    "distill_value_temperature": float, "bid_entropy_coef": float}   # null allowed
+
+
 def _check_type(name: str, value: Any) -> Any:
     f = FIELDS[name]
     default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
@@ -512,11 +521,10 @@ def _check_type(name: str, value: Any) -> Any:
         if not value or not all(isinstance(folder, str) for folder in value):
             raise ConfigError(f"{name}={value!r}: expected a folder or a non-empty list of folders ({f.metadata['help']})")
         return list(value)
-    if name in ("target_kl", "init_from", "max_updates", "distill_data", "distill_value_temperature"):
+    if name in _OPTIONAL_FIELDS:
         if value is None:
             return None
-        expected: type = {"target_kl": float, "init_from": str, "max_updates": int, "distill_data": str,
-                          "distill_value_temperature": float}[name]
+        expected: type = _OPTIONAL_FIELDS[name]
     else:
         expected = type(default)
     if expected in (int, float) and isinstance(value, str):
