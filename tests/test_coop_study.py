@@ -38,7 +38,7 @@ def write_study(tmp_path: Path, **changes) -> Path:
 
 
 def test_the_shipped_study_configs_load():
-    for name in ("coop_study.yaml", "coop_study_smoke.yaml"):
+    for name in ("coop_study.yaml", "coop_study_smoke.yaml", "coop_study_imitation.yaml"):
         study = load_study(ROOT / "configs" / name)
         assert {m.name for m in study.methods} == {"selfplay", "other_play", "population"}
     study = load_study(ROOT / "configs" / "coop_study.yaml")
@@ -97,6 +97,43 @@ def test_a_killed_study_resumes_and_waits_for_the_methods_it_needs(tmp_path):
         assert (tmp_path / "study" / "runs" / run / "model.pt").is_file()
     done = subprocess.run(study_command(config, "--resume"), cwd=ROOT, env=env, capture_output=True, text=True)
     assert "all 2 runs are done" in done.stdout
+
+
+def test_a_held_out_piece_played_on_another_zoo_is_played_again(tmp_path, monkeypatch):
+    """A scenario piece whose suite hash is not the current suite's (the zoo changed since) is
+    played again, journal and all; a current one is kept."""
+    import json
+    import evaluation.scenarios as scenarios
+    from train import coop_study_report
+    study = load_study(write_study(tmp_path))
+    out = study.results_dir
+    for run in study.runs():                                        # two finished runs
+        run.path.mkdir(parents=True)
+        (run.path / "model.pt").write_bytes(b"")
+        (run.path / "final_eval.json").write_text("{}")
+        (out / "signals").mkdir(parents=True, exist_ok=True)
+        (out / "signals" / f"{run.name}.json").write_text("{}")
+    (out / "crossplay.json").write_text("{}")
+    (out / "league.json").write_text("{}")
+    suite = coop_study_report.study_suite(study.evaluation["suite"])
+    current = scenarios.suite_hash(scenarios.suite_definition(suite, study.evaluation["suite_deals"],
+                                                              int(study.evaluation["seed"])))
+    (out / "scenarios").mkdir()
+    (out / "scenarios" / "selfplay_s1.json").write_text(json.dumps({"suite_hash": "an older zoo"}))
+    (out / "scenarios" / "selfplay_s1.journal").write_text("stale")
+    (out / "scenarios" / "population_s1.json").write_text(json.dumps({"suite_hash": current}))
+    played = []
+
+    def fake_run_suite(spec, suite, **kwargs):
+        played.append(spec)
+        assert not Path(kwargs["journal"]).exists()                 # the stale journal went with it
+        return {"suite_hash": current}
+
+    monkeypatch.setattr(scenarios, "run_suite", fake_run_suite)
+    monkeypatch.setattr(coop_study_report, "analyse", lambda study: {})
+    coop_study_report.evaluate_stage(study, workers=1, progress=False, log=lambda line: None)
+    assert played == [next(r for r in study.runs() if r.name == "selfplay_s1").spec]
+    assert json.loads((out / "scenarios" / "selfplay_s1.json").read_text())["suite_hash"] == current
 
 
 def test_the_analysis_pairs_self_play_and_cross_play_by_deal():

@@ -33,6 +33,14 @@ def _iv(values: list[float]) -> dict:
     return {"mean": interval.mean, "low": interval.low, "high": interval.high, "n": interval.n}
 
 
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def study_suite(name: str = HELD_OUT):
     """``held-out``: the standard suite's held-out scenario alone (the zoo's held-out partners,
     the agent on either seat); any other name: that suite of ``spades-coop run`` (its first
@@ -50,7 +58,7 @@ def evaluate_stage(study, workers: Optional[int] = None, progress: bool = True,
     from .coop_study import StudyError
     from evaluation.league import plot_league, run_league
     from evaluation.results import crossplay
-    from evaluation.scenarios import run_suite
+    from evaluation.scenarios import run_suite, suite_definition, suite_hash
     from evaluation.signals import measure_signals
 
     runs = [r for r in study.runs() if r.done]
@@ -72,12 +80,19 @@ def evaluate_stage(study, workers: Optional[int] = None, progress: bool = True,
         data["runs"] = [r.name for r in runs]
         data["unit_diffs"] = [[cell.unit_diffs for cell in row] for row in result.cells]
         write_json(path, data)
+    suite = study_suite(ev["suite"])
+    expected_hash = suite_hash(suite_definition(suite, ev["suite_deals"], seed))
     for run in runs:
         path = out / "scenarios" / f"{run.name}.json"
+        if path.is_file() and _read_json(path).get("suite_hash") != expected_hash:
+            # the zoo (or the suite) changed since this piece was played: its partners are not the suite's
+            log(f"evaluate: {run.name}'s held-out scenario was played on another suite (the zoo changed): again")
+            path.unlink()
+            path.with_suffix(".journal").unlink(missing_ok=True)
         if not path.is_file():
             log(f"evaluate: held-out scenario, {run.name}")
             path.parent.mkdir(parents=True, exist_ok=True)
-            result = run_suite(run.spec, study_suite(ev["suite"]), deals=ev["suite_deals"], seed=seed, workers=workers,
+            result = run_suite(run.spec, suite, deals=ev["suite_deals"], seed=seed, workers=workers,
                                progress=progress, journal=str(path.with_suffix(".journal")))
             write_json(path, {**result, "run": run.name})
         path = out / "signals" / f"{run.name}.json"
