@@ -5,6 +5,7 @@
                          [--ray [ADDRESS]] [--journal FILE]
     spades-coop signals SPEC [--deals N] [--seed S] [--workers N] [--json FILE]
     spades-coop study --config FILE [--stage train|evaluate|all] [--jobs N] [--resume] [--report]
+    spades-coop bid-values SPEC [--deals N] [--seed S] [--json FILE]
     spades-league SPEC SPEC ... [--deals N] [--seed S] [--workers N] [--json FILE] [--plot FILE]
                                [--ray [ADDRESS]] [--journal FILE]
 
@@ -39,8 +40,9 @@ def _add_common(parser: argparse.ArgumentParser, deals: int, ray: bool) -> None:
 def _coop_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="spades-coop", description="The cooperation lab: the partner zoo, "
                                      "the ad-hoc teamwork suite and signalling measures (docs/cooperation.md).")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{zoo,run,signals,study}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{zoo,run,signals,study,bid-values}")
     sub.add_parser("study", help="train seeds of each training method and measure them (--help: its options)")
+    sub.add_parser("bid-values", help="which bid pays under a policy's own card play (--help: its options)")
     zoo = sub.add_parser("zoo", help="list the partner zoo", description="List the partner zoo: name, spec, "
                          "split (train, validation, held-out), group and hash.")
     zoo.add_argument("--json", metavar="FILE", help="write the list as JSON")

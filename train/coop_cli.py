@@ -1,7 +1,8 @@
 """``spades-coop``: the cooperation lab's commands.
 
 ``zoo``, ``run`` and ``signals`` measure (:mod:`evaluation.coop_cli`); ``study`` trains seeds of
-each cooperation method and measures them (:mod:`train.coop_study`), so the command lives on the
+each cooperation method and measures them (:mod:`train.coop_study`) and ``bid-values`` plays every
+bid out under a policy's own play (:mod:`train.bid_value_map`), so the command lives on the
 training floor, which may use evaluation, and not the other way round.
 """
 
@@ -18,6 +19,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     if argv[:1] == ["study"]:
         from .coop_study import main as study_main
         return study_main(argv[1:])
+    if argv[:1] == ["bid-values"]:
+        from .bid_value_map import main as bid_values_main
+        return bid_values_main(argv[1:])
     return measure_main(argv)
 
 
