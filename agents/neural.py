@@ -12,6 +12,7 @@ was trained under and where it came from).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Optional
 
@@ -25,8 +26,24 @@ MODEL_FORMAT = "spades-neural-policy"
 CHECKPOINT_FORMAT = "spades-train-checkpoint"
 # The shipped policy: expert iteration's round 4 (docs/shipped_model.md); the one it replaced,
 # shipped until 2026-11-26, stays loadable as agents.make("neural_v1").
-DEFAULT_MODEL = Path(__file__).parent / "models" / "neural_standard.pt"
-PREVIOUS_MODEL = Path(__file__).parent / "models" / "neural_standard_v1.pt"
+MODELS_DIR = Path(__file__).parent / "models"
+DEFAULT_MODEL = MODELS_DIR / "neural_standard.pt"
+PREVIOUS_MODEL = MODELS_DIR / "neural_standard_v1.pt"
+
+
+def shipped_models() -> list[str]:
+    """The names of the models shipped in ``agents/models`` (``neural:model=NAME`` loads one)."""
+    return sorted(path.stem for path in MODELS_DIR.glob("*.pt"))
+
+
+def shipped_model(name: str) -> Path:
+    """The file of a shipped model by name: a spec that names it is the same on every machine
+    (a ``checkpoint=`` path is not), which is what the partner zoo's specs need."""
+    text = str(name)
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", text) or not (MODELS_DIR / f"{text}.pt").is_file():
+        raise ValueError(f"neural: model={text!r}: expected the name of a shipped model "
+                         f"({', '.join(shipped_models())}); a file of your own is checkpoint=FILE")
+    return MODELS_DIR / f"{text}.pt"
 
 
 class ModelError(ValueError):
@@ -78,16 +95,22 @@ def policy_from_checkpoint(data: dict, source: str = "checkpoint") -> tuple[Poli
 class NeuralAgent(Agent):
     """Plays the policy network's most likely legal action (``greedy``) or samples it.
 
-    Options: ``checkpoint`` (path; default: the shipped model), ``greedy`` (default True),
+    Options: ``checkpoint`` (path; default: the shipped model), ``model`` (the name of a model
+    shipped in ``agents/models``, e.g. ``zoo_imitation_s1``), ``greedy`` (default True),
     ``seed`` (sampling), ``policy`` (a ``PolicyNet`` object, used as is: training evaluates
     itself this way)."""
 
     name = "neural"
 
     def __init__(self, checkpoint: Optional[str | Path] = None, greedy: bool = True,
-                 seed: Optional[int] = None, policy: Optional[PolicyNet] = None) -> None:
+                 seed: Optional[int] = None, policy: Optional[PolicyNet] = None,
+                 model: Optional[str] = None) -> None:
         super().__init__(seed)
         self.greedy = bool(greedy)
+        if model is not None:
+            if checkpoint is not None or policy is not None:
+                raise ValueError("neural: give model=NAME or checkpoint=FILE, not both")
+            checkpoint = shipped_model(model)
         if policy is not None:
             self.policy, self.info = policy.eval(), {"rules": None, "arch": policy.arch, "provenance": {}}
             self.checkpoint = None

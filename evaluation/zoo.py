@@ -15,8 +15,11 @@ the caller says it evaluates (``purpose="evaluation"``), so that held-out partne
 training by accident. ``hash`` is a SHA-256 of what defines a partner (its spec and, for a model,
 the checkpoint's bytes): a partner that changes under the same name changes its hash.
 
-Policies trained by the project from different seeds (from scratch and from imitation) are not in
-this version: they join the zoo once they are trained and shipped (``ZOO_VERSION`` then goes up).
+Version 2 adds policies the project trained from different seeds, shipped in ``agents/models``
+and named by ``neural:model=NAME`` so that a spec means the same file on every machine: three
+seeds imitating the heuristic and then improving by PPO (``configs/zoo_imitation.yaml``) and three
+seeds of plain self-play from scratch (``configs/zoo_scratch.yaml``). Seed 1 of each is a training
+partner, seed 2 a validation one, seed 3 held out.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-ZOO_VERSION = 1
+ZOO_VERSION = 2
 SPLITS = ("train", "validation", "held-out")
 PURPOSES = ("training", "evaluation")
 
@@ -84,6 +87,16 @@ PARTNERS: tuple[Partner, ...] = (
     # Neural policies shipped with the project.
     _h("neural", "neural", "train", "neural", "the shipped policy (expert iteration round 4)"),
     _h("neural-v1", "neural_v1", "held-out", "neural", "the policy shipped before it (PPO and play-out fits)"),
+    # Trained by the project, one seed each (version 2): imitation of the heuristic, then PPO ...
+    _h("imitation-s1", "neural:model=zoo_imitation_s1", "train", "imitation",
+       "imitates the heuristic, then PPO (configs/zoo_imitation.yaml, seed 1)"),
+    _h("imitation-s2", "neural:model=zoo_imitation_s2", "validation", "imitation", "the same, seed 2"),
+    _h("imitation-s3", "neural:model=zoo_imitation_s3", "held-out", "imitation", "the same, seed 3"),
+    # ... and plain self-play from scratch: conventions of their own.
+    _h("scratch-s1", "neural:model=zoo_scratch_s1", "train", "scratch",
+       "self-play from scratch, 12M decisions (configs/zoo_scratch.yaml, seed 1)"),
+    _h("scratch-s2", "neural:model=zoo_scratch_s2", "validation", "scratch", "the same, seed 2"),
+    _h("scratch-s3", "neural:model=zoo_scratch_s3", "held-out", "scratch", "the same, seed 3"),
 )
 
 
@@ -93,6 +106,9 @@ def model_file(spec: str) -> Optional[Path]:
     name, options = parse_agent_spec(spec)
     if options.get("checkpoint") is not None:
         return Path(str(options["checkpoint"]))
+    if name == "neural" and options.get("model") is not None:   # a shipped model by name
+        from agents.neural import MODELS_DIR
+        return MODELS_DIR / f"{Path(str(options['model'])).name}.pt"   # hashed as "missing" if absent
     if name in ("neural", "neural_v1"):           # registered models: the files agents.neural loads
         from agents.neural import DEFAULT_MODEL, PREVIOUS_MODEL
         return DEFAULT_MODEL if name == "neural" else PREVIOUS_MODEL

@@ -77,3 +77,21 @@ def test_spades_coop_zoo_writes_the_listing(tmp_path, capsys):
     assert "held-out" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["zoo", "--help"])
+
+
+def test_trained_partners_are_shipped_models_named_the_same_everywhere():
+    """Version 2's trained seeds: neural:model=NAME loads agents/models/NAME.pt; a path is refused."""
+    import agents
+    from agents.neural import MODELS_DIR, shipped_model, shipped_models
+    trained = [p for p in zoo.PARTNERS if p.group in ("imitation", "scratch")]
+    assert zoo.ZOO_VERSION >= 2 and len(trained) == 6
+    assert {p.split for p in trained if p.group == "scratch"} == set(zoo.SPLITS)
+    for p in trained:
+        name = p.spec.split("model=")[1]
+        assert name in shipped_models() and zoo.model_file(p.spec) == MODELS_DIR / f"{name}.pt"
+    assert agents.make("neural", model="neural_standard_v1").checkpoint == shipped_model("neural_standard_v1")
+    for bad in ("../neural_standard", "nope", "/etc/passwd"):
+        with pytest.raises(ValueError, match="shipped model"):
+            agents.make("neural", model=bad)
+    with pytest.raises(ValueError, match="not both"):
+        agents.make("neural", model="neural_standard_v1", checkpoint=str(MODELS_DIR / "neural_standard.pt"))
