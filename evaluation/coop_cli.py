@@ -50,7 +50,7 @@ def _coop_parser() -> argparse.ArgumentParser:
                          description="Score an agent on a scenario suite: points per hand beside unseen partners, "
                                      "normalised per partner (0 = random in its seat, 1 = the partner's copy).")
     run.add_argument("spec", metavar="SPEC", help="the focal agent (any spades-eval spec)")
-    run.add_argument("--suite", default="standard", help="the suite (standard, quick; default standard)")
+    run.add_argument("--suite", default="standard", help="the suite (standard, held-out, quick; default standard)")
     _add_common(run, 100, ray=True)
     signals = sub.add_parser("signals", help="measure an agent's signalling and listening",
                              description="Bid calibration, bid information (bits), listening, nil cover and "

@@ -122,7 +122,14 @@ def quick_suite() -> Suite:
                  "a smoke test: two partners, few deals")
 
 
-SUITES = {"standard": standard_suite, "quick": quick_suite}
+def held_out_suite() -> Suite:
+    """The standard suite's held-out scenario alone: the zoo's held-out partners, the focal agent
+    on either seat (what the cooperation study scores, and the test of a shipped partner)."""
+    scenario = next(s for s in standard_suite().scenarios if s.name == "held-out")
+    return Suite("held-out", (scenario,), "the held-out scenario of the standard suite")
+
+
+SUITES = {"standard": standard_suite, "quick": quick_suite, "held-out": held_out_suite}
 
 
 def get_suite(name: Any) -> Suite:
@@ -312,5 +319,5 @@ def plot_suite_result(result: dict, path) -> Any:
     return path
 
 
-__all__ = ["Scenario", "Suite", "SUITES", "standard_suite", "quick_suite", "get_suite", "run_suite",
+__all__ = ["Scenario", "Suite", "SUITES", "standard_suite", "quick_suite", "held_out_suite", "get_suite", "run_suite",
            "suite_definition", "suite_hash", "format_suite_result", "plot_suite_result", "resolve_spec"]

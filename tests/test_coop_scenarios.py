@@ -117,3 +117,13 @@ def test_spades_coop_run_writes_json_and_heat_map_and_resumes(tmp_path, capsys):
     assert main(["run", "heuristic:bogus=1", "--suite", "quick", "--deals", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and all(line.startswith("spades-coop: error: ") for line in err)
+
+
+def test_the_held_out_suite_is_the_standard_suites_held_out_scenario():
+    from evaluation import zoo
+    from evaluation.scenarios import get_suite, standard_suite
+    suite = get_suite("held-out")
+    assert [s.name for s in suite.scenarios] == ["held-out"]
+    assert suite.scenarios[0] == standard_suite().scenarios[0]
+    assert set(suite.scenarios[0].partners) == {p.name for p in zoo.partners("held-out", purpose="evaluation")}
+    assert suite.scenarios[0].focal_seats == (0, 2)

@@ -42,14 +42,11 @@ def _read_json(path: Path) -> dict:
 
 
 def study_suite(name: str = HELD_OUT):
-    """``held-out``: the standard suite's held-out scenario alone (the zoo's held-out partners,
-    the agent on either seat); any other name: that suite of ``spades-coop run`` (its first
-    scenario is the one the report reads; ``quick`` for smoke tests)."""
-    from evaluation.scenarios import Suite, get_suite, standard_suite
-    if name != HELD_OUT:
-        return get_suite(name)
-    scenario = next(s for s in standard_suite().scenarios if s.name == HELD_OUT)
-    return Suite(HELD_OUT, (scenario,), "the held-out scenario of the standard suite")
+    """A suite of ``spades-coop run`` by name: ``held-out`` (the standard suite's held-out scenario
+    alone, the study's default), or any other (the report reads its first scenario; ``quick``
+    for smoke tests)."""
+    from evaluation.scenarios import get_suite
+    return get_suite(name)
 
 
 def evaluate_stage(study, workers: Optional[int] = None, progress: bool = True,
