@@ -163,18 +163,22 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     from evaluation.coop_common import write_json
     from agents.specs import AgentSpecError
-    bar = None
-    try:
-        if not args.no_progress:
+    bars: list = []
+
+    def progress(deals: int) -> None:          # the bar starts with the first deals, after the spec is checked
+        if not bars:
             from tqdm import tqdm
-            bar = tqdm(total=args.deals, desc="bid values", unit="deal", file=sys.stderr)
+            bars.append(tqdm(total=args.deals, desc="bid values", unit="deal", file=sys.stderr))
+        bars[0].update(deals)
+
+    try:
         result = bid_value_map(args.spec, deals=args.deals, seed=args.seed,
-                               progress=None if bar is None else bar.update)
+                               progress=None if args.no_progress else progress)
     except (ValueError, AgentSpecError, FileNotFoundError) as exc:
         print(f"spades-coop bid-values: error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
     finally:
-        if bar is not None:
+        for bar in bars:
             bar.close()
     print(format_bid_value_map(result))
     if args.json:
