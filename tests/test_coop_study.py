@@ -173,7 +173,9 @@ def test_held_out_scores_compare_the_best_seeds_paired_by_deal(tmp_path):
                 "population_s1": [2.0, 3.0, 4.0], "population_s2": [5.0, 1.0, 0.0]}
     (study.results_dir / "scenarios").mkdir(parents=True)
     for name, values in per_deal.items():
-        scenario = {"score": sum(values) / 3, "low": None, "high": None, "normalised": 0.5, "per_deal": values}
+        beside = {"bold": values[0], "cautious": values[1]}          # the scores beside two partners
+        scenario = {"score": sum(values) / 3, "low": None, "high": None, "normalised": 0.5, "per_deal": values,
+                    "partners": [{"partner": p, "score": s, "copy": -9.0} for p, s in beside.items()]}
         (study.results_dir / "scenarios" / f"{name}.json").write_text(json.dumps({"scenarios": [scenario]}))
     methods = {name: name.split("_")[0] for name in per_deal}
     held = held_out_analysis(study, list(per_deal), methods)
@@ -181,3 +183,9 @@ def test_held_out_scores_compare_the_best_seeds_paired_by_deal(tmp_path):
     (contrast,) = held["contrasts"]
     assert contrast["contrast"] == "held-out(population_s1) - held-out(selfplay_s1)"
     assert contrast["mean"] == contrast["low"] == contrast["high"] == 1.0 and contrast["supported"]
+    assert held["partners"] == {"bold": {"copy": -9.0, "selfplay": 0.5, "population": 3.5},
+                                "cautious": {"copy": -9.0, "selfplay": 1.0, "population": 2.0}}
+    assert "| bold | -9.0 | +0.5 | +3.5 |" in report_markdown(
+        {"study": "t", "runs": [], "reference": "heuristic", "training_cpu_hours": 0.0,
+         "crossplay": {"methods": [], "within": {}, "between": {}, "deals": 3}, "held_out": held, "signals": {},
+         "hypotheses": []})

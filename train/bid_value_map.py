@@ -10,9 +10,10 @@ minus the other side's are grouped by the hand's trick potential (the same bucke
 Per bucket it reports the policy's usual bid, the bid worth most on average, and what playing that
 bid instead would gain. The gain overall is cross-fitted (the best bid of each bucket chosen on
 one half of the deals, scored on the other, and the other way round), so a table read from noise
-does not look like a gain. A from-scratch policy whose best bid is the same in every bucket has no
-reason to let its bids carry information: that is the answer this tool gives for the cooperation
-study's agents (docs/cooperation.md, "Why no conventions formed").
+does not look like a gain. Bids carry information only if the best bid changes with the hand and
+the gain is big enough for training to find: for the cooperation study's from-scratch agents the
+best bid does change for strong hands, but over all bidding turns it is worth 1 to 2 points
+(docs/cooperation.md, "Why no conventions formed").
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def _policy_of(spec: str):
     from agents.specs import AgentSpecError, make_agent
     try:
         agent = make_agent(spec)
-    except AgentSpecError:
+    except AgentSpecError:         # already says which spec and why (it is a ValueError too)
         raise
     except (ValueError, FileNotFoundError, KeyError) as exc:
         raise ValueError(f"{spec!r}: {str(exc).splitlines()[0]}") from None

@@ -174,7 +174,8 @@ def held_out_analysis(study, names: list[str], methods: dict[str, str]) -> dict:
             data = json.loads(path.read_text())
             s = data["scenarios"][0]
             rows[name] = {"method": methods[name], "score": s["score"], "low": s["low"], "high": s["high"],
-                          "normalised": s["normalised"], "per_deal": s.get("per_deal")}
+                          "normalised": s["normalised"], "per_deal": s.get("per_deal"),
+                          "partners": {p["partner"]: (p["score"], p["copy"]) for p in s.get("partners", [])}}
     if not rows:
         return {"runs": {}, "methods": {}, "contrasts": []}
     order = list(dict.fromkeys(methods[n] for n in names))
@@ -186,6 +187,14 @@ def held_out_analysis(study, names: list[str], methods: dict[str, str]) -> dict:
                              "normalised": fmean([r["normalised"] for r in members if r["normalised"] is not None]
                                                  or [float("nan")]),
                              "best": max(r["score"] for r in members), "seeds": len(members)}
+    # Beside each partner: every method's mean over its seeds, and the partner's own copy (the same
+    # deals and seat for every run, so the copy's score is one number).
+    partners: dict[str, dict] = {}
+    for r in rows.values():
+        for partner, (score, copy) in r["partners"].items():
+            partners.setdefault(partner, {"copy": copy, "scores": {}})["scores"].setdefault(r["method"], []).append(score)
+    by_partner = {name: {"copy": v["copy"], **{m: fmean(v["scores"][m]) for m in order if m in v["scores"]}}
+                  for name, v in partners.items()}
     contrasts = []
     base = [n for n in rows if rows[n]["method"] == order[0]]
     if base and all(rows[n]["per_deal"] for n in rows):
@@ -201,7 +210,8 @@ def held_out_analysis(study, names: list[str], methods: dict[str, str]) -> dict:
                               "supported": c["low"] is not None and c["low"] > 0})
     for r in rows.values():
         r.pop("per_deal", None)
-    return {"runs": rows, "methods": per_method, "contrasts": contrasts}
+        r.pop("partners", None)
+    return {"runs": rows, "methods": per_method, "partners": by_partner, "contrasts": contrasts}
 
 
 def analyse(study) -> dict:
@@ -317,6 +327,13 @@ def report_markdown(summary: dict) -> str:
         lines += ["", "| method | mean score | best seed | mean normalised |", "|---|---|---|---|"]
         for m, r in held["methods"].items():
             lines.append(f"| {m} | {_fmt(r['score'])} | {_fmt(r['best'])} | {_fmt(r['normalised'], 2, False)} |")
+        if held.get("partners"):
+            methods = list(held["methods"])
+            lines += ["", "Beside each held-out partner: each method's mean over its seeds, and the partner's own copy in "
+                      "the same seat (points per hand):", "", "| partner | its copy | " + " | ".join(methods) + " |",
+                      "|---" * (len(methods) + 2) + "|"]
+            for name, r in held["partners"].items():
+                lines.append(f"| {name} | {_fmt(r['copy'])} | " + " | ".join(_fmt(r.get(m)) for m in methods) + " |")
     if summary["signals"]:
         lines += ["", "Signals (`spades-coop signals`; value [95%]):", "",
                   "| run | method | bid information (bits) | listening | nil cover |", "|---|---|---|---|---|"]
