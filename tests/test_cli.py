@@ -265,8 +265,12 @@ def test_ctrl_c_ends_a_command_with_one_line(command, prog, tmp_path):
     import subprocess
     import time
     root = Path(__file__).resolve().parents[1]
+    # Ctrl-C's default action, even when the suite itself was started in the background (a shell
+    # starts background jobs with SIGINT ignored, and a child inherits that: Python would then
+    # never raise KeyboardInterrupt and the command would run on)
     process = subprocess.Popen([part.replace("{tmp}", str(tmp_path)) for part in command], cwd=root,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(6)                        # well into the work (imports and start-up take 1-3 s)
     assert process.poll() is None, process.communicate()
     process.send_signal(signal.SIGINT)
