@@ -36,11 +36,12 @@ def shipped_models() -> list[str]:
     return sorted(path.stem for path in MODELS_DIR.glob("*.pt"))
 
 
-def shipped_model(name: str) -> Path:
+def shipped_model(name: str, must_exist: bool = True) -> Path:
     """The file of a shipped model by name: a spec that names it is the same on every machine
-    (a ``checkpoint=`` path is not), which is what the partner zoo's specs need."""
+    (a ``checkpoint=`` path is not), which is what the partner zoo's specs need. The name is
+    always checked (no paths); ``must_exist=False`` skips the check that the file is there."""
     text = str(name)
-    if not re.fullmatch(r"[A-Za-z0-9_-]+", text) or not (MODELS_DIR / f"{text}.pt").is_file():
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", text) or (must_exist and not (MODELS_DIR / f"{text}.pt").is_file()):
         raise ValueError(f"neural: model={text!r}: expected the name of a shipped model "
                          f"({', '.join(shipped_models())}); a file of your own is checkpoint=FILE")
     return MODELS_DIR / f"{text}.pt"

@@ -63,6 +63,14 @@ def _h(name: str, spec: str, split: str, group: str, about: str) -> Partner:
     return Partner(name, spec, split, group, about)
 
 
+def _trained_seeds(group: str, about: str) -> tuple[Partner, ...]:
+    """Three seeds of one training recipe, shipped as agents/models/zoo_<group>_s<seed>.pt: seed 1
+    a training partner, seed 2 a validation one, seed 3 held out."""
+    return tuple(_h(f"{group}-s{seed}", f"neural:model=zoo_{group}_s{seed}", split, group,
+                    about if seed == 1 else f"the same, seed {seed}")
+                 for seed, split in zip((1, 2, 3), SPLITS))
+
+
 PARTNERS: tuple[Partner, ...] = (
     # Standard conventions: today's heuristic and variants that only change what its cards say.
     _h("heuristic", "heuristic", "train", "standard", "the default heuristic"),
@@ -87,18 +95,10 @@ PARTNERS: tuple[Partner, ...] = (
     # Neural policies shipped with the project.
     _h("neural", "neural", "train", "neural", "the shipped policy (expert iteration round 4)"),
     _h("neural-v1", "neural_v1", "held-out", "neural", "the policy shipped before it (PPO and play-out fits)"),
-    # Trained by the project, one seed each (version 2): imitation of the heuristic, then PPO ...
-    _h("imitation-s1", "neural:model=zoo_imitation_s1", "train", "imitation",
-       "imitates the heuristic, then PPO (configs/zoo_imitation.yaml, seed 1)"),
-    _h("imitation-s2", "neural:model=zoo_imitation_s2", "validation", "imitation", "the same, seed 2"),
-    _h("imitation-s3", "neural:model=zoo_imitation_s3", "held-out", "imitation", "the same, seed 3"),
-    # ... and plain self-play from scratch: conventions of their own.
-    _h("scratch-s1", "neural:model=zoo_scratch_s1", "train", "scratch",
-       "self-play from scratch, 12M decisions (configs/zoo_scratch.yaml, seed 1)"),
-    _h("scratch-s2", "neural:model=zoo_scratch_s2", "validation", "scratch", "the same, seed 2"),
-    _h("scratch-s3", "neural:model=zoo_scratch_s3", "held-out", "scratch", "the same, seed 3"),
+    # Trained by the project (version 2): seeds 1, 2, 3 in the train, validation and held-out splits.
+    *_trained_seeds("imitation", "imitates the heuristic, then PPO (configs/zoo_imitation.yaml, seed 1)"),
+    *_trained_seeds("scratch", "self-play from scratch, 12M decisions (configs/zoo_scratch.yaml, seed 1)"),
 )
-
 
 def model_file(spec: str) -> Optional[Path]:
     """The checkpoint a spec loads (``checkpoint=`` or a registered neural agent's), else None."""
@@ -107,8 +107,8 @@ def model_file(spec: str) -> Optional[Path]:
     if options.get("checkpoint") is not None:
         return Path(str(options["checkpoint"]))
     if name == "neural" and options.get("model") is not None:   # a shipped model by name
-        from agents.neural import MODELS_DIR
-        return MODELS_DIR / f"{Path(str(options['model'])).name}.pt"   # hashed as "missing" if absent
+        from agents.neural import shipped_model
+        return shipped_model(str(options["model"]), must_exist=False)   # hashed as "missing" if absent
     if name in ("neural", "neural_v1"):           # registered models: the files agents.neural loads
         from agents.neural import DEFAULT_MODEL, PREVIOUS_MODEL
         return DEFAULT_MODEL if name == "neural" else PREVIOUS_MODEL

@@ -248,15 +248,19 @@ AFTER_ROUND_1 = [
 ]
 
 
+def _assert_resume_refused(settings: list[str], capsys, message: str) -> None:
+    """``--resume`` with these settings exits 2 with one line matching ``message``, no traceback."""
+    assert main([f"--set={item}" for item in settings] + ["--resume"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert re.search(message, err), err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+
+
 @pytest.mark.parametrize("what, tamper, message", AFTER_ROUND_1, ids=[case[0] for case in AFTER_ROUND_1])
 def test_a_resume_refuses_a_finished_round_that_is_not_as_recorded(one_round, capsys, what, tamper, message):
     base = copy_run(one_round)
     tamper(one_round)
-    args = [f"--set={item}" for item in base + ["expert_rounds=2"]]
-    assert main(args + ["--resume"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert re.search(message, err), err
-    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    _assert_resume_refused(base + ["expert_rounds=2"], capsys, message)
     assert not (one_round / "expert" / "round_02").exists()        # refused before round 2 began
 
 
@@ -293,11 +297,7 @@ DURING_ROUND_1 = [
 def test_a_resumed_round_refuses_its_own_files_when_not_as_written(one_round, capsys, what, tamper, message):
     base = copy_run(one_round, before_round=True)
     tamper(one_round)
-    args = [f"--set={item}" for item in base + ["expert_rounds=1"]]
-    assert main(args + ["--resume"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert re.search(message, err), err
-    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    _assert_resume_refused(base + ["expert_rounds=1"], capsys, message)
 
 
 def test_a_round_refuses_a_student_that_is_not_its_start(one_round, capsys):

@@ -608,6 +608,21 @@ def test_bid_entropy_coef_weighs_the_bidding_decisions_alone():
     assert load_config(None, ["bid_entropy_coef=null"]).bid_entropy_coef is None
     with pytest.raises(ConfigError, match="bid_entropy_coef"):
         load_config(None, ["bid_entropy_coef=-1"])
+    # ... and the PPO loss uses it: a bid's entropy weighs 0.5, a card's 0.01
+    from train.ppo_update import ppo_loss
+    torch.manual_seed(4)
+    policy, critic = PolicyNet(742, 16, 1, 8), torch.nn.Linear(742, 1)
+    mask = torch.zeros(4, 68, dtype=torch.bool)
+    mask[:, :3] = True
+    mask[:, 52:55] = True
+    mb = {"obs": torch.rand(4, 742), "mask": mask, "action": torch.tensor([0, 1, 52, 53]),
+          "logp": torch.full((4,), -1.8), "advantage": torch.tensor([1.0, -1.0, 0.5, 0.0]),
+          "ret": torch.zeros(4)}
+    cfg = SimpleNamespace(learn_precision="float32", clip=0.2, value_coef=0.5, entropy_coef=0.01,
+                          bid_entropy_coef=0.5)
+    parts = ppo_loss(policy, lambda x: critic(x)[:, 0], mb, cfg, critic_only=False, device=torch.device("cpu"))
+    weights = torch.tensor([0.01, 0.01, 0.5, 0.5])
+    torch.testing.assert_close(parts.loss, 0.5 * parts.value + parts.policy - (weights * parts.entropy).mean())
 
 
 def test_the_pool_replaces_its_oldest_policy_and_draws_by_share():

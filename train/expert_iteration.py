@@ -58,7 +58,7 @@ from agents.neural import ModelError, read_checkpoint, save_model
 from .expert_manifest import (LABELS_MANIFEST, ExpertIterationError, adopt_older_rounds, file_digest, labels_record,
                               read_json, read_labels_manifest, recorded_label_folders, round_record, same_policy,
                               verify_finished_rounds, verify_labels, write_json, write_manifest_copy)
-from .fitting import fit_keep_best
+from .fitting import fit_keep_best, held_out_favourites
 
 # Every step takes the running trainer (:class:`train.ppo.Trainer`, which calls
 # :func:`run_rounds`; not imported here, as it imports this module).
@@ -271,13 +271,7 @@ def fit_to_search_values(policy: torch.nn.Module, data: dict, cfg: Any, generato
 
     def held_out_fit() -> tuple[float, float]:
         """(loss, mean search value of the favourite card) on the held-out valued decisions."""
-        with torch.no_grad():
-            losses, picked = [], []
-            for rows in test_rows.split(8192):
-                logits = policy(obs[rows].float(), legal[rows])
-                losses.append(loss_of(rows))
-                picked.append(torch.nan_to_num(values[rows], nan=-1e3).gather(1, logits.argmax(1, keepdim=True))[:, 0])
-        return float(torch.cat(losses).mean()), float(torch.cat(picked).mean())
+        return held_out_favourites(policy, obs, legal, values, test_rows, loss_of, missing=-1e3)
 
     def agreement() -> float:
         """Share of held-out valued decisions where the favourite card is among the best-valued."""

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from spades_env.vector import SpadesVectorEnv
 
 from .config import ConfigError
-from .fitting import fit_keep_best, progress_bar as _bar
+from .fitting import fit_keep_best, held_out_favourites, progress_bar as _bar
 from .rollout import StartingScores, agent_actions, critic_input, finished_rows, seat_advantages
 
 
@@ -200,13 +200,7 @@ def _distill_values(policy, data: dict, held_out: torch.Tensor, cfg, generator: 
 
     def held_out_fit() -> tuple[float, float]:
         """(loss, mean play-out value of the favourite card) on the held-out valued decisions."""
-        with torch.no_grad():
-            losses, picked = [], []
-            for rows in test_rows.split(8192):
-                logits = policy(obs[rows].float(), mask[rows])
-                losses.append(loss_of(rows))
-                picked.append(values[rows].gather(1, logits.argmax(1, keepdim=True))[:, 0])
-        return float(torch.cat(losses).mean()), float(torch.cat(picked).mean())
+        return held_out_favourites(policy, obs, mask, values, test_rows, loss_of)
 
     start = held_out_fit()
     log(f"distillation by values (T = {cfg.distill_value_temperature:g} points, added to the starting "
