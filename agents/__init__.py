@@ -17,16 +17,20 @@ def _make_neural(**options):
     return NeuralAgent(**options)
 
 
-def _make_neural_v1(**options):
-    """``agents.make("neural_v1")``: the policy shipped as ``neural`` until 2026-11-26 (PPO and
-    play-out fits, docs/shipped_model.md), kept for comparisons; ``checkpoint`` is fixed."""
-    from .neural import PREVIOUS_MODEL, NeuralAgent
-    if "checkpoint" in options:
-        raise ValueError("neural_v1 is one fixed model; use neural:checkpoint=FILE for another")
-    return NeuralAgent(checkpoint=PREVIOUS_MODEL, **options)
+def _previous_neural(name: str, shipped: str):
+    """The maker of ``agents.make(name)``: a policy once shipped as ``neural`` (docs/shipped_model.md),
+    kept for comparisons; its ``checkpoint`` is fixed."""
+    def make_previous(**options):
+        from .neural import PREVIOUS_MODELS, NeuralAgent
+        if "checkpoint" in options or "model" in options:
+            raise ValueError(f"{name} is one fixed model; use neural:checkpoint=FILE for another")
+        return NeuralAgent(checkpoint=PREVIOUS_MODELS[name], **options)
+    make_previous.__doc__ = f"``agents.make({name!r})``: the policy shipped as ``neural`` {shipped}."
+    return make_previous
 
 
 register("neural", _make_neural)
-register("neural_v1", _make_neural_v1)
+register("neural_v1", _previous_neural("neural_v1", "until 2026-11-26 (PPO and play-out fits)"))
+register("neural_v2", _previous_neural("neural_v2", "on 2026-11-26 (expert iteration's round 4)"))
 
 __all__ = ["Agent", "RandomAgent", "available", "legal_actions", "make", "register"]

@@ -24,11 +24,13 @@ from .networks import NUM_ACTIONS, PolicyNet
 
 MODEL_FORMAT = "spades-neural-policy"
 CHECKPOINT_FORMAT = "spades-train-checkpoint"
-# The shipped policy: expert iteration's round 4 (docs/shipped_model.md); the one it replaced,
-# shipped until 2026-11-26, stays loadable as agents.make("neural_v1").
+# The shipped policy (docs/shipped_model.md). The ones it replaced stay loadable:
+# agents.make("neural_v2"), expert iteration's round 4, shipped 2026-11-26 until 2026-11-27, and
+# agents.make("neural_v1"), shipped until 2026-11-26.
 MODELS_DIR = Path(__file__).parent / "models"
 DEFAULT_MODEL = MODELS_DIR / "neural_standard.pt"
 PREVIOUS_MODEL = MODELS_DIR / "neural_standard_v1.pt"
+PREVIOUS_MODELS = {"neural_v1": PREVIOUS_MODEL, "neural_v2": MODELS_DIR / "neural_standard_v2.pt"}
 
 
 def shipped_models() -> list[str]:

@@ -109,9 +109,11 @@ def model_file(spec: str) -> Optional[Path]:
     if name == "neural" and options.get("model") is not None:   # a shipped model by name
         from agents.neural import shipped_model
         return shipped_model(str(options["model"]), must_exist=False)   # hashed as "missing" if absent
-    if name in ("neural", "neural_v1"):           # registered models: the files agents.neural loads
-        from agents.neural import DEFAULT_MODEL, PREVIOUS_MODEL
-        return DEFAULT_MODEL if name == "neural" else PREVIOUS_MODEL
+    from agents.neural import DEFAULT_MODEL, PREVIOUS_MODELS
+    if name == "neural":                          # registered models: the files agents.neural loads
+        return DEFAULT_MODEL
+    if name in PREVIOUS_MODELS:
+        return PREVIOUS_MODELS[name]
     return None
 
 

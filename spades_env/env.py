@@ -17,7 +17,7 @@ from .observation import ObservationEncoder, observation_bounds
 from .rewards import RewardScheme
 from .rules import EPISODE_CHOICES, Rules, RulesError, make_rules
 
-RESET_OPTIONS = ("deal", "dealer", "scores", "bags")
+RESET_OPTIONS = ("deal", "dealer", "scores", "bags", "start")
 
 # Turning a legal-action bitmask into an int8 mask: 13-bit chunks looked up as bytes, joined.
 _SUIT_BYTES = [bytes((value >> bit) & 1 for bit in range(13)) for value in range(1 << 13)]
@@ -57,6 +57,8 @@ class SpadesEnv(AECEnv):
         reward_scale: points to reward (0.01: a made bid of 5 is +0.5).
         win_bonus: terminal win reward added to ``team_score``/``team_diff``.
         shaping: weight of the potential-based per-trick shaping (0: off).
+        bag_cost: points charged per bag a side carries into later hands ("game": the penalty
+            over the limit, 10 in the standard rules); see :mod:`spades_env.rewards`.
         **rule_overrides: single rules, e.g. ``target_score=300``.
     """
 
@@ -66,7 +68,7 @@ class SpadesEnv(AECEnv):
     def __init__(self, rules: Rules | str | dict | None = "standard", reward: str = "team_score",
                  episode: Optional[str] = None, render_mode: Optional[str] = None,
                  reward_scale: float = 0.01, win_bonus: float = 0.0, shaping: float = 0.0,
-                 **rule_overrides: Any) -> None:
+                 bag_cost: float | str = 0.0, **rule_overrides: Any) -> None:
         super().__init__()
         self.rules = make_rules(rules, **rule_overrides)
         episode = self.rules.episode if episode is None else episode
@@ -79,7 +81,7 @@ class SpadesEnv(AECEnv):
         self.episode = episode
         self.render_mode = render_mode
         self._human = render_mode == "human"
-        self.reward_scheme = RewardScheme(self.rules, reward, reward_scale, win_bonus, shaping)
+        self.reward_scheme = RewardScheme(self.rules, reward, reward_scale, win_bonus, shaping, bag_cost)
         if episode == "hand" and (reward == "win" or win_bonus):
             warnings.warn("win rewards are paid only when a hand ends the game, so with episode='hand' "
                           "most episodes pay nothing; use episode='game' or reward='team_score'/'team_diff'",
@@ -127,11 +129,31 @@ class SpadesEnv(AECEnv):
         if unknown:
             warnings.warn(f"reset: ignoring unknown option(s) {unknown}; known options: {', '.join(RESET_OPTIONS)}",
                           stacklevel=2)
+        if options.get("start", "zero") != "zero":
+            options.update(self._drawn_start(options, rng))
         # Build the new game first: a malformed option raises before anything is changed.
         game = SpadesGame(self.rules, rng, dealer=options.get("dealer"), scores=options.get("scores"),
                           bags=options.get("bags"), deal=options.get("deal"))
         self._rng = rng
         self._start(game)
+
+    def _drawn_start(self, options: dict, rng: random.Random) -> dict:
+        """``options["start"]`` (a name of :mod:`spades_env.starts`): scores, bags and dealer drawn
+        with the reset's random stream, so the same seed gives the same start."""
+        from .starts import StartError, check_start_name, sample_starts
+        try:
+            check_start_name(options["start"])
+        except StartError as exc:
+            raise DealError(f"reset: {exc}") from None
+        given = [k for k in ("scores", "bags", "dealer") if k in options]
+        if given:
+            raise DealError(f"reset: start={options['start']!r} draws the scores, bags and dealer; do not also "
+                            f"give {', '.join(given)} (or leave start out)")
+        try:
+            scores, bags, dealers = sample_starts(options["start"], 1, rng, rules=self.rules)
+        except StartError as exc:
+            raise DealError(f"reset: {exc}") from None
+        return {"scores": scores[0].tolist(), "bags": bags[0].tolist(), "dealer": int(dealers[0])}
 
     def _start(self, game: SpadesGame) -> None:
         self.game = game

@@ -12,6 +12,16 @@ Schemes (``reward=``):
 ``win_bonus`` adds the ``win`` reward times ``win_bonus`` at the end of the game to
 ``team_score`` and ``team_diff``.
 
+``bag_cost`` (points, off at 0) prices the bags a side carries into later hands, which a hand's
+score change leaves free until the counter reaches the limit: each scored hand pays its side
+``points - bag_cost * (bags_after - bags_before)``, the change of the carried counter (negative
+when a penalty resets it). With ``bag_cost = bag_penalty / bag_limit`` (10 in the standard rules)
+every bag costs its share of the penalty wherever the counter stands, so a single hand's reward
+is the hand's worth in a game: an overtrick nets +1 - 10 = -9, and over a whole game the terms
+sum to the score change minus ``bag_cost`` times the bags carried at the end. ``bag_cost="game"``
+means that value for the rules given. Used by ``team_score`` and ``team_diff``; rules that keep
+bags in the score's last digit (``bags_from_score_digit``) are refused.
+
 Shaping (``shaping=w``, off at 0) follows Ng, Harada & Russell (1999): after every trick each
 player receives ``F = Phi(s') - Phi(s)`` with the side potential, in points,
 
@@ -42,10 +52,12 @@ class RewardError(ValueError):
 
 class RewardScheme:
     def __init__(self, rules: Rules, reward: str = "team_score", reward_scale: float = 0.01,
-                 win_bonus: float = 0.0, shaping: float = 0.0) -> None:
+                 win_bonus: float = 0.0, shaping: float = 0.0, bag_cost: float | str = 0.0) -> None:
         if reward not in REWARD_SCHEMES:
             raise RewardError(f"unknown reward scheme {reward!r}; expected one of {', '.join(REWARD_SCHEMES)}")
-        for name, value in (("reward_scale", reward_scale), ("win_bonus", win_bonus), ("shaping", shaping)):
+        bag_cost = self.game_bag_cost(rules) if bag_cost == "game" else bag_cost
+        for name, value in (("reward_scale", reward_scale), ("win_bonus", win_bonus), ("shaping", shaping),
+                            ("bag_cost", bag_cost)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise RewardError(f"{name}={value!r}: expected a finite number")
         if reward_scale <= 0:
@@ -55,15 +67,40 @@ class RewardScheme:
                               "with reward='win' it has no meaning")
         if shaping < 0:
             raise RewardError(f"shaping={shaping!r}: expected a weight >= 0")
+        if bag_cost < 0:
+            raise RewardError(f"bag_cost={bag_cost!r}: expected points >= 0 per carried bag (or 'game')")
+        if bag_cost and reward == "win":
+            raise RewardError("bag_cost prices bags in the points of team_score or team_diff; "
+                              "with reward='win' it has no meaning")
+        if bag_cost and rules.bags_from_score_digit:
+            raise RewardError("bag_cost needs rules that count bags apart from the score; these rules keep "
+                              "them in the score's last digit (bags_from_score_digit)")
         self.rules = rules
         self.reward = reward
         self.reward_scale = float(reward_scale)
         self.win_bonus = float(win_bonus)
         self.shaping = float(shaping)
+        self.bag_cost = float(bag_cost)
         self.n = rules.players
         self.num_sides = rules.num_sides
         self.side_of = [rules.side_of(s) for s in range(self.n)]
         self._zero_sum = reward != "team_score"
+
+    @staticmethod
+    def game_bag_cost(rules: Rules) -> float:
+        """What a carried bag costs over a game under ``rules``: the penalty shared by the bags that
+        bring it (10 points in the standard rules); 0 where bags are not counted."""
+        if not rules.bags or not rules.bag_limit:
+            return 0.0
+        return rules.bag_penalty / rules.bag_limit
+
+    def hand_points(self, result) -> float:
+        """A side's reward points for a scored hand (a :class:`spades_env.scoring.SideResult`): its
+        score change, less ``bag_cost`` per bag added to (or plus per bag cleared from) its counter."""
+        if not self.bag_cost:
+            return float(result.points)
+        carried = result.bags_taken - result.bag_penalties * self.rules.bag_limit
+        return result.points - self.bag_cost * carried
 
     # ------------------------------------------------------------------ per side -> per seat
     def _per_seat(self, side_values: Sequence[float]) -> list[float]:
@@ -92,7 +129,7 @@ class RewardScheme:
                 return [0.0] * self.n
             values = self.win_values(game.winner)
             return [values[self.side_of[s]] for s in range(self.n)]
-        points = [res.points * self.reward_scale for res in game.last_results]
+        points = [self.hand_points(res) * self.reward_scale for res in game.last_results]
         rewards = self._per_seat(points)
         if self.win_bonus and game.game_over:
             bonus = self.win_values(game.winner)

@@ -98,7 +98,7 @@ class SpadesVectorEnv(VectorEncoding):
         num_envs: number of tables (the batch size).
         rules: a partnership rule set (preset name, YAML path, mapping or ``Rules``); keyword
             overrides of single rules go in ``rule_overrides``.
-        reward, reward_scale, win_bonus, shaping: as in the AEC env (:mod:`spades_env.rewards`).
+        reward, reward_scale, win_bonus, shaping, bag_cost: as in the AEC env (:mod:`spades_env.rewards`).
         episode: ``"game"`` or ``"hand"`` (default: the rules').
         device: where the tensors live (``"cpu"``, ``"cuda"``...); the same values on every device
             (a device this torch build cannot use is refused with a ``VectorEnvError``).
@@ -129,7 +129,7 @@ class SpadesVectorEnv(VectorEncoding):
     def __init__(self, num_envs: int, rules: Rules | str | dict | None = "standard",
                  reward: str = "team_score", episode: Optional[str] = None, device: str | torch.device = "cpu",
                  seed: Optional[int] = None, reward_scale: float = 0.01, win_bonus: float = 0.0,
-                 shaping: float = 0.0, compile: bool = False, check_actions: bool = True,
+                 shaping: float = 0.0, bag_cost: float | str = 0.0, compile: bool = False, check_actions: bool = True,
                  deal_pool_size: Optional[int] = None, obs_dtype: torch.dtype | str = torch.float32,
                  backend: str = "torch", threads: Optional[int] = None, **rule_overrides: Any) -> None:
         check_options(num_envs, compile, check_actions, deal_pool_size)
@@ -141,7 +141,7 @@ class SpadesVectorEnv(VectorEncoding):
         self.episode = r.episode if episode is None else episode
         if self.episode not in ("game", "hand"):
             raise RulesError(f"episode={self.episode!r}: expected 'game' or 'hand'")
-        self.reward_scheme = RewardScheme(r, reward, reward_scale, win_bonus, shaping)
+        self.reward_scheme = RewardScheme(r, reward, reward_scale, win_bonus, shaping, bag_cost)
         self.num_envs = B = num_envs
         self.device = usable_device(device)
         self.check_actions = check_actions
@@ -721,7 +721,10 @@ class SpadesVectorEnv(VectorEncoding):
         bags_new = torch.where(hand_done[:, None], bags_after, s.bags)
         game_winner, game_over, truncated = self._game_end(scores, s.hand_number, hand_done)
         if scheme.reward != "win":
-            side_reward = points.to(F64) * scheme.reward_scale
+            side_points = points.to(F64)
+            if scheme.bag_cost:
+                side_points = side_points - scheme.bag_cost * (bags_after - s.bags).to(F64)
+            side_reward = side_points * scheme.reward_scale
             rewards = rewards + torch.where(hand_done[:, None], self._per_seat(side_reward), 0.0)
         win_values = self._win_values(game_winner)
         if scheme.reward == "win":

@@ -38,6 +38,17 @@ def test_the_previous_shipped_model_stays_loadable_and_plays_legal_games():
         agents.make("neural_v1", checkpoint=str(DEFAULT_MODEL))
 
 
+def test_the_policy_shipped_on_2026_11_26_stays_loadable_as_neural_v2():
+    """neural_v2 is expert iteration's round 4, shipped as neural until 2026-11-27."""
+    from agents.neural import PREVIOUS_MODELS
+    bot = agents.make("neural_v2")
+    assert bot.checkpoint == PREVIOUS_MODELS["neural_v2"] != DEFAULT_MODEL
+    assert read_checkpoint(bot.checkpoint)["provenance"]["trained_by"] == "spades-train expert iteration"
+    play_hand_asserting_legal(bot, seed=5)
+    with pytest.raises(ValueError, match="neural_v2 is one fixed model"):
+        agents.make("neural_v2", checkpoint=str(DEFAULT_MODEL))
+
+
 def test_the_shipped_model_is_expert_iterations_policy():
     """The default neural model is expert iteration's round 4, not the PPO-trained one before it."""
     shipped = read_checkpoint(DEFAULT_MODEL)

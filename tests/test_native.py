@@ -32,6 +32,7 @@ NATIVE_CASES = [
     {"rules": "tournament", "bag_limit": 5, "bag_penalty": 50, "nil_tricks_count_for_partner": True},
     {"rules": "openspiel", "min_team_bid": 4, "spades_lead": "forced_only"},
     {"rules": "basic", "bags": False},
+    {"rules": "standard", "reward": "team_diff", "bag_cost": "game", "max_hands": 6},
 ]
 
 

@@ -14,6 +14,8 @@ DIFFERENTIAL_CASES = [
     ({"rules": "standard", "reward": "win", "episode": "game"}, 150),
     ({"rules": "standard", "win_bonus": 2.0, "shaping": 0.5, "max_hands": 4}, 150),
     ({"rules": "standard", "episode": "hand"}, 300),
+    ({"rules": "standard", "reward": "team_diff", "bag_cost": "game"}, 150),
+    ({"rules": "tournament", "bag_limit": 5, "bag_penalty": 50, "bag_cost": 4.5}, 100),
     ({"rules": "standard", "blind_nil_pass": 3, "blind_nil_min_deficit": 0}, 150),
     ({"rules": "standard", "two_of_clubs_leads": True, "no_spades_first_trick": True}, 150),
     ({"rules": "standard", "bids_may_total_13": False, "spades_lead": "any", "bags": False}, 150),

@@ -35,7 +35,8 @@ BIDS = 14        # nil (0) and 1..13: the columns of collect_bid_values' values 
 
 
 def _policy_of(spec: str):
-    """The PolicyNet behind a neural spec (``neural``, ``neural_v1``, ``neural:checkpoint=F``, ``neural:model=N``)."""
+    """The PolicyNet behind a neural spec (``neural``, ``neural_v1``, ``neural_v2``, ``neural:checkpoint=F``,
+    ``neural:model=N``)."""
     from agents.specs import AgentSpecError, make_agent
     try:
         agent = make_agent(spec)
@@ -46,7 +47,8 @@ def _policy_of(spec: str):
     policy = getattr(agent, "policy", None)
     if not isinstance(policy, torch.nn.Module):
         raise ValueError(f"{spec!r} is not a neural policy: the bid values are played out by the policy's own "
-                         "batched play (a neural spec: neural, neural_v1, neural:checkpoint=FILE, neural:model=NAME)")
+                         "batched play (a neural spec: neural, neural_v1, neural_v2, neural:checkpoint=FILE, "
+                         "neural:model=NAME)")
     return policy, agent
 
 
@@ -151,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      description="Which bid pays, given the policy's own card play: every bid "
                                                  "played out on copies of each deal, grouped by the hand's trick "
                                                  "potential (train/bid_value_map.py).")
-    parser.add_argument("spec", metavar="SPEC", help="a neural spec: neural, neural_v1, neural:checkpoint=FILE, "
+    parser.add_argument("spec", metavar="SPEC", help="a neural spec: neural, neural_v1, neural_v2, neural:checkpoint=FILE, "
                                                      "neural:model=NAME")
     parser.add_argument("--deals", type=int, default=2048, help="deals (one bidding turn valued on each; default 2048)")
     parser.add_argument("--seed", type=int, default=0, help="the deals' seed")

@@ -45,7 +45,7 @@ NUM_CANDIDATES = NUM_ACTIONS - BID_ACTION_BASE    # the bidding head's 16 action
 def collect_bid_values(policy: PolicyNet, rules, deals: int, generator: torch.Generator, device: torch.device,
                        deals_per_batch: int = 256, start: Optional[Callable[[int], tuple]] = None,
                        progress: Optional[Callable[[int], None]] = None, opponent=None,
-                       opponent_share: float = 0.0) -> dict[str, torch.Tensor]:
+                       opponent_share: float = 0.0, bag_cost: float = 0.0) -> dict[str, torch.Tensor]:
     """Value every legal action of ``deals`` bidding decisions by playing each out (module doc).
 
     ``start(n)``: optional starting (scores, bags) for n tables (e.g. random scores), applied to
@@ -56,7 +56,8 @@ def collect_bid_values(policy: PolicyNet, rules, deals: int, generator: torch.Ge
     blind nil and look (NaN where the action is not legal: a bidding turn has bids, a blind-nil
     decision blind nil and look), ``deal`` (deals, 5: the four hands as bitboards and the
     dealer), ``turn`` (which of the four bids was tried, 0 = the first) and ``against_opponent``
-    (whether ``opponent`` played the other side)."""
+    (whether ``opponent`` played the other side). ``bag_cost``: points charged per carried bag in
+    those values (:mod:`spades_env.rewards`; 10 prices bags as a game does)."""
     if opponent_share > 0 and opponent is None:
         raise ValueError("collect_bid_values: opponent_share > 0 needs an opponent agent")
     policy.eval()
@@ -67,7 +68,7 @@ def collect_bid_values(policy: PolicyNet, rules, deals: int, generator: torch.Ge
         B = D * NUM_CANDIDATES
         seed = int(torch.randint(0, 2**62, (1,), generator=generator, device=device))
         env = SpadesVectorEnv(B, rules=rules, reward="team_diff", episode="hand", device=device,
-                              reward_scale=1.0, check_actions=False, seed=seed)
+                              reward_scale=1.0, bag_cost=bag_cost, check_actions=False, seed=seed)
         dealt = env.draw_deals(D)                                      # (D, 5): 4 hands + a dealer
         copies = torch.arange(B, device=device) // NUM_CANDIDATES
         kwargs = {}

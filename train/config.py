@@ -119,6 +119,9 @@ class GameSection:
     varied_start_share: float = _f(1.0, "with varied_start, the share of episodes (drawn per episode) that start from "
                                         "random scores; the rest start from 0-0")
     shaping: float = _f(0.0, "weight of the env's potential-based shaping (sums to 0 per hand)")
+    bag_cost: float = _f(0.0, "points charged per bag a side carries into later hands (spades_env.rewards): 10, "
+                              "the standard rules' penalty over its limit, makes a hand's reward its worth in a "
+                              "game (an overtrick nets -9 instead of +1); 0: the plain score change")
 
 
 @dataclass

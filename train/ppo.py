@@ -103,7 +103,7 @@ class Trainer:
         torch.manual_seed(cfg.seed)                   # the networks' first weights
         self.env = SpadesVectorEnv(cfg.num_envs, rules=cfg.rules, reward=cfg.reward, episode=cfg.episode,
                                    device=dev, seed=cfg.seed, reward_scale=cfg.reward_scale,
-                                   shaping=cfg.shaping, win_bonus=cfg.win_bonus,
+                                   shaping=cfg.shaping, win_bonus=cfg.win_bonus, bag_cost=cfg.bag_cost,
                                    check_actions=False, compile=cfg.compile_env, backend=cfg.env_backend)
         self.generator = torch.Generator(device=dev)  # every draw of the run: sampling, opponents, minibatches
         self.generator.manual_seed(cfg.seed + 1)

@@ -30,7 +30,8 @@ def imitate(policy, critic, cfg, heuristic, starts: StartingScores, generator: t
     dev = device
     env = SpadesVectorEnv(cfg.num_envs, rules=cfg.rules, reward=cfg.reward, episode=cfg.episode, device=dev,
                           seed=cfg.seed + 7919, reward_scale=cfg.reward_scale, shaping=cfg.shaping,
-                          win_bonus=cfg.win_bonus, check_actions=False, backend=cfg.env_backend)
+                          win_bonus=cfg.win_bonus, bag_cost=cfg.bag_cost, check_actions=False,
+                          backend=cfg.env_backend)
     obs, mask = starts.reset(env)
     central = cfg.critic == "central"
     steps = max(1, -(-cfg.imitation_decisions // cfg.num_envs))
@@ -239,7 +240,7 @@ def value_bids(policy, cfg, rules, heuristic, starts: StartingScores, round_: in
 
     data = collect_bid_values(policy, rules, cfg.bid_value_deals, generator, device,
                               start=start, progress=progress, opponent=heuristic,
-                              opponent_share=cfg.bid_value_heuristic_share)
+                              opponent_share=cfg.bid_value_heuristic_share, bag_cost=cfg.bag_cost)
     bar.close()
     result = fit_bid_head(policy, data, cfg.bid_value_temperature, cfg.bid_value_epochs,
                           cfg.bid_value_learning_rate, min(cfg.minibatch_size, 1024), generator, log)

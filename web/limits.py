@@ -242,6 +242,7 @@ AGENT_OPTIONS: dict[str, dict[str, Option]] = {
                   "threads": _integer(1, usable_threads_bound), **_conventions()},
     "neural": {"seed": SEED, "checkpoint": MODEL, "greedy": BOOLEAN},
     "neural_v1": {"seed": SEED, "greedy": BOOLEAN},
+    "neural_v2": {"seed": SEED, "greedy": BOOLEAN},
     "search": {
         "seed": SEED, "backend": _choice("native", "python"), "budget": _choice("default", "strong"),
         "threads": _integer(1, usable_threads_bound),

@@ -58,7 +58,7 @@ PARAMS = ("nil", "blind_nil", "blind_nil_min_deficit", "blind_nil_pass", "min_te
           "episode_hand", "reward_kind", "pass_slots", "obs_size",
           "o_hand", "o_phase", "o_dealer", "o_to_act", "o_bids", "o_passed", "o_received", "o_tricks_taken",
           "o_trick_leader", "o_current_trick", "o_played", "o_voids", "o_spades_broken", "o_sides", "o_game")
-DOUBLE_PARAMS = ("reward_scale", "win_bonus", "shaping")
+DOUBLE_PARAMS = ("reward_scale", "win_bonus", "shaping", "bag_cost")
 STATE_FIELDS = ("hands", "deal", "phase", "to_act", "dealer", "bids", "blind", "looked", "passed", "received",
                 "pass_from", "pass_to", "pass_len", "pass_pos", "trick", "trick_len", "leader", "led_suit",
                 "win_card", "win_seat", "tricks_taken", "tricks_played", "played", "voids", "broken", "scores",

@@ -42,7 +42,7 @@ enum {
     P_COUNT
 };
 /* Double parameters. */
-enum { D_REWARD_SCALE, D_WIN_BONUS, D_SHAPING, D_COUNT };
+enum { D_REWARD_SCALE, D_WIN_BONUS, D_SHAPING, D_BAG_COST, D_COUNT };
 /* The state tensors, then the buffers, in the order of spades_env/native/__init__.py STATE_FIELDS
  * and BUFFERS. */
 enum {
@@ -406,6 +406,8 @@ static void play_one(const Ctx *c, i64 b) {
     if (hand_done) {
         i64 points[2], bags_after[2];
         score_hand(c, b, points, bags_after);
+        /* bag_cost prices the change of the carried counter (spades_env.rewards) */
+        double carried[2] = {(double)(bags_after[0] - bags[0]), (double)(bags_after[1] - bags[1])};
         scores[0] += points[0];
         scores[1] += points[1];
         bags[0] = bags_after[0];
@@ -419,7 +421,8 @@ static void play_one(const Ctx *c, i64 b) {
         int ends = game_over || truncated;
         i64 game_winner = ends ? leader : -1;
         if (p[P_REWARD_KIND] != REWARD_WIN) {
-            double side[2] = {(double)points[0] * c->d[D_REWARD_SCALE], (double)points[1] * c->d[D_REWARD_SCALE]};
+            double side[2] = {((double)points[0] - c->d[D_BAG_COST] * carried[0]) * c->d[D_REWARD_SCALE],
+                              ((double)points[1] - c->d[D_BAG_COST] * carried[1]) * c->d[D_REWARD_SCALE]};
             add_per_seat(c, rewards, side);
         }
         if (ends && (p[P_REWARD_KIND] == REWARD_WIN || c->d[D_WIN_BONUS] != 0.0)) {
