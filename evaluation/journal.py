@@ -31,10 +31,12 @@ from typing import Any, Optional, Sequence
 from .outcomes import HAND_KINDS, TEAMS, EvaluationError, PlayOutcome, TeamTally
 
 FORMAT = "spades-eval-journal"
-VERSION = 2                       # 2: a checksum on every line
+VERSION = 3                       # 2: a checksum on every line; 3: points by kind, games decided by
 CHECK = "check"                   # the key of a line's checksum (its last key)
 _OUTCOME_FIELDS = {f.name for f in dataclasses.fields(PlayOutcome)}
 _TALLY_FIELDS = {f.name for f in dataclasses.fields(TeamTally)}
+_SIGNED_TALLY_FIELDS = ("points", "bid_error_sum", "contract_points", "nil_points", "blind_nil_points",
+                        "bag_penalty_points")
 
 
 def match_key(configs: Sequence[Any]) -> list[dict]:
@@ -48,6 +50,8 @@ def match_key(configs: Sequence[Any]) -> list[dict]:
                     "duplicate": config.duplicate, "seed": config.seed,
                     "start_scores": list(config.start_scores) if config.start_scores is not None else None,
                     "keep_records": config.keep_records})
+        if getattr(config, "start", "zero") != "zero":   # journals of 0-0 matches from before still resume
+            key[-1]["start"] = config.start
     return json.loads(json.dumps(key))
 
 
@@ -234,7 +238,7 @@ def _outcome(data: Any, unit: int) -> PlayOutcome:
             raise ValueError(f"a tally needs exactly the fields {sorted(_TALLY_FIELDS)}")
         for name, value in tally.items():
             if not (_is_int(value) or (name == "seconds" and isinstance(value, float))) or \
-                    (name not in ("points", "bid_error_sum") and value < 0):
+                    (name not in _SIGNED_TALLY_FIELDS and value < 0):
                 raise ValueError(f"tally {name}={value!r}")
     kinds = data["kinds"]
     if not isinstance(kinds, dict) or not set(kinds) <= set(HAND_KINDS) or \

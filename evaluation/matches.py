@@ -30,9 +30,11 @@ from agents.specs import AgentSpecError, check_agent_name, parse_agent_spec
 from spades_env import spades_v0
 from spades_env.game import IllegalActionError
 from spades_env.rules import Rules, RulesError, make_rules
+from spades_env.starts import StartError, check_rules, check_start_name, load_table, sample_starts
 
 from .journal import Journal
-from .outcomes import TEAMS, EvaluationError, PlayOutcome, TeamTally, hand_kind, tally_hand, team_points
+from .outcomes import (TEAMS, EvaluationError, PlayOutcome, TeamTally, decided_by, hand_kind, tally_hand,
+                       team_points)
 
 MODES = ("hands", "games")
 
@@ -175,6 +177,7 @@ class MatchConfig:
     seed: int
     start_scores: Optional[tuple[int, int]] = None
     keep_records: bool = False
+    start: str = "zero"       # hands mode: where every hand starts (spades_env.starts), "zero" or "real"
 
     def player(self, team: str, role: int) -> Player:
         t = self.team_a if team == "A" else self.team_b
@@ -241,6 +244,8 @@ class _Worker:
             options["deal"] = deal
             if dealer is not None:
                 options["dealer"] = dealer
+            if config.start != "zero":
+                options.update(hand_start(config, unit, team_of_seat))
             env_seed = derive_seed("spades-eval", config.seed, "env", unit)
         else:
             env_seed = game_seed(config.seed, unit)
@@ -294,7 +299,26 @@ class _Worker:
                 t = tallies[team]
                 t.games = 1
                 t.wins, t.losses, t.ties = int(winner == team), int(winner not in (team, None)), int(winner is None)
+            if winner is not None:
+                decided = decided_by(hands, rules, seats_of, winner)
+                tallies[winner].wins_by_bag_out = int(decided["bag_out"])
+                tallies[winner].wins_by_blind_nil = int(decided["blind_nil"])
         return PlayOutcome(unit, play, len(hands), tallies, winner, record, kinds)
+
+
+def hand_start(config: MatchConfig, unit: int, team_of_seat: dict[int, str]) -> dict[str, Any]:
+    """The reset options of deal ``unit``'s named start: scores and bags drawn once per deal
+    (the table's side 0 is team A), so both plays of a duplicate give each team the same score
+    and bags; the dealer seat stays with the cards, as the deal's own dealer does."""
+    scores, bags, dealers = sample_starts(config.start, 1, derive_seed("spades-eval", config.seed, "start", unit),
+                                          rules=config.rules)
+    by_team = {"A": 0, "B": 1}
+    side_team = [team_of_seat[config.rules.side_members(d)[0]] for d in range(2)]
+    out: dict[str, Any] = {"scores": [int(scores[0, by_team[t]]) for t in side_team],
+                           "bags": [int(bags[0, by_team[t]]) for t in side_team]}
+    if config.rules.fixed_dealer is None:
+        out["dealer"] = int(dealers[0])
+    return out
 
 
 def _check_same_deals(outcomes: list[PlayOutcome], unit: int) -> None:
@@ -456,15 +480,22 @@ def _play_on_processes(configs: Sequence[MatchConfig], tasks: list[tuple[int, in
 # Matches: their settings, checked, and their play
 # ---------------------------------------------------------------------------------------------
 
-def check_count(value: Any, what: str) -> int:
+MAX_COUNT = 10_000_000       # deals or games of one match: beyond, an OverflowError or years of play
+MAX_WORKERS = 512            # processes: beyond, the machine is asked for a million of them
+
+
+def check_count(value: Any, what: str, most: int = MAX_COUNT) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise EvaluationError(f"{what}={value!r}: expected a positive whole number")
+    if value > most:
+        raise EvaluationError(f"{what}={value!r}: expected at most {most:,}")
     return value
 
 
 def match_config(team_a: TeamSpec, team_b: TeamSpec, deals: Optional[int] = None, games: Optional[int] = None,
                  mode: Optional[str] = None, duplicate: bool = False, rules: Any = "standard", seed: int = 0,
-                 start_scores: Optional[Sequence[int]] = None, keep_records: bool = False) -> MatchConfig:
+                 start_scores: Optional[Sequence[int]] = None, keep_records: bool = False,
+                 start: str = "zero") -> MatchConfig:
     """A match's settings, checked (an :class:`EvaluationError` says what is wrong); the arguments
     are :func:`evaluation.evaluate`'s."""
     if games is not None and deals is not None:
@@ -487,8 +518,25 @@ def match_config(team_a: TeamSpec, team_b: TeamSpec, deals: Optional[int] = None
             raise EvaluationError(f"start_scores={start_scores!r}: expected two integers (team A, team B)") from None
         if len(start_scores) != 2:
             raise EvaluationError(f"start_scores={start_scores!r}: expected two integers (team A, team B)")
+    check_match_start(start, mode, start_scores, resolved)
     return MatchConfig(Team.of(team_a), Team.of(team_b), resolved, mode, count, bool(duplicate), seed,
-                       start_scores, keep_records)
+                       start_scores, keep_records, start)
+
+
+def check_match_start(start: Any, mode: str, start_scores: Any, rules: Rules) -> None:
+    """``start`` is a name of :mod:`spades_env.starts` that fits the match (an EvaluationError if not)."""
+    try:
+        check_start_name(start)
+        if start == "zero":
+            return
+        if mode != "hands":
+            raise EvaluationError(f"start={start!r} draws the start of single hands (--deals, deals=); whole games "
+                                  "start at 0-0 (--start-scores, start_scores= start them elsewhere)")
+        if start_scores is not None:
+            raise EvaluationError(f"start={start!r} draws the scores; give it or start_scores, not both")
+        check_rules(load_table(), rules)
+    except StartError as exc:
+        raise EvaluationError(str(exc)) from None
 
 
 def check_agents_build(configs: Sequence[MatchConfig]) -> None:
@@ -514,7 +562,7 @@ def check_workers(workers: Optional[int]) -> int:
     """A worker count (None: :func:`default_workers`)."""
     if workers is None:
         return default_workers()
-    return check_count(workers, "workers")
+    return check_count(workers, "workers", MAX_WORKERS)
 
 
 def play_matches(configs: Sequence[MatchConfig], workers: Optional[int] = None, progress: bool = False,
@@ -533,6 +581,7 @@ def play_matches(configs: Sequence[MatchConfig], workers: Optional[int] = None, 
     """
     from tqdm import tqdm
 
+    from .cli_common import show_progress
     workers = check_workers(workers)
     if check_agents:
         check_agents_build(configs)
@@ -545,7 +594,7 @@ def play_matches(configs: Sequence[MatchConfig], workers: Optional[int] = None, 
     unit = "deal" if configs[0].mode == "hands" else "game"
     total = sum(config.units for config in configs)
     try:
-        with tqdm(total=total, initial=total - len(tasks), disable=not progress, file=sys.stderr, unit=unit,
+        with tqdm(total=total, initial=total - len(tasks), disable=show_progress(progress), file=sys.stderr, unit=unit,
                   desc=desc, dynamic_ncols=True) as bar:
 
             def finished(m: int, u: int, outcomes: list[PlayOutcome]) -> None:

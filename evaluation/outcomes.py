@@ -45,6 +45,16 @@ class TeamTally:
     ties: int = 0
     decisions: int = 0
     seconds: float = 0.0
+    # Where the points come from (they sum to ``points``): see :func:`tally_hand`.
+    contract_points: int = 0        # made contracts' 10 a trick, set contracts' -10 a trick
+    overtrick_points: int = 0       # +1 a bag
+    nil_points: int = 0             # nil bids (not blind): +-nil_bonus
+    blind_nil_points: int = 0       # blind nil bids: +-blind_nil_bonus
+    bag_penalty_points: int = 0     # -bag_penalty each time the bags reach the limit
+    bag_penalties: int = 0          # how many times
+    # Games won that a last hand decided (:func:`decided_by`): by the loser's bag-out, by a blind nil.
+    wins_by_bag_out: int = 0
+    wins_by_blind_nil: int = 0
 
     def add(self, other: "TeamTally") -> None:
         mine, theirs = self.__dict__, other.__dict__
@@ -106,6 +116,54 @@ def tally_hand(hand: dict, rules: Rules, team_seats: dict[str, tuple[int, int]],
                 else:
                     t.nil_bids += 1
                     t.nil_kept += int(nils[s])
+        for d in sides:
+            result = hand["results"][d]
+            t.contract_points += result["contract_points"]
+            t.overtrick_points += result["overtrick_points"]
+            blind_points = sum((1 if nil["kept"] else -1) * rules.blind_nil_bonus
+                               for nil in result["nils"] if blind[nil["seat"]])
+            t.blind_nil_points += blind_points
+            t.nil_points += result["nil_points"] - blind_points
+            t.bag_penalties += result["bag_penalties"]
+            t.bag_penalty_points -= result["bag_penalties"] * rules.bag_penalty
+
+
+POINT_KINDS = ("contracts", "overtricks", "nils", "blind_nils", "bag_penalties")
+"""The kinds of points of "where the points come from" (TeamTally fields ``<kind>_points``)."""
+_KIND_FIELDS = dict(zip(POINT_KINDS, ("contract_points", "overtrick_points", "nil_points", "blind_nil_points",
+                                      "bag_penalty_points")))
+
+
+def points_by_kind(t: "TeamTally") -> dict[str, int]:
+    """A tally's points split by :data:`POINT_KINDS` (they add up to ``t.points``)."""
+    return {kind: getattr(t, name) for kind, name in _KIND_FIELDS.items()}
+
+
+def decided_by(hands: list[dict], rules: Rules, team_seats: dict[str, tuple[int, int]],
+               winner: Optional[str]) -> dict[str, bool]:
+    """Whether a won game's last hand decided it, and how (``{"bag_out": ..., "blind_nil": ...}``).
+
+    With the final margin M (the winner's final score minus the loser's, points of the sides):
+    - ``bag_out``: the loser paid a bag penalty in the last hand, and its points were at least M
+      (without it the loser would have ended level or ahead);
+    - ``blind_nil``: in the last hand the winner kept a blind nil or the loser broke one, and
+      its bonus (200 in the standard rules) was at least M.
+    A game without a winner (a tie, or truncated) is decided by neither."""
+    out = {"bag_out": False, "blind_nil": False}
+    if winner is None or not hands:
+        return out
+    loser = "B" if winner == "A" else "A"
+    last = hands[-1]
+    side = {team: sorted({rules.side_of(s) for s in seats}) for team, seats in team_seats.items()}
+    margin = sum(last["scores"][d] for d in side[winner]) - sum(last["scores"][d] for d in side[loser])
+    penalty = sum(last["results"][d]["bag_penalties"] for d in side[loser]) * rules.bag_penalty
+    out["bag_out"] = penalty > 0 and penalty >= margin
+    for team, kept_wanted in ((winner, True), (loser, False)):
+        for d in side[team]:
+            for nil in last["results"][d]["nils"]:
+                if last["blind"][nil["seat"]] and nil["kept"] == kept_wanted and rules.blind_nil_bonus >= margin:
+                    out["blind_nil"] = True
+    return out
 
 
 HAND_KINDS = ("no nil: both made", "no nil: A set", "no nil: B set", "no nil: both set",

@@ -66,6 +66,11 @@ def _table(rows: list[tuple[str, ...]], head: tuple[str, ...]) -> list[str]:
     return [line(head), "-" * (sum(widths) + 2 * (len(head) - 1))] + [line(row) for row in rows]
 
 
+START_LABELS = {"zero": "at 0-0 with no bags", "real": "from real game states (scores, bags, dealer)"}
+POINT_KIND_LABELS = {"contracts": "contracts", "overtricks": "overtricks", "nils": "nils",
+                     "blind_nils": "blind nils", "bag_penalties": "bag penalties"}
+
+
 def format_match(r: MatchResult) -> str:
     """The printed report: the headline numbers with intervals, then a per-team table."""
     unit = "deal" if r.mode == "hands" else "game"
@@ -73,7 +78,8 @@ def format_match(r: MatchResult) -> str:
     lines = [f"Team A (seats 0+2): {r.team_a}", f"Team B (seats 1+3): {r.team_b}",
              f"rules {r.rules}, {r.mode} mode, {r.units} {unit}{'s' if r.units != 1 else ''}{plays}, "
              f"seed {r.seed}, {r.hands} hands played"
-             + (f", start scores A {r.start_scores[0]} / B {r.start_scores[1]}" if r.start_scores else ""), ""]
+             + (f", start scores A {r.start_scores[0]} / B {r.start_scores[1]}" if r.start_scores else "")
+             + (f", hands start {START_LABELS.get(r.start, r.start)}" if r.mode == "hands" else ""), ""]
     lines.append(_interval_line("score difference per hand (A-B)", r.score_diff, level=r.confidence))
     if r.mode == "games":
         lines.append(_interval_line("points per game (A-B)", r.game_diff, level=r.confidence))
@@ -96,8 +102,12 @@ def format_match(r: MatchResult) -> str:
         ("blind nil kept / bid", *both(lambda t: f"{t.blind_nil_kept}/{t.blind_nil_bids} ({_pct(t.blind_nil_rate)})")),
         ("bags per hand", *both(lambda t: _plain(t.bags_per_hand))),
     ]
+    rows.append(("bag penalties", *both(lambda t: str(t.bag_penalties))))
+    for kind, label in POINT_KIND_LABELS.items():
+        rows.append((f"points per hand: {label}", *both(lambda t, k=kind: _signed(t.points_by_kind_per_hand.get(k)))))
     if r.mode == "games":
         rows.append(("games won / lost / tied", *both(lambda t: f"{t.wins}/{t.losses}/{t.ties}")))
+        rows.append(("won by a bag-out / blind nil", *both(lambda t: f"{t.wins_by_bag_out}/{t.wins_by_blind_nil}")))
     rows.append(("time per decision", *both(lambda t: _duration(t.seconds_per_decision))))
     lines += _table(rows, ("", f"A: {r.team_a}", f"B: {r.team_b}"))
     if r.hand_kinds:

@@ -19,7 +19,7 @@ from typing import Any, Optional, Sequence, Union
 
 from .matches import (MatchConfig, Player, Team, TeamSpec, check_agents_build, check_workers, default_reference,
                       match_config, play_matches)
-from .outcomes import HAND_KINDS, TEAMS, EvaluationError, PlayOutcome, TeamTally
+from .outcomes import HAND_KINDS, TEAMS, EvaluationError, PlayOutcome, TeamTally, points_by_kind
 from .report import format_comparison, format_crossplay, format_match, plot_crossplay
 from .statistics import Interval, contrast_interval, mean_interval, ratio_interval, wilson_interval
 
@@ -59,6 +59,12 @@ class TeamStats:
     ties: int
     decisions: int
     seconds_per_decision: Optional[float]
+    # Where the points come from (POINT_KINDS; they add up to ``points``), in all and per hand.
+    points_by_kind: dict = field(default_factory=dict)
+    points_by_kind_per_hand: dict = field(default_factory=dict)
+    bag_penalties: int = 0           # times the bags reached the limit
+    wins_by_bag_out: int = 0         # games won that the loser's bag penalty in the last hand decided
+    wins_by_blind_nil: int = 0       # games won that a blind nil in the last hand decided
 
     @classmethod
     def from_tally(cls, name: str, t: TeamTally) -> "TeamStats":
@@ -70,7 +76,11 @@ class TeamStats:
                    blind_nil_bids=t.blind_nil_bids, blind_nil_kept=t.blind_nil_kept,
                    blind_nil_rate=_ratio(t.blind_nil_kept, t.blind_nil_bids), bags=t.bags,
                    bags_per_hand=t.bags / t.hands, games=t.games, wins=t.wins, losses=t.losses, ties=t.ties,
-                   decisions=t.decisions, seconds_per_decision=_ratio(t.seconds, t.decisions))
+                   decisions=t.decisions, seconds_per_decision=_ratio(t.seconds, t.decisions),
+                   points_by_kind=points_by_kind(t),
+                   points_by_kind_per_hand={k: v / t.hands for k, v in points_by_kind(t).items()},
+                   bag_penalties=t.bag_penalties, wins_by_bag_out=t.wins_by_bag_out,
+                   wins_by_blind_nil=t.wins_by_blind_nil)
 
 
 TIMING_FIELDS = ("elapsed_s", "hands_per_s", "seconds_per_decision", "workers")
@@ -113,6 +123,17 @@ class MatchResult:
     workers: Optional[int] = None
     records: Optional[list[dict]] = None   # with keep_records: one record per play, in order
     hand_kinds: dict[str, dict] = field(default_factory=dict)   # where the points come from (HAND_KINDS)
+    start: str = "zero"              # hands mode: where every hand started (spades_env.starts)
+
+    @property
+    def decided_by(self) -> Optional[dict]:
+        """Games mode: how many games a last hand decided, by a bag-out or by a blind nil
+        (:func:`evaluation.outcomes.decided_by`), of how many games played."""
+        if self.mode != "games":
+            return None
+        a, b = self.teams["A"], self.teams["B"]
+        return {"games": a.games, "bag_out": a.wins_by_bag_out + b.wins_by_bag_out,
+                "blind_nil": a.wins_by_blind_nil + b.wins_by_blind_nil}
 
     @property
     def hands_per_s(self) -> Optional[float]:
@@ -126,6 +147,7 @@ class MatchResult:
             "units": self.units, "unit": "deal" if self.mode == "hands" else "game",
             "hands": self.hands, "confidence": self.confidence,
             "start_scores": list(self.start_scores) if self.start_scores else None,
+            "start": self.start,
             "score_diff_per_hand": self.score_diff.to_dict(),
             "game_diff": self.game_diff.to_dict() if self.game_diff else None,
             "win_rate_a": self.win_rate.to_dict() if self.win_rate else None,
@@ -134,6 +156,8 @@ class MatchResult:
             "elapsed_s": self.elapsed_s, "hands_per_s": self.hands_per_s, "workers": self.workers,
             "rules_settings": self.rules_settings,
             "hand_kinds": self.hand_kinds,
+            "points_by_kind": {team: t.points_by_kind for team, t in self.teams.items()},
+            "decided_by": self.decided_by,
         }
         if unit_diffs:
             out["unit_diffs"] = list(self.unit_diffs)
@@ -193,7 +217,7 @@ def summarize(config: MatchConfig, outcomes: list[list[PlayOutcome]], confidence
         unit_wins=win_values if config.mode == "games" else [], game_diff=game_diff, win_rate=win_rate,
         hands_per_game=hands_per_game, start_scores=config.start_scores,
         rules_settings=config.rules.to_dict(), elapsed_s=elapsed, workers=workers, records=records,
-        hand_kinds=hand_kinds)
+        hand_kinds=hand_kinds, start=config.start)
 
 
 def _check_confidence(confidence: Any) -> None:
@@ -214,7 +238,7 @@ def evaluate(team_a: TeamSpec, team_b: TeamSpec, deals: Optional[int] = None, *,
              rules: Any = "standard", seed: int = 0, workers: Optional[int] = None,
              progress: bool = False, start_scores: Optional[Sequence[int]] = None,
              confidence: float = 0.95, keep_records: bool = False, ray: Optional[str] = None,
-             journal: Optional[str] = None) -> MatchResult:
+             journal: Optional[str] = None, start: str = "zero") -> MatchResult:
     """Play team A (seats 0+2) against team B (seats 1+3) and summarize.
 
     Args:
@@ -236,8 +260,12 @@ def evaluate(team_a: TeamSpec, team_b: TeamSpec, deals: Optional[int] = None, *,
             the same result (:mod:`evaluation.ray_cluster`).
         journal: keep every finished deal (game) in this file; called again with it, a killed
             match resumes where it stopped, to the same result (:mod:`evaluation.journal`).
+        start: hands mode, where every hand starts (:mod:`spades_env.starts`): ``"zero"`` (0-0),
+            or ``"real"``: scores, bags and dealer drawn per deal from the states whole games
+            reach (both plays of a duplicate give each team the same score and bags).
     """
-    config = match_config(team_a, team_b, deals, games, mode, duplicate, rules, seed, start_scores, keep_records)
+    config = match_config(team_a, team_b, deals, games, mode, duplicate, rules, seed, start_scores, keep_records,
+                          start)
     _check_confidence(confidence)
     workers = check_workers(workers)
     check_agents_build([config])
@@ -300,7 +328,7 @@ def crossplay(agents: Sequence[Any], reference: Any = None, deals: Optional[int]
               rules: Any = "standard", seed: int = 0, workers: Optional[int] = None,
               progress: bool = False, start_scores: Optional[Sequence[int]] = None,
               confidence: float = 0.95, ray: Optional[str] = None,
-              journal: Optional[str] = None) -> CrossplayResult:
+              journal: Optional[str] = None, start: str = "zero") -> CrossplayResult:
     """Pair every agent with every agent (seat 0 x seat 2) against a fixed reference team.
 
     Every cell plays the same deals (the same seed), so cells are compared on equal cards and
@@ -313,7 +341,8 @@ def crossplay(agents: Sequence[Any], reference: Any = None, deals: Optional[int]
     reference = default_reference() if reference is None else reference
     ref_team = Team.of(reference)
     _check_confidence(confidence)
-    configs = [match_config(Team(x, y), ref_team, deals, games, mode, duplicate, rules, seed, start_scores, False)
+    configs = [match_config(Team(x, y), ref_team, deals, games, mode, duplicate, rules, seed, start_scores, False,
+                            start)
                for x in players for y in players]
     workers = check_workers(workers)
     check_agents_build(configs)
@@ -375,14 +404,14 @@ def compare(candidate: TeamSpec, baseline: TeamSpec, opponent: TeamSpec, deals: 
             rules: Any = "standard", seed: int = 0, workers: Optional[int] = None,
             progress: bool = False, start_scores: Optional[Sequence[int]] = None,
             confidence: float = 0.95, ray: Optional[str] = None,
-            journal: Optional[str] = None) -> ComparisonResult:
+            journal: Optional[str] = None, start: str = "zero") -> ComparisonResult:
     """Is ``candidate`` better than ``baseline`` against ``opponent``? Both play the opponent over
     the same deals (the same seed: the same cards, dealers and opponent seeds), and the difference
     of their points per hand gets an interval paired by deal (game): far narrower than comparing
     two independent matches. Arguments as for :func:`evaluate`.
     """
     _check_confidence(confidence)
-    configs = [match_config(team, opponent, deals, games, mode, duplicate, rules, seed, start_scores, False)
+    configs = [match_config(team, opponent, deals, games, mode, duplicate, rules, seed, start_scores, False, start)
                for team in (candidate, baseline)]
     workers = check_workers(workers)
     check_agents_build(configs)

@@ -17,6 +17,7 @@ import time
 import pytest
 
 from evaluation import EvaluationError, compare, evaluate, main, strip_timing
+from evaluation import journal as journal_module
 from evaluation import matches
 
 
@@ -218,7 +219,7 @@ def test_an_unknown_version_is_refused(tmp_path, monkeypatch):
     for resign in (True, False):
         journal.write_text(good)
         _rewrite(journal, 1, lambda header: header.update(version=99), resign=resign)
-        with pytest.raises(EvaluationError, match="version 99; this spades-eval reads version 2"):
+        with pytest.raises(EvaluationError, match=f"version 99; this spades-eval reads version {journal_module.VERSION}"):
             _small(journal)
 
 

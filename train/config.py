@@ -27,6 +27,8 @@ import yaml
 # Random starting scores of varied_start (and spades-label --varied-start): 10 x an integer in
 # this range, both ends included: -150..490, short of the standard target of 500.
 VARIED_START_TENS = (-15, 49)
+# game.start: 0-0, uniformly random scores and bags (varied_start), or spades_env.starts' "real".
+START_KINDS = ("zero", "varied", "real")
 
 
 class ConfigError(ValueError):
@@ -116,8 +118,12 @@ class GameSection:
     varied_start: bool = _f(False, "every episode starts from random scores (-150..490) and bags instead of 0-0, so "
                                    "training meets blind nil (offered to a side that trails), the card passing "
                                    "it brings and the bag penalty (imitation included)")
-    varied_start_share: float = _f(1.0, "with varied_start, the share of episodes (drawn per episode) that start from "
-                                        "random scores; the rest start from 0-0")
+    varied_start_share: float = _f(1.0, "with varied_start (or start: varied / real), the share of episodes (drawn "
+                                        "per episode) that start from drawn scores; the rest start from 0-0")
+    start: str = _f("zero", "where episodes start (spades_env.starts): 'zero' (0-0, no bags), 'varied' (the same as "
+                            "varied_start: true, uniformly random scores and bags) or 'real' (scores and bags drawn "
+                            "from the states recorded whole games between the baselines reach, so blind nil and "
+                            "the bag limit come up as often as in a game)")
     shaping: float = _f(0.0, "weight of the env's potential-based shaping (sums to 0 per hand)")
     bag_cost: float = _f(0.0, "points charged per bag a side carries into later hands (spades_env.rewards): 10, "
                               "the standard rules' penalty over its limit, makes a hand's reward its worth in a "
@@ -332,6 +338,11 @@ class TrainConfig:
     evaluation: EvaluationSection = field(default_factory=EvaluationSection)
     output: OutputSection = field(default_factory=OutputSection)
 
+    @property
+    def start_kind(self) -> str:
+        """Where episodes start, one of :data:`START_KINDS` (``varied_start: true`` is ``'varied'``)."""
+        return "varied" if self.varied_start else self.start
+
     # ------------------------------------------------------------------ flat access
     def __getattr__(self, name: str) -> Any:
         section = FIELD_SECTION.get(name)       # only reached when normal lookup fails
@@ -462,6 +473,10 @@ class TrainConfig:
                               "and checkpoint globs")
         if self.episode not in ("hand", "game"):
             raise ConfigError(f"episode={self.episode!r}: expected 'hand' or 'game'")
+        if self.start not in START_KINDS:
+            raise ConfigError(f"start={self.start!r}: expected one of {', '.join(repr(k) for k in START_KINDS)}")
+        if self.varied_start and self.start == "real":
+            raise ConfigError("varied_start: true and start: real name two different starts; give one of them")
         if self.critic not in ("local", "central"):
             raise ConfigError(f"critic={self.critic!r}: expected 'local' or 'central'")
         if self.policy_parts not in ("all", "cards", "bids"):

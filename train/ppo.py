@@ -44,6 +44,7 @@ from agents.neural import CHECKPOINT_FORMAT, ModelError, export_model, read_chec
 from spades_env.rewards import RewardError
 from spades_env.rules import RulesError
 from spades_env.vector import SpadesVectorEnv, VectorEnvError
+from evaluation.cli_common import OneLineParser, add_progress_flags
 
 from . import warm_starts
 from .checkpoints import completed_run, listify, read_training_checkpoint, save_checkpoint, tuplify
@@ -108,7 +109,7 @@ class Trainer:
         self.generator = torch.Generator(device=dev)  # every draw of the run: sampling, opponents, minibatches
         self.generator.manual_seed(cfg.seed + 1)
         self.heuristic = HeuristicAgent(seed=cfg.seed)
-        self.starts = StartingScores(cfg.varied_start, cfg.varied_start_share, self.env.rules, cfg.num_envs,
+        self.starts = StartingScores(cfg.start_kind, cfg.varied_start_share, self.env.rules, cfg.num_envs,
                                      self.generator, dev)
         self.obs_size = self.env.obs_size
         # (a factory that does not hold the trainer: a trainer dropped unfinished frees its run folder at once)
@@ -387,7 +388,7 @@ class Trainer:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="spades-train", description="PPO with action masking, self-play on the batched engine: "
+    parser = OneLineParser(prog="spades-train", description="PPO with action masking, self-play on the batched engine: "
                                      "learns bidding and card play; see train/ppo.py and the README.",
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", help="YAML config (fields: spades-train --show-config)")
@@ -399,7 +400,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--overwrite", action="store_true",
                         help="start over in a run folder that already holds a run (its checkpoints are deleted)")
     parser.add_argument("--show-config", action="store_true", help="list every config field by section and exit")
+    add_progress_flags(parser)
     args = parser.parse_args(argv)
+    if args.no_progress:                   # the flag every command takes; the same as --set progress=false
+        args.set.append("progress=false")
     if args.show_config:
         print(describe_fields())
         return 0

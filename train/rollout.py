@@ -139,23 +139,47 @@ def critic_input(obs: torch.Tensor, state: Optional[torch.Tensor]) -> torch.Tens
 
 
 class StartingScores:
-    """Where the tables' episodes start: 0-0, or with ``varied_start`` random scores (-150..490 in
-    steps of 10) and bags (0..bag_limit-1), on a share ``varied_share`` of the episodes."""
+    """Where the tables' episodes start (``kind``, :data:`train.config.START_KINDS`): 0-0;
+    ``"varied"``, random scores (-150..490 in steps of 10) and bags (0..bag_limit-1); or
+    ``"real"``, scores and bags drawn from :mod:`spades_env.starts`' table of states whole games
+    reach (the dealer stays the engine's draw). Drawn on a share ``varied_share`` of the episodes.
+    ``kind`` may also be a bool, as the ``varied_start`` flag (True: ``"varied"``)."""
 
-    def __init__(self, varied: bool, varied_share: float, rules, tables: int, generator: torch.Generator,
+    def __init__(self, kind, varied_share: float, rules, tables: int, generator: torch.Generator,
                  device: torch.device) -> None:
-        self.varied, self.varied_share, self.rules = varied, varied_share, rules
+        self.kind = ("varied" if kind else "zero") if isinstance(kind, bool) else kind
+        self.varied_share, self.rules = varied_share, rules
         self.tables, self.generator, self.device = tables, generator, device
+        self._real = None
+        if self.kind == "real":
+            from spades_env.starts import check_rules, load_table
+            table = load_table()
+            check_rules(table, rules)
+            self._real = (torch.as_tensor(table.scores, device=device), torch.as_tensor(table.bags, device=device),
+                          torch.as_tensor(table.counts, device=device).cumsum(0).to(torch.float64))
+        elif self.kind not in ("zero", "varied"):
+            raise ValueError(f"start={kind!r}: expected 'zero', 'varied' or 'real'")
+
+    @property
+    def varied(self) -> bool:
+        """Episodes start elsewhere than 0-0 (varied or real)."""
+        return self.kind != "zero"
 
     def sample(self, tables: Optional[int] = None) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
-        """Random (B, 2) starting scores and bags; with ``varied_share`` below 1, the other tables
-        start from 0-0 and no bags."""
+        """(B, 2) starting scores and bags (varied or real); with ``varied_share`` below 1, the
+        other tables start from 0-0 and no bags."""
         from .config import VARIED_START_TENS
 
         B, rules, gen, dev = tables or self.tables, self.rules, self.generator, self.device
-        low, high = VARIED_START_TENS
-        scores = torch.randint(low, high + 1, (B, 2), generator=gen, device=dev) * 10
-        bags = torch.randint(0, rules.bag_limit, (B, 2), generator=gen, device=dev)
+        if self._real is not None:
+            table_scores, table_bags, cumulative = self._real
+            draw = torch.rand(B, generator=gen, device=dev, dtype=torch.float64) * cumulative[-1]
+            index = torch.searchsorted(cumulative, draw, right=True).clamp_(max=len(cumulative) - 1)
+            scores, bags = table_scores[index], table_bags[index]
+        else:
+            low, high = VARIED_START_TENS
+            scores = torch.randint(low, high + 1, (B, 2), generator=gen, device=dev) * 10
+            bags = torch.randint(0, rules.bag_limit, (B, 2), generator=gen, device=dev)
         if self.varied_share < 1:
             varied = torch.rand(B, 1, generator=gen, device=dev) < self.varied_share
             scores, bags = scores * varied, bags * varied
@@ -169,7 +193,7 @@ class StartingScores:
         return env.reset(scores=scores, bags=bags)
 
     def renew(self, env, done: torch.Tensor) -> None:
-        """The finished tables' next episodes start from new random scores (with ``varied``)."""
+        """The finished tables' next episodes start from newly drawn scores (varied or real)."""
         if self.varied and bool(done.any()):
             scores, bags = self.sample()
             env.set_start(scores, bags, tables=done)

@@ -224,7 +224,7 @@ def value_bids(policy, cfg, rules, heuristic, starts: StartingScores, round_: in
     from train.bid_values import collect_bid_values, fit_bid_head
     bar = _bar(cfg.bid_value_deals, f"bid values, round {round_}/{cfg.bid_value_rounds}", cfg.progress)
     bar.unit = "deal"
-    start = starts.sample if cfg.varied_start else None
+    start = starts.sample if starts.varied else None
     began, done, tenths_logged = time.perf_counter(), 0, 0
 
     def progress(deals: int) -> None:

@@ -1,0 +1,158 @@
+"""Hand starts by name (spades_env.starts): the recorded "real" table, its draws, and every face
+that takes a start by name (the AEC env's reset, spades-eval, spades-train)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from evaluation import EvaluationError, evaluate, main
+from evaluation.record_starts import both_orientations, hand_starts, record_starts
+from spades_env import spades_v0
+from spades_env.game import DealError
+from spades_env.rules import make_rules
+from spades_env.starts import (StartError, hand_start_names, load_table, parse_table, sample_starts,
+                               start_summary)
+from train.config import ConfigError, load_config
+from train.rollout import StartingScores
+
+
+def table_states() -> set[tuple[int, int, int, int]]:
+    t = load_table()
+    return {(int(s[0]), int(s[1]), int(b[0]), int(b[1])) for s, b in zip(t.scores, t.bags)}
+
+
+def test_the_table_loads_and_every_state_is_a_legal_hand_start():
+    rules = make_rules("standard")
+    t = load_table()
+    assert hand_start_names() == ("zero", "real")
+    assert t.hands >= 6000 and t.meta["rules"] == "standard"
+    assert (t.scores < rules.target_score).all() and (t.scores > rules.mercy_score).all()
+    assert ((t.bags >= 0) & (t.bags < rules.bag_limit)).all()
+    assert ((t.dealers >= 0) & (t.dealers <= 3)).all() and (t.counts > 0).all()
+    # both orientations are in the table, equally often: it favours neither side
+    for column in (t.scores, t.bags):
+        assert int((column[:, 0] * t.counts).sum()) == int((column[:, 1] * t.counts).sum())
+
+
+def test_real_starts_meet_blind_nil_and_bags_as_games_do():
+    real, zero = start_summary("real"), start_summary("zero")
+    assert zero["blind_nil_offered_share"] == 0 and zero["mean_bags"] == 0
+    assert 0.15 < real["blind_nil_offered_share"] < 0.6        # 32% in the committed table
+    assert 1.5 < real["mean_bags"] < 6                          # 3.2 bags carried a side
+
+
+def test_draws_are_deterministic_from_the_seed():
+    a = sample_starts("real", 200, 7)
+    b = sample_starts("real", 200, 7)
+    c = sample_starts("real", 200, 8)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert not np.array_equal(a[0], c[0])
+    assert a[0].shape == (200, 2) and a[1].shape == (200, 2) and a[2].shape == (200,)
+    assert {tuple(s) + tuple(g) for s, g in zip(a[0].tolist(), a[1].tolist())} <= table_states()
+    r1, r2 = sample_starts("real", 5, random.Random(3)), sample_starts("real", 5, random.Random(3))
+    assert np.array_equal(r1[0], r2[0])
+    g = sample_starts("real", 5, np.random.default_rng(3))
+    assert g[0].shape == (5, 2)
+    scores, bags, dealers = sample_starts("zero", 50, 1)
+    assert not scores.any() and not bags.any() and set(dealers.tolist()) <= {0, 1, 2, 3}
+
+
+def test_bad_names_seeds_counts_and_rules_are_refused_clearly(tmp_path):
+    with pytest.raises(StartError, match=r"start='games': expected one of 'zero', 'real'"):
+        sample_starts("games", 3, 0)
+    with pytest.raises(StartError, match=r"count=-1: expected a whole number"):
+        sample_starts("real", -1, 0)
+    with pytest.raises(StartError, match=r"seed='x': expected an integer seed"):
+        sample_starts("real", 1, "x")
+    with pytest.raises(StartError, match=r"under rules 'openspiel'.*mercy_score=-350"):
+        sample_starts("real", 1, 0, rules="openspiel")
+    with pytest.raises(StartError, match=r"target_score=300 \(recorded under 500\)"):
+        sample_starts("real", 1, 0, rules=make_rules("standard", target_score=300))
+    with pytest.raises(StartError, match="format"):
+        parse_table({"format": "other"})
+    bad = tmp_path / "t.json"
+    bad.write_text("{")
+    with pytest.raises(StartError, match="cannot be read"):
+        load_table(str(bad))
+
+
+def test_the_env_draws_a_real_start_from_the_reset_seed():
+    env = spades_v0.raw_env()
+    env.reset(seed=11, options={"start": "real"})
+    first = (list(env.game.scores), list(env.game.bags), env.game.dealer, env.game.hands[:])
+    env.reset(seed=11, options={"start": "real"})
+    assert (list(env.game.scores), list(env.game.bags), env.game.dealer, env.game.hands[:]) == first
+    seen = set()
+    for seed in range(40):
+        env.reset(seed=seed, options={"start": "real"})
+        seen.add(tuple(env.game.scores) + tuple(env.game.bags))
+    assert seen <= table_states() and len(seen) > 20
+    env.reset(seed=11, options={"start": "zero"})
+    zero = (list(env.game.scores), env.game.dealer, env.game.hands[:])
+    env.reset(seed=11)
+    assert (list(env.game.scores), env.game.dealer, env.game.hands[:]) == zero   # zero = no option
+    env.reset(seed=1, options={"scores": [0, 150], "bags": [3, 0]})                 # the old options work
+    assert env.game.scores == [0, 150] and env.game.bags == [3, 0]
+    with pytest.raises(DealError, match=r"start='nope': expected one of"):
+        env.reset(seed=1, options={"start": "nope"})
+    with pytest.raises(DealError, match="do not also give scores"):
+        env.reset(seed=1, options={"start": "real", "scores": [0, 0]})
+
+
+def test_spades_eval_real_starts_are_the_same_for_both_plays_of_a_deal(tmp_path):
+    result = evaluate("heuristic", "random", deals=8, duplicate=True, start="real", keep_records=True,
+                      workers=1, seed=3)
+    assert result.to_dict()["start"] == "real"
+    starts = [r["start"] for r in result.records]
+    for play0, play1 in zip(starts[::2], starts[1::2]):      # team A: side 0, then side 1
+        assert play0["scores"] == play1["scores"][::-1] and play0["bags"] == play1["bags"][::-1]
+        assert play0["dealer"] == play1["dealer"]              # the dealer seat stays with the cards
+    assert any(s["scores"] != [0, 0] for s in starts)
+    zero = evaluate("heuristic", "random", deals=8, duplicate=True, workers=1, seed=3)
+    assert zero.to_dict()["start"] == "zero" and zero.score_diff.mean != result.score_diff.mean
+    with pytest.raises(EvaluationError, match="start='real' draws the start of single hands"):
+        evaluate("heuristic", "random", games=1, start="real")
+    with pytest.raises(EvaluationError, match="give it or start_scores, not both"):
+        evaluate("heuristic", "random", deals=1, start="real", start_scores=(0, 100))
+    with pytest.raises(EvaluationError, match="expected one of 'zero', 'real'"):
+        evaluate("heuristic", "random", deals=1, start="middle")
+    out = tmp_path / "r.json"
+    assert main(["--team-a", "heuristic", "--team-b", "random", "--deals", "2", "--start", "real", "--workers", "1",
+                 "--quiet", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["start"] == "real"
+
+
+def test_record_starts_reads_every_hand_start_of_a_record():
+    record = {"start": {"bags": [1, 2]},
+              "hands": [{"scores_before": [0, 0], "dealer": 3, "bags": [4, 2], "complete": True},
+                        {"scores_before": [60, -30], "dealer": 0, "bags": [5, 3], "complete": True}]}
+    assert hand_starts(record) == [(0, 0, 1, 2, 3), (60, -30, 4, 2, 0)]
+    assert both_orientations((60, -30, 4, 2, 3)) == [(60, -30, 4, 2, 3), (-30, 60, 2, 4, 0)]
+    one = record_starts([("heuristic", "heuristic", 2, False)], workers=1)
+    two = record_starts([("heuristic", "heuristic", 2, False)], workers=2)
+    assert one == two and parse_table(one).hands == 2 * sum(s["hands"] for s in one["sources"])
+
+
+def test_the_trainer_takes_start_real(tmp_path):
+    config = load_config(None, ["start=real", f"run_dir={tmp_path}"])
+    assert config.start_kind == "real"
+    assert load_config(None, ["varied_start=true"]).start_kind == "varied"
+    assert load_config(None, ["start=varied"]).start_kind == "varied"
+    with pytest.raises(ConfigError, match=r"start='middle': expected one of 'zero', 'varied', 'real'"):
+        load_config(None, ["start=middle"])
+    with pytest.raises(ConfigError, match="varied_start: true and start: real"):
+        load_config(None, ["start=real", "varied_start=true"])
+    gen = torch.Generator().manual_seed(0)
+    starts = StartingScores("real", 1.0, make_rules("standard"), 500, gen, torch.device("cpu"))
+    scores, bags = starts.sample()
+    drawn = {tuple(s) + tuple(b) for s, b in zip(scores.tolist(), bags.tolist())}
+    assert drawn <= table_states() and len(drawn) > 100 and starts.varied
+    offered = float(((scores[:, 0] - scores[:, 1]).abs() >= 100).float().mean())
+    assert 0.15 < offered < 0.6
+    assert not StartingScores(False, 1.0, make_rules("standard"), 4, gen, torch.device("cpu")).varied
+    assert StartingScores(True, 1.0, make_rules("standard"), 4, gen, torch.device("cpu")).kind == "varied"
