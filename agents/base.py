@@ -11,6 +11,7 @@ given their seed (the same sequence of observations gives the same actions).
 from __future__ import annotations
 
 import difflib
+import math
 import random
 from typing import Any, Callable, Optional
 
@@ -23,6 +24,9 @@ class Agent:
     name = "agent"
 
     def __init__(self, seed: Optional[int] = None) -> None:
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 63):
+            # a negative or huge seed was silently accepted and meant nothing reproducible (issue 50)
+            raise ValueError(f"{self.name}: seed={seed!r}: expected a whole number from 0 to 2**63 - 1")
         self.seed = seed
         self.rng = random.Random(seed)
 
@@ -40,6 +44,19 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(seed={self.seed!r})"
+
+
+def whole_option(agent: str, option: str, value: Any, least: int = 1, most: Optional[int] = None) -> int:
+    """An agent option that must be a whole number, checked in our words (``int("abc")``'s own
+    message named neither the agent nor the option)."""
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or (isinstance(value, float) and not (math.isfinite(value) and value.is_integer()))):
+        raise ValueError(f"{agent}: {option}={value!r}: expected a whole number >= {least}")
+    value = int(value)
+    if value < least or (most is not None and value > most):
+        bound = f"from {least} to {most}" if most is not None else f">= {least}"
+        raise ValueError(f"{agent}: {option}={value!r}: expected a whole number {bound}")
+    return value
 
 
 def legal_actions(obs: dict) -> list[int]:

@@ -109,6 +109,8 @@ class NeuralAgent(Agent):
                  seed: Optional[int] = None, policy: Optional[PolicyNet] = None,
                  model: Optional[str] = None) -> None:
         super().__init__(seed)
+        if not isinstance(greedy, (bool, np.bool_)):        # greedy=maybe was read as True
+            raise ValueError(f"neural: greedy={greedy!r}: expected true or false")
         self.greedy = bool(greedy)
         if model is not None:
             if checkpoint is not None or policy is not None:

@@ -38,7 +38,7 @@ from spades_env.rules import Rules, make_rules
 
 from .heuristic import choose_action as heuristic_action
 from .heuristic import choose_bid as heuristic_bid
-from .base import Agent, register
+from .base import Agent, register, whole_option
 from .search_worlds import DealSampler, Knowledge, drop_losers, pick_candidate
 
 __all__ = ["SearchAgent", "Knowledge", "DealSampler", "build_game", "copy_game", "RolloutView",
@@ -252,19 +252,17 @@ class SearchAgent(Agent):
             raise ValueError(f"search: backend='native' is not available here ({unavailable_reason()}); use "
                              "backend='python'")
         self.backend = backend
-        self.threads = max(1, int(threads))
+        self.threads = max(1, whole_option("search", "threads", threads, least=0))
         if (backend, budget) not in self.BUDGETS:
             raise ValueError(f"search: budget={budget!r}: expected 'default' or 'strong'")
         self.budget = budget
         budget_worlds, budget_steps = self.BUDGETS[(backend, budget)]
         worlds = budget_worlds if worlds is None else worlds
         max_steps = budget_steps if max_steps == "auto" else max_steps
-        if int(worlds) < 1 or int(bid_worlds) < 1:
-            raise ValueError("worlds and bid_worlds must be at least 1")
-        self.worlds = int(worlds)
-        self.bid_worlds = int(bid_worlds)
-        self.max_steps = None if max_steps is None else int(max_steps)
-        self.min_worlds = max(1, int(min_worlds))
+        self.worlds = whole_option("search", "worlds", worlds)
+        self.bid_worlds = whole_option("search", "bid_worlds", bid_worlds)
+        self.max_steps = None if max_steps is None else whole_option("search", "max_steps", max_steps)
+        self.min_worlds = max(1, whole_option("search", "min_worlds", min_worlds, least=0))
         self.max_time = None if max_time is None else float(max_time)
         self.stage = float(stage)
         self.drop_z = float(drop_z)
@@ -273,7 +271,7 @@ class SearchAgent(Agent):
         self.infer_bids = bool(infer_bids)
         self.bid_sharpness = float(bid_sharpness)
         self.nil_mismatch = float(nil_mismatch)
-        self.oversample = max(1, int(oversample))
+        self.oversample = max(1, whole_option("search", "oversample", oversample, least=0))
         self.prune = bool(prune)
         self.min_gain = float(min_gain)
         self.min_z = float(min_z)

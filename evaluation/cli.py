@@ -13,6 +13,7 @@ from typing import Any, Optional, Sequence
 from spades_env.rules import RulesError
 from spades_env.starts import hand_start_names
 
+from .cli_common import OneLineParser, add_progress_flags
 from .outcomes import EvaluationError
 from .report import plot_crossplay
 from .results import compare, crossplay, evaluate
@@ -63,7 +64,7 @@ def _start_scores_arg(text: Optional[str]) -> Optional[tuple[int, int]]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="spades-eval", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Play team A (seats 0+2) against team B (seats 1+3) over seeded deals and print the "
                     "score difference with confidence intervals and per-team statistics.",
@@ -108,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="crossplay opponent team (default heuristic if registered, else random)")
     parser.add_argument("--plot", metavar="FILE",
                         help="crossplay heat map PNG (default: next to --json, else crossplay.png)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_progress_flags(parser)          # --no-progress, alias --quiet (every command takes both)
     return parser
 
 
@@ -154,7 +155,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         mode = "games" if args.games is not None else "hands"
         common = dict(deals=None if mode == "games" else n, games=n if mode == "games" else None,
                       duplicate=args.duplicate, rules=args.rules, seed=args.seed, workers=args.workers,
-                      progress=not args.quiet, start_scores=_start_scores_arg(args.start_scores),
+                      progress=not args.no_progress, start_scores=_start_scores_arg(args.start_scores),
                       confidence=args.confidence, ray=args.ray, journal=args.journal, start=args.start)
         if args.crossplay:
             if args.team_a or args.team_b:

@@ -17,18 +17,23 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Callable, Optional
 
-from .coop_common import plot_path, write_json
+from .cli_common import OneLineParser, add_progress_flags, check_output_file, fail_line
+from .coop_common import MAX_DEALS, plot_path, write_json
+from .journal import check_journal_path
+from .matches import MAX_WORKERS
 from .outcomes import EvaluationError
 
 
 def _add_common(parser: argparse.ArgumentParser, deals: int, ray: bool) -> None:
-    parser.add_argument("--deals", type=int, default=None, help=f"duplicate deals (default: {deals})")
+    parser.add_argument("--deals", type=int, default=None, help=f"duplicate deals (default: {deals}; at most {MAX_DEALS:,})")
     parser.add_argument("--seed", type=int, default=0, help="the seed every deal and agent seed derives from")
-    parser.add_argument("--workers", type=int, default=None, help="processes (default: the CPUs available)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help=f"processes (default: the CPUs available; at most {MAX_WORKERS})")
     parser.add_argument("--json", metavar="FILE", help="write the result as JSON")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_progress_flags(parser)
     if ray:
         parser.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
                             help="play on a Ray cluster (no address: start one here); the same result")
@@ -38,7 +43,7 @@ def _add_common(parser: argparse.ArgumentParser, deals: int, ray: bool) -> None:
 
 
 def _coop_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="spades-coop", description="The cooperation lab: the partner zoo, "
+    parser = OneLineParser(prog="spades-coop", description="The cooperation lab: the partner zoo, "
                                      "the ad-hoc teamwork suite and signalling measures (docs/cooperation.md).")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{zoo,run,signals,study,bid-values}")
     sub.add_parser("study", help="train seeds of each training method and measure them (--help: its options)")
@@ -62,7 +67,7 @@ def _coop_parser() -> argparse.ArgumentParser:
 
 
 def _league_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="spades-league", description="A round robin on duplicate deals, rated "
+    parser = OneLineParser(prog="spades-league", description="A round robin on duplicate deals, rated "
                                      "by Bradley-Terry (Elo-scaled, bootstrap intervals) and by Nash averaging "
                                      "(docs/cooperation.md).")
     parser.add_argument("specs", nargs="+", metavar="SPEC", help="the roster: two or more spades-eval specs")
@@ -70,13 +75,32 @@ def _league_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def check_common(args: argparse.Namespace, least_deals: int = 1) -> None:
+    """The counts and the files a command was given, checked before any work starts (a huge
+    count overflowed deep in play; a --json that could not be written failed after it)."""
+    from .coop_common import check_positive
+    from .matches import check_workers
+    if getattr(args, "deals", None) is not None:
+        check_positive(args.deals, "--deals")
+        if args.deals < least_deals:
+            raise EvaluationError(f"--deals={args.deals}: expected at least {least_deals} (intervals need them)")
+    if getattr(args, "workers", None) is not None:
+        check_workers(args.workers)
+    if getattr(args, "json", None):
+        check_output_file(args.json, "--json")
+    if hasattr(args, "plot"):
+        figure = plot_path(args.json, args.plot)
+        if figure is not None:
+            check_output_file(figure, "--plot")
+    if getattr(args, "journal", None):
+        check_journal_path(Path(args.journal))
+
+
 def _guarded(prog: str, body: Callable[[], int]) -> int:
     try:
         return body()
-    except (EvaluationError, ValueError, FileNotFoundError) as exc:
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"{prog}: error: {message}", file=sys.stderr)
-        return 2
+    except (EvaluationError, ValueError, OSError) as exc:
+        return fail_line(prog, exc)
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
@@ -93,11 +117,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = _coop_parser().parse_args(argv)
 
     def body() -> int:
+        check_common(args, least_deals=2 if args.command == "signals" else 1)
         if args.command == "zoo":
             from .zoo import format_zoo, zoo_listing
             print(format_zoo())
             if args.json:
-                write_json(args.json, zoo_listing())
+                write_json(args.json, zoo_listing(), "--json")
             return 0
         if args.command == "run":
             from .scenarios import format_suite_result, plot_suite_result, run_suite
@@ -112,7 +137,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(format_signals(result))
             figure = None
         if args.json:
-            write_json(args.json, result)
+            write_json(args.json, result, "--json")
         if figure is not None:
             plot_suite_result(result, figure)
             print(f"heat map: {figure}")
@@ -126,12 +151,13 @@ def league_main(argv: Optional[list[str]] = None) -> int:
     args = _league_parser().parse_args(argv)
 
     def body() -> int:
+        check_common(args)
         from .league import format_league, plot_league, run_league
         result = run_league(args.specs, deals=100 if args.deals is None else args.deals, seed=args.seed,
                             workers=args.workers, progress=not args.no_progress, ray=args.ray, journal=args.journal)
         print(format_league(result))
         if args.json:
-            write_json(args.json, result)
+            write_json(args.json, result, "--json")
         figure = plot_path(args.json, args.plot)
         if figure is not None:
             plot_league(result, figure)

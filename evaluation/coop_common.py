@@ -50,12 +50,10 @@ def value_dict(value: Optional[float], low: Optional[float], high: Optional[floa
     return {"value": value, "low": low, "high": high, **extra}
 
 
-def write_json(path: Union[str, os.PathLike], data: Any) -> Path:
-    path = Path(path)
-    if path.parent and not path.parent.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
-    return path
+def write_json(path: Union[str, os.PathLike], data: Any, flag: Optional[str] = None) -> Path:
+    """``data`` as JSON at ``path`` (folders made); a refused write is an EvaluationError naming it."""
+    from .cli_common import write_text_file
+    return write_text_file(path, json.dumps(data, indent=2, sort_keys=False) + "\n", flag)
 
 
 def plot_path(json_path: Optional[str], plot: Optional[str]) -> Optional[Path]:
@@ -67,11 +65,16 @@ def plot_path(json_path: Optional[str], plot: Optional[str]) -> Optional[Path]:
     return None
 
 
-def check_positive(value: Any, what: str) -> int:
+MAX_DEALS = 1_000_000        # per scenario or pair: a suite multiplies it, and 10**30 overflowed deep in play
+
+
+def check_positive(value: Any, what: str, most: int = MAX_DEALS) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise EvaluationError(f"{what}={value!r}: expected a positive integer")
+    if value > most:
+        raise EvaluationError(f"{what}={value!r}: expected at most {most:,}")
     return value
 
 
 __all__ = ["PlayerCache", "player_key", "deal_scores", "fmean", "value_dict", "write_json", "plot_path",
-           "check_positive", "EvaluationError"]
+           "check_positive", "MAX_DEALS", "EvaluationError"]

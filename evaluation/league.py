@@ -140,6 +140,9 @@ def run_league(roster: Sequence[Any], *, deals: int = 100, seed: int = 0, worker
         raise EvaluationError(f"seed={seed!r}: expected an integer")
     cache = PlayerCache()
     players = [cache.get(spec) for spec in roster]
+    if len({player_key(p) for p in players}) < 2:      # nothing to play: every pair would be a copy
+        raise EvaluationError(f"a league needs at least two different agents; the roster "
+                              f"{[p.label for p in players]} holds copies of one agent only")
     n = len(players)
     match_seed = derive_seed("spades-league", seed)
     pairs: dict[tuple, int] = {}

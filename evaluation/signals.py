@@ -230,7 +230,8 @@ def listening(player, opponent, rules, deals: int, seed: int, progress: bool = F
     probe = player.factory()
     counts = {"bidding": [0, 0], "play": [0, 0], "lead": [0, 0]}
     unstable = asked = 0
-    for k in tqdm(range(deals), desc="listening", unit="deal", disable=not progress, dynamic_ncols=True):
+    from .cli_common import show_progress
+    for k in tqdm(range(deals), desc="listening", unit="deal", disable=show_progress(progress), dynamic_ncols=True):
         deal, dealer = make_deal(seed, k, rules)
         options = {"deal": deal} if dealer is None else {"deal": deal, "dealer": dealer}
         env.reset(seed=derive_seed("spades-coop", "listening-env", seed, k), options=options)

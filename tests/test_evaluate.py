@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import asdict
 from pathlib import Path
 
@@ -78,7 +79,8 @@ def test_cli_end_to_end_writes_json(tmp_path, capsys):
     assert data["teams"]["A"]["points"] - data["teams"]["B"]["points"] == pytest.approx(12 * diff["mean"])
 
 
-def test_cli_games_mode_and_progress_bar(tmp_path, capsys):
+def test_cli_games_mode_and_progress_bar(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)     # bars step aside when stderr is not a terminal
     out = tmp_path / "games.json"
     records = tmp_path / "records.json"
     assert main(["--team-a", "random", "--team-b", "random:seed=9", "--games", "3", "--json", str(out),

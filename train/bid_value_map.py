@@ -31,6 +31,7 @@ from evaluation.statistics import t_quantile
 
 from .bid_values import collect_bid_values
 
+MAX_DEALS = 100_000    # every deal is copied once per bid: the tensors grow with it (checked before allocating)
 BIDS = 14        # nil (0) and 1..13: the columns of collect_bid_values' values before blind nil and look
 
 
@@ -87,8 +88,10 @@ def _best_bids(values: np.ndarray, bucket: np.ndarray, rows: np.ndarray) -> dict
 def bid_value_map(spec: str, *, deals: int = 2048, seed: int = 0, rules: Any = "standard",
                   progress: Optional[Any] = None) -> dict:
     """The table described in the module doc, as a dict (``format_bid_value_map`` prints it)."""
-    if deals < 2:
-        raise ValueError(f"--deals {deals}: expected at least 2")
+    if isinstance(deals, bool) or not isinstance(deals, int) or not 2 <= deals <= MAX_DEALS:
+        raise ValueError(f"--deals {deals!r}: expected a whole number from 2 to {MAX_DEALS:,}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 63:
+        raise ValueError(f"--seed {seed!r}: expected a whole number from 0 to 2**63 - 1")
     policy, agent = _policy_of(spec)
     generator = torch.Generator().manual_seed(int(seed))
     with torch.inference_mode():
@@ -149,7 +152,8 @@ def format_bid_value_map(result: dict) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="spades-coop bid-values",
+    from evaluation.cli_common import OneLineParser, add_progress_flags
+    parser = OneLineParser(prog="spades-coop bid-values",
                                      description="Which bid pays, given the policy's own card play: every bid "
                                                  "played out on copies of each deal, grouped by the hand's trick "
                                                  "potential (train/bid_value_map.py).")
@@ -158,12 +162,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--deals", type=int, default=2048, help="deals (one bidding turn valued on each; default 2048)")
     parser.add_argument("--seed", type=int, default=0, help="the deals' seed")
     parser.add_argument("--json", metavar="FILE", help="write the result as JSON")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_progress_flags(parser)
     return parser
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     args = build_parser().parse_args(argv)
+    from evaluation.cli_common import check_output_file, show_progress
     from evaluation.coop_common import write_json
     from agents.specs import AgentSpecError
     bars: list = []
@@ -171,21 +176,26 @@ def main(argv: Optional[list[str]] = None) -> int:
     def progress(deals: int) -> None:          # the bar starts with the first deals, after the spec is checked
         if not bars:
             from tqdm import tqdm
-            bars.append(tqdm(total=args.deals, desc="bid values", unit="deal", file=sys.stderr))
+            bars.append(tqdm(total=args.deals, desc="bid values", unit="deal", file=sys.stderr,
+                             disable=show_progress(True)))
         bars[0].update(deals)
 
     try:
+        if args.json:
+            check_output_file(args.json, "--json")        # before the deals are played, not after
         result = bid_value_map(args.spec, deals=args.deals, seed=args.seed,
                                progress=None if args.no_progress else progress)
-    except (ValueError, AgentSpecError, FileNotFoundError) as exc:
+        for bar in bars:                # the bar ends before the table is printed
+            bar.close()
+        print(format_bid_value_map(result))
+        if args.json:
+            write_json(args.json, result, "--json")
+    except (ValueError, AgentSpecError, OSError) as exc:
         print(f"spades-coop bid-values: error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
     finally:
         for bar in bars:
             bar.close()
-    print(format_bid_value_map(result))
-    if args.json:
-        write_json(args.json, result)
     return 0
 
 

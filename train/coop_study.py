@@ -38,6 +38,10 @@ _EVAL_DEFAULTS = {"reference": "heuristic", "suite": "held-out", "crossplay_deal
                   "league_deals": 50, "league_extra": ["heuristic", "random"], "seed": 0, "workers": None}
 
 
+MAX_JOBS = 256               # training runs at once, each a process
+MAX_SEED = 2 ** 32 - 1        # spades-train's seeds (10**30 passed the check and failed in the run)
+
+
 class StudyError(ValueError):
     """A study config or folder that cannot be used."""
 
@@ -107,25 +111,30 @@ class Run:
 
 
 def load_study(path: str | os.PathLike, folder: Optional[str] = None) -> Study:
-    """Read and check a study config (``folder`` overrides the config's)."""
+    """Read and check a study config (``folder`` overrides the config's): every field's type and
+    range here, so that a wrong one is one line before any run starts, not a traceback in one."""
+    from spades_env.safe_yaml import YamlLimitError, load_yaml_file
     try:
-        data = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise StudyError(f"cannot read study config {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise StudyError(f"{path}: not valid YAML ({exc})") from None
+        data = load_yaml_file(path, "study config")
+    except YamlLimitError as exc:
+        raise StudyError(str(exc)) from None
     if not isinstance(data, dict):
         raise StudyError(f"{path}: expected a mapping with {', '.join(sorted(_STUDY_KEYS))}")
-    unknown = sorted(set(data) - _STUDY_KEYS)
+    unknown = sorted(set(data) - _STUDY_KEYS, key=str)
     if unknown:
         raise StudyError(f"{path}: unknown key {unknown[0]!r}; expected some of {', '.join(sorted(_STUDY_KEYS))}")
     seeds = data.get("seeds")
-    if not isinstance(seeds, list) or not seeds or any(not isinstance(s, int) or isinstance(s, bool) for s in seeds) \
+    if not isinstance(seeds, list) or not seeds or any(not isinstance(s, int) or isinstance(s, bool)
+                                                       or not 0 <= s <= MAX_SEED for s in seeds) \
             or len(set(seeds)) != len(seeds):
-        raise StudyError(f"{path}: seeds={seeds!r}: expected a list of distinct integers")
+        raise StudyError(f"{path}: seeds={_shown(seeds)}: expected a list of distinct whole numbers from 0 to "
+                         f"{MAX_SEED:,}")
+    for key in ("name", "folder"):
+        if data.get(key) is not None and not (isinstance(data[key], str) and data[key].strip()):
+            raise StudyError(f"{path}: {key}={_shown(data[key])}: expected a text")
     train = data.get("train") or {}
     if not isinstance(train, dict):
-        raise StudyError(f"{path}: train: expected a mapping of spades-train fields")
+        raise StudyError(f"{path}: train={_shown(train)}: expected a mapping of spades-train fields")
     for reserved in ("name", "run_dir", "seed"):
         if reserved in train:
             raise StudyError(f"{path}: train.{reserved} is set by the study for each run; remove it")
@@ -139,23 +148,83 @@ def load_study(path: str | os.PathLike, folder: Optional[str] = None) -> Study:
             raise StudyError(f"{path}: method name {name!r}: expected a word (letters, digits, _)")
         if not isinstance(body, dict) or set(body) - {"fields", "after"}:
             raise StudyError(f"{path}: methods.{name}: expected a mapping with 'fields' and optionally 'after'")
+        fields = body.get("fields") or {}
+        if not isinstance(fields, dict):
+            raise StudyError(f"{path}: methods.{name}.fields={_shown(fields)}: expected a mapping of spades-train "
+                             "fields")
         after = body.get("after") or []
+        if not isinstance(after, list) or any(not isinstance(a, str) for a in after):
+            raise StudyError(f"{path}: methods.{name}.after={_shown(after)}: expected a list of other methods' names")
         bad = [a for a in after if a not in methods_in or a == name]
         if bad:
             raise StudyError(f"{path}: methods.{name}.after: {bad[0]!r} is not another method of the study")
-        methods.append(Method(name, dict(body.get("fields") or {}), list(after)))
+        methods.append(Method(name, dict(fields), list(after)))
     _refuse_waiting_circles(path, {m.name: m.after for m in methods})
-    evaluation = {**_EVAL_DEFAULTS, **(data.get("evaluation") or {})}
-    unknown = sorted(set(evaluation) - set(_EVAL_DEFAULTS))
+    given = data.get("evaluation") or {}
+    if not isinstance(given, dict):
+        raise StudyError(f"{path}: evaluation={_shown(given)}: expected a mapping of "
+                         f"{', '.join(sorted(_EVAL_DEFAULTS))}")
+    evaluation = {**_EVAL_DEFAULTS, **given}
+    unknown = sorted(set(evaluation) - set(_EVAL_DEFAULTS), key=str)
     if unknown:
         raise StudyError(f"{path}: evaluation: unknown key {unknown[0]!r}; expected some of "
                          f"{', '.join(sorted(_EVAL_DEFAULTS))}")
+    _check_evaluation(path, evaluation)
     study = Study(str(data.get("name") or Path(path).stem), Path(folder or data.get("folder") or
                                                                   f"runs/{Path(path).stem}"),
                   list(seeds), dict(train), methods, evaluation)
+    check_study_folder(study.folder)
     for run in study.runs():                   # every run's config must be a valid spades-train config
         check_run_config(run)
     return study
+
+
+def _shown(value) -> str:
+    """A value for an error line, cut short (a 10**30 or a long list stays readable)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _check_evaluation(path, evaluation: dict) -> None:
+    """The evaluation settings' types and ranges (a wrong one failed deep in the evaluate stage)."""
+    from evaluation.coop_common import MAX_DEALS
+    from evaluation.matches import MAX_WORKERS
+
+    def whole(key: str, least: int, most: int) -> None:
+        value = evaluation[key]
+        if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
+            raise StudyError(f"{path}: evaluation.{key}={_shown(value)}: expected a whole number from {least} "
+                             f"to {most:,}")
+
+    for key in ("reference", "suite"):
+        if not isinstance(evaluation[key], str) or not evaluation[key].strip():
+            raise StudyError(f"{path}: evaluation.{key}={_shown(evaluation[key])}: expected a text")
+    for key in ("crossplay_deals", "suite_deals", "league_deals"):
+        whole(key, 1, MAX_DEALS)
+    whole("signals_deals", 2, MAX_DEALS)
+    whole("seed", 0, MAX_SEED)
+    if evaluation["workers"] is not None:
+        whole("workers", 1, MAX_WORKERS)
+    extra = evaluation["league_extra"]
+    if not isinstance(extra, list) or any(not isinstance(spec, str) or not spec.strip() for spec in extra):
+        raise StudyError(f"{path}: evaluation.league_extra={_shown(extra)}: expected a list of agent specs")
+
+
+def check_study_folder(folder: Path) -> None:
+    """The study folder and its parts are folders, or do not exist yet (a file or ``/dev/null``
+    there failed with a traceback when the first run was launched)."""
+    for part in (folder, folder / "runs", folder / "results", folder / "configs", folder / "logs"):
+        if os.path.lexists(part) and not part.is_dir():
+            if part == folder:
+                raise StudyError(f"--folder {part} is not a folder: expected a study folder (new, or one to resume)")
+            raise StudyError(f"{part} is not a folder: the study keeps its {part.name} there (move the file away)")
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise StudyError(f"--folder {folder}: {probe} is not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise StudyError(f"--folder {folder}: {probe} is not writable")
 
 
 def _refuse_waiting_circles(path, after: dict[str, list[str]]) -> None:
@@ -177,6 +246,27 @@ def check_run_config(run: Run):
         return config_from_dict(run.fields(), f"study run {run.name}")
     except ConfigError as exc:
         raise StudyError(str(exc)) from None
+
+
+def check_runs_unchanged(study: Study) -> None:
+    """A run already started keeps the fields it started with: train fields edited between a kill
+    and ``--resume`` would give runs of two configs in one study, so they are refused."""
+    from spades_env.safe_yaml import YamlLimitError, load_yaml_file
+    for run in study.runs():
+        path = study.folder / "configs" / f"{run.name}.yaml"
+        if not (run.started or run.done) or not path.is_file():
+            continue
+        try:
+            before = load_yaml_file(path, "run config")
+        except YamlLimitError as exc:
+            raise StudyError(str(exc)) from None
+        now = run.fields()
+        if before != now:
+            keys = before.keys() | now.keys() if isinstance(before, dict) else now.keys()
+            changed = sorted(k for k in keys if not isinstance(before, dict) or before.get(k) != now.get(k))
+            raise StudyError(f"run {run.name} started with other fields than the config gives now "
+                             f"({', '.join(changed[:5])} changed; see {path}): put them back, or start the "
+                             "study in another --folder")
 
 
 # ------------------------------------------------------------------ the train stage
@@ -208,8 +298,8 @@ def _launch(run: Run) -> subprocess.Popen:
 def train_stage(study: Study, jobs: int = 1, log: Callable[[str], None] = print, poll_s: float = 0.5) -> dict:
     """Run every unfinished run, at most ``jobs`` at once, each after the methods it waits for.
     Returns ``{run name: 'done' | 'failed' | 'skipped'}``; a killed stage resumes where it stopped."""
-    if jobs < 1:
-        raise StudyError(f"--jobs {jobs}: expected a positive number")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= MAX_JOBS:
+        raise StudyError(f"--jobs {jobs!r}: expected a whole number from 1 to {MAX_JOBS}")
     pending = [r for r in study.runs()]
     status = {r.name: "done" for r in pending if r.done}
     pending = [r for r in pending if not r.done]
@@ -261,13 +351,22 @@ def cpu_hours(study: Study) -> float:
     for run in study.runs():
         path = run.path / "final_eval.json"
         if path.is_file():
-            total += float(json.loads(path.read_text()).get("wall_s") or 0.0)
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                wall = data.get("wall_s") or 0.0
+                if isinstance(wall, bool) or not isinstance(wall, (int, float)) or not 0 <= wall < 1e9:
+                    raise ValueError(f"wall_s={wall!r}")
+            except (OSError, ValueError, AttributeError, RecursionError) as exc:
+                raise StudyError(f"{path}: not a run's final evaluation ({str(exc).splitlines()[0][:80]}); "
+                                 "run the study's train stage again with --resume") from None
+            total += float(wall)
     return total / 3600.0
 
 
 # ------------------------------------------------------------------ the command
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="spades-coop study", description="Train several seeds of each training "
+    from evaluation.cli_common import OneLineParser
+    parser = OneLineParser(prog="spades-coop study", description="Train several seeds of each training "
                                      "method (spades-train runs) and measure them with the cooperation lab: "
                                      "cross-play, held-out scenarios, signals, league (docs/cooperation.md).")
     parser.add_argument("--config", required=True, help="study config (e.g. configs/coop_study.yaml)")
@@ -278,7 +377,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--resume", action="store_true", help="continue a study folder that already holds runs")
     parser.add_argument("--folder", help="the study folder (default: the config's folder)")
     parser.add_argument("--report", action="store_true", help="only write results/report.md from the results")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    from evaluation.cli_common import add_progress_flags
+    add_progress_flags(parser)
     return parser
 
 
@@ -294,6 +394,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     from evaluation.outcomes import EvaluationError
     try:
         study = load_study(args.config, args.folder)
+        if args.workers is not None:                  # checked now, not after the training
+            from evaluation.matches import check_workers
+            check_workers(args.workers)
+        if not args.report:
+            check_runs_unchanged(study)
         if args.report:
             print(f"wrote {write_report(study)}")
             return 0
@@ -313,7 +418,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             evaluate_stage(study, workers=workers, progress=not args.no_progress,
                            log=lambda line: print(line, flush=True))
             print(f"wrote {write_report(study)}")
-    except (StudyError, EvaluationError, FileNotFoundError) as exc:
+    except (StudyError, EvaluationError, OSError) as exc:
         print(f"spades-coop study: error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

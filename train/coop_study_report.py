@@ -41,6 +41,114 @@ def _read_json(path: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _interval(d, keys=("value", "low", "high")) -> bool:
+    return isinstance(d, dict) and all(k in d and (d[k] is None or _number(d[k])) for k in keys)
+
+
+def _square(matrix, n: int, cell) -> bool:
+    return isinstance(matrix, list) and len(matrix) == n and all(
+        isinstance(row, list) and len(row) == n and all(cell(c) for c in row) for row in matrix)
+
+
+def _crossplay_ok(d: dict) -> bool:
+    runs = d.get("runs")
+    if not (isinstance(runs, list) and runs and all(isinstance(r, str) for r in runs)
+            and isinstance(d.get("reference"), str)):
+        return False
+    n = len(runs)
+    cells = d.get("unit_diffs")
+    if not _square(cells, n, lambda c: isinstance(c, list) and c and all(_number(x) for x in c)):
+        return False
+    return len({len(c) for row in cells for c in row}) == 1 and _square(d.get("score_diff"), n, _number)
+
+
+def _scenario_ok(d: dict) -> bool:
+    first = d.get("scenarios")[0] if isinstance(d.get("scenarios"), list) and d.get("scenarios") else None
+    return (isinstance(first, dict) and _interval(first, ("score", "low", "high", "normalised"))
+            and _number(first.get("score"))
+            and (first.get("per_deal") is None or isinstance(first.get("per_deal"), list)
+                 and all(_number(x) for x in first["per_deal"]))
+            and isinstance(first.get("partners", []), list)
+            and all(isinstance(p, dict) and isinstance(p.get("partner"), str) and _number(p.get("score"))
+                    and (p.get("copy") is None or _number(p.get("copy"))) for p in first.get("partners", [])))
+
+
+def _signals_ok(d: dict) -> bool:
+    return all(_interval(d.get(k)) for k in ("bid_information", "listening", "nil_cover"))
+
+
+def _league_ok(d: dict) -> bool:
+    ratings, nash = d.get("ratings"), (d.get("nash") or {}).get("ratings") if isinstance(d.get("nash"), dict) else None
+    return (isinstance(ratings, list) and ratings and isinstance(nash, list)
+            and all(isinstance(r, dict) and isinstance(r.get("agent"), str) and _number(r.get("rating"))
+                    and _number(r.get("low")) and _number(r.get("high")) for r in ratings)
+            and all(isinstance(r, dict) and isinstance(r.get("agent"), str) and _number(r.get("nash_average"))
+                    for r in nash)
+            and {r["agent"] for r in ratings} <= {r["agent"] for r in nash})
+
+
+PIECE_CHECKS = {"crossplay": _crossplay_ok, "scenario": _scenario_ok, "signals": _signals_ok, "league": _league_ok}
+
+
+def read_piece(path: Path, kind: str) -> dict:
+    """A result piece this study wrote, checked for the fields the report reads: a truncated or
+    foreign file is a StudyError naming it (was a traceback, or silently nothing)."""
+    from .coop_study import StudyError
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise StudyError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except (ValueError, RecursionError) as exc:
+        raise StudyError(f"{path}: not valid JSON ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); "
+                         "a truncated piece: delete it and run --stage evaluate to play it again") from None
+    if not isinstance(data, dict) or not PIECE_CHECKS[kind](data):
+        raise StudyError(f"{path}: not a {kind} piece of this study (its fields are missing or of the wrong type); "
+                         "delete it and run --stage evaluate to play it again")
+    return data
+
+
+def model_hash(run) -> str:
+    """The run's model.pt, by its bytes (a model replaced after the evaluation changes it)."""
+    import hashlib
+    return hashlib.blake2b((run.path / "model.pt").read_bytes(), digest_size=8).hexdigest()
+
+
+def _stale(path: Path, expected: dict, log: Callable[[str], None]) -> None:
+    """Delete a written piece (its journal and figure too) whose inputs are not ``expected``:
+    a replaced model, a run added, other deals, another reference. Nothing stale is mixed in."""
+    if not path.is_file():
+        return
+    found = _read_json(path).get("inputs")
+    if found == expected:
+        return
+    if not isinstance(found, dict):
+        why = "it holds no record of its inputs"
+    else:
+        changed = sorted(k for k in set(expected) | set(found) if expected.get(k) != found.get(k))
+        why = ", ".join(_what_changed(k, found.get(k), expected.get(k)) for k in changed)
+    log(f"evaluate: {path.relative_to(path.parents[1]) if len(path.parents) > 1 else path} is played again ({why})")
+    path.unlink()
+    path.with_suffix(".journal").unlink(missing_ok=True)
+    path.with_suffix(".png").unlink(missing_ok=True)
+
+
+def _what_changed(key: str, old, new) -> str:
+    if key == "runs" and isinstance(old, dict) and isinstance(new, dict):
+        added, gone = sorted(set(new) - set(old)), sorted(set(old) - set(new))
+        replaced = sorted(n for n in set(old) & set(new) if old[n] != new[n])
+        parts = ([f"runs added: {', '.join(added)}"] if added else []) + \
+                ([f"runs gone: {', '.join(gone)}"] if gone else []) + \
+                ([f"models replaced: {', '.join(replaced)}"] if replaced else [])
+        return "; ".join(parts) or "the runs changed"
+    if key == "model":
+        return "the run's model.pt was replaced"
+    return f"{key} {old!r} -> {new!r}"
+
+
 def study_suite(name: str = HELD_OUT):
     """A suite of ``spades-coop run`` by name: ``held-out`` (the standard suite's held-out scenario
     alone, the study's default), or any other (the report reads its first scenario; ``quick``
@@ -67,7 +175,10 @@ def evaluate_stage(study, workers: Optional[int] = None, progress: bool = True,
     ev, out = study.evaluation, study.results_dir
     out.mkdir(parents=True, exist_ok=True)
     seed = int(ev["seed"])
+    models = {r.name: model_hash(r) for r in runs}
     path = out / "crossplay.json"
+    inputs = {"runs": models, "deals": ev["crossplay_deals"], "reference": ev["reference"], "seed": seed}
+    _stale(path, inputs, log)
     if not path.is_file():
         log(f"evaluate: cross-play of {len(runs)} agents, {ev['crossplay_deals']} duplicate deals per pairing")
         result = crossplay([r.spec for r in runs], reference=ev["reference"], deals=ev["crossplay_deals"],
@@ -76,11 +187,14 @@ def evaluate_stage(study, workers: Optional[int] = None, progress: bool = True,
         data = result.to_dict(timing=False)
         data["runs"] = [r.name for r in runs]
         data["unit_diffs"] = [[cell.unit_diffs for cell in row] for row in result.cells]
+        data["inputs"] = inputs
         write_json(path, data)
     suite = study_suite(ev["suite"])
     expected_hash = suite_hash(suite_definition(suite, ev["suite_deals"], seed))
     for run in runs:
         path = out / "scenarios" / f"{run.name}.json"
+        inputs = {"model": models[run.name], "deals": ev["suite_deals"], "suite": ev["suite"], "seed": seed}
+        _stale(path, inputs, log)
         if path.is_file() and _read_json(path).get("suite_hash") != expected_hash:
             # the zoo (or the suite) changed since this piece was played: its partners are not the suite's
             log(f"evaluate: {run.name}'s held-out scenario was played on another suite (the zoo changed): again")
@@ -91,14 +205,18 @@ def evaluate_stage(study, workers: Optional[int] = None, progress: bool = True,
             path.parent.mkdir(parents=True, exist_ok=True)
             result = run_suite(run.spec, suite, deals=ev["suite_deals"], seed=seed, workers=workers,
                                progress=progress, journal=str(path.with_suffix(".journal")))
-            write_json(path, {**result, "run": run.name})
+            write_json(path, {**result, "run": run.name, "inputs": inputs})
         path = out / "signals" / f"{run.name}.json"
+        inputs = {"model": models[run.name], "deals": ev["signals_deals"], "seed": seed}
+        _stale(path, inputs, log)
         if not path.is_file():
             log(f"evaluate: signals, {run.name}")
             result = measure_signals(run.spec, deals=ev["signals_deals"], seed=seed, workers=workers,
                                      progress=progress)
-            write_json(path, {**result, "run": run.name})
+            write_json(path, {**result, "run": run.name, "inputs": inputs})
     path = out / "league.json"
+    inputs = {"runs": models, "extra": list(ev["league_extra"]), "deals": ev["league_deals"], "seed": seed}
+    _stale(path, inputs, log)
     if not path.is_file():
         roster = [r.spec for r in runs] + list(ev["league_extra"])
         log(f"evaluate: league of {len(roster)} agents, {ev['league_deals']} duplicate deals per pair")
@@ -108,6 +226,7 @@ def evaluate_stage(study, workers: Optional[int] = None, progress: bool = True,
         for row in result["ratings"] + result["nash"]["ratings"]:
             row["agent"] = names.get(row["agent"], row["agent"])
         result["roster"] = [names.get(a, a) for a in result["roster"]]
+        result["inputs"] = inputs
         write_json(path, result)
         plot_league(result, out / "league.png")
     return analyse(study)
@@ -171,7 +290,7 @@ def held_out_analysis(study, names: list[str], methods: dict[str, str]) -> dict:
     for name in names:
         path = study.results_dir / "scenarios" / f"{name}.json"
         if path.is_file():
-            data = json.loads(path.read_text())
+            data = read_piece(path, "scenario")
             s = data["scenarios"][0]
             rows[name] = {"method": methods[name], "score": s["score"], "low": s["low"], "high": s["high"],
                           "normalised": s["normalised"], "per_deal": s.get("per_deal"),
@@ -219,8 +338,13 @@ def analyse(study) -> dict:
     from .coop_study import cpu_hours
 
     out = study.results_dir
-    cross_data = json.loads((out / "crossplay.json").read_text())
+    cross_data = read_piece(out / "crossplay.json", "crossplay")
     names = cross_data["runs"]
+    unknown = [n for n in names if n not in {r.name for r in study.runs()}]
+    if unknown:
+        from .coop_study import StudyError
+        raise StudyError(f"{out / 'crossplay.json'}: run {unknown[0]!r} is not a run of this study (a foreign "
+                         "piece, or the config changed): run --stage evaluate to play it again")
     methods = _method_of(study, names)
     cross = crossplay_analysis(names, methods, cross_data["unit_diffs"])
     held = held_out_analysis(study, names, methods)
@@ -228,7 +352,7 @@ def analyse(study) -> dict:
     for name in names:
         path = out / "signals" / f"{name}.json"
         if path.is_file():
-            s = json.loads(path.read_text())
+            s = read_piece(path, "signals")
             signals[name] = {"method": methods[name], **{k: s[k] for k in ("bid_information", "listening", "nil_cover")}}
     summary = {"study": study.name, "runs": names, "methods": methods, "reference": cross_data["reference"],
                "training_cpu_hours": cpu_hours(study), "crossplay": cross, "held_out": held, "signals": signals,
@@ -237,7 +361,7 @@ def analyse(study) -> dict:
         entry.pop("per_deal_gap", None)
     league = out / "league.json"
     if league.is_file():
-        data = json.loads(league.read_text())
+        data = read_piece(league, "league")
         summary["league"] = {"ratings": data["ratings"], "nash": data["nash"]["ratings"]}
     write_json(out / "summary.json", summary)
     _plot_crossplay(names, methods, cross_data["score_diff"], out / "crossplay.png")

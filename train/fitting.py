@@ -68,5 +68,7 @@ def held_out_favourites(policy: torch.nn.Module, obs: torch.Tensor, mask: torch.
 def progress_bar(total: int, desc: str, enabled: bool, initial: int = 0, unit: str = "dec"):
     """The tqdm bar every training phase shows (on stderr; ``enabled`` False: none)."""
     from tqdm import tqdm
-    return tqdm(total=total, initial=initial, desc=desc, unit=unit, unit_scale=True, disable=not enabled,
+
+    from evaluation.cli_common import show_progress       # no bar frames in a redirected log
+    return tqdm(total=total, initial=initial, desc=desc, unit=unit, unit_scale=True, disable=show_progress(enabled),
                 dynamic_ncols=True, file=sys.stderr)

@@ -566,7 +566,9 @@ def label(settings: dict, progress: bool = True, log=print) -> Path:
     if len(todo) < shards:
         log(f"spades-label: {shards - len(todo)} of {shards} shards already in {out}; labelling the other {len(todo)}")
     from tqdm import tqdm
-    bar = tqdm(total=len(todo), desc="labelling shards", unit="shard", disable=not progress, file=sys.stderr)
+    from evaluation.cli_common import show_progress
+    bar = tqdm(total=len(todo), desc="labelling shards", unit="shard", disable=show_progress(progress),
+               file=sys.stderr)
     labelled = 0
     threads = torch.get_num_threads()                # labelling here sets 1; the caller's is restored
     if settings.get("ray") is not None:
@@ -716,7 +718,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="label on a Ray cluster: ADDRESS (host:port, or auto), or without one a Ray instance "
                         "started here with --workers CPUs; shards are written here as they arrive, so a killed "
                         "run resumes (needs spades-rl[ray])")
-    parser.add_argument("--no-progress", action="store_true", help="log a line per shard instead of a bar")
+    parser.add_argument("--no-progress", "--quiet", dest="no_progress", action="store_true",
+                        help="log a line per shard instead of a bar")
     args = parser.parse_args(argv)
     settings = {"student": args.student, "teacher": args.teacher, "opponents": args.opponents, "deals": args.deals,
                 "shard_deals": args.shard_deals, "follow_teacher": args.follow_teacher,

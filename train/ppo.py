@@ -44,6 +44,7 @@ from agents.neural import CHECKPOINT_FORMAT, ModelError, export_model, read_chec
 from spades_env.rewards import RewardError
 from spades_env.rules import RulesError
 from spades_env.vector import SpadesVectorEnv, VectorEnvError
+from evaluation.cli_common import OneLineParser, add_progress_flags
 
 from . import warm_starts
 from .checkpoints import completed_run, listify, read_training_checkpoint, save_checkpoint, tuplify
@@ -387,7 +388,7 @@ class Trainer:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="spades-train", description="PPO with action masking, self-play on the batched engine: "
+    parser = OneLineParser(prog="spades-train", description="PPO with action masking, self-play on the batched engine: "
                                      "learns bidding and card play; see train/ppo.py and the README.",
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", help="YAML config (fields: spades-train --show-config)")
@@ -399,7 +400,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--overwrite", action="store_true",
                         help="start over in a run folder that already holds a run (its checkpoints are deleted)")
     parser.add_argument("--show-config", action="store_true", help="list every config field by section and exit")
+    add_progress_flags(parser)
     args = parser.parse_args(argv)
+    if args.no_progress:                   # the flag every command takes; the same as --set progress=false
+        args.set.append("progress=false")
     if args.show_config:
         print(describe_fields())
         return 0
