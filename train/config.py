@@ -290,6 +290,12 @@ class EvaluationSection:
     eval_deals: int = _f(100, "duplicate deals per evaluation and opponent")
     eval_opponents: list = _f(["random", "heuristic"], "agents the policy is evaluated against")
     final_eval_deals: int = _f(300, "duplicate deals of the evaluation at the end of the run (at least 2)")
+    eval_games: int = _f(0, "duplicate game seeds (two whole games to the target score each) against each opponent "
+                            "at every evaluation point, for the learning curves' games won (0: off; about 10 s a "
+                            "seed against the heuristic on a busy 2-core machine)")
+    final_eval_games: int = _f(0, "duplicate game seeds (two whole games each) against each opponent at the end of "
+                                  "the run: win rate with its interval, points and bags a hand, beside the "
+                                  "single-hand table (0: off)")
     eval_against_start: bool = _f(True, "the evaluations also play the policy PPO started from (after the warm "
                                         "starts: imitation, init_from, distillation, bid values) on the same "
                                         "deals and report the gain over it, paired by deal")
@@ -420,7 +426,7 @@ class TrainConfig:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected a positive integer")
         for name in ("imitation_decisions", "eval_every", "final_eval_deals", "threads", "critic_warmup_updates",
-                     "bid_value_deals"):
+                     "bid_value_deals", "eval_games", "final_eval_games"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected 0 or more")
         for name in ("learning_rate", "imitation_learning_rate", "distill_learning_rate", "bid_value_learning_rate",

@@ -78,12 +78,15 @@ def _legend(ax) -> None:
 def plot_learning_curves(log: MetricsLog, out: Path, eval_opponents: Iterable[str], title: str) -> Path:
     """A PNG with three panels: duplicate evaluation with its 95% intervals (dashed: the gain over
     the policy PPO started from, paired on the same deals), the points per hand
-    the learning side scores in training by opponent kind, and the policy's entropies."""
+    the learning side scores in training by opponent kind, and the policy's entropies; a fourth,
+    the whole games won with their intervals, where the run measured them (``eval_games``)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
+    eval_opponents = list(eval_opponents)
+    games = [name for name in eval_opponents if log.series(f"eval__{name}__games_won")[0]]
+    fig, axes = plt.subplots(1, 4 if games else 3, figsize=(21 if games else 16, 4.5))
     ax = axes[0]
     for name in eval_opponents:
         xs, ys = log.series(f"eval__{name}__diff")
@@ -97,8 +100,23 @@ def plot_learning_curves(log: MetricsLog, out: Path, eval_opponents: Iterable[st
             if gx:
                 ax.plot(gx, gy, ls="--", marker=".", color=line.get_color(), label=f"vs {name}: gain over the start")
     ax.axhline(0, color="grey", lw=0.8)
-    ax.set(title="Duplicate evaluation (95% CI)", xlabel="decisions (millions)", ylabel="points per hand")
+    ax.set(title="Duplicate evaluation, single hands from 0-0 (95% CI)", xlabel="decisions (millions)",
+           ylabel="points per hand")
     _legend(ax)
+    if games:         # whole games to the target score: what the single hands stand in for
+        ax = axes[3]
+        for name in games:
+            xs, ys = log.series(f"eval__{name}__games_won")
+            _, lows = log.series(f"eval__{name}__games_won_low")
+            _, highs = log.series(f"eval__{name}__games_won_high")
+            line, = ax.plot(xs, [100 * y for y in ys], marker="o", label=f"vs {name}")
+            if len(lows) == len(xs) == len(highs):
+                ax.fill_between(xs, [100 * v for v in lows], [100 * v for v in highs], alpha=0.2,
+                                color=line.get_color())
+        ax.axhline(50, color="grey", lw=0.8)
+        ax.set(title="Whole games won, duplicate (95% CI)", xlabel="decisions (millions)", ylabel="% of games",
+               ylim=(0, 100))
+        _legend(ax)
     ax = axes[1]
     for kind in ("self", "pool", "heuristic"):
         xs, ys = log.series(f"train__points_vs_{kind}")

@@ -22,6 +22,7 @@ class PolicyEvaluator:
         self._start_results: dict[tuple, Any] = {}   # (deals, seed, opponent) -> its MatchResult
         self.last_results: dict[str, Any] = {}          # opponent -> MatchResult of the last evaluation
         self.last_gains: dict[str, Any] = {}            # opponent -> Interval of the last evaluation
+        self.last_game_results: dict[str, Any] = {}     # opponent -> MatchResult of the last games evaluation
 
     def evaluate(self, policy: torch.nn.Module, start_policy: Optional[dict], deals: int, seed: int,
                  progress: bool = False) -> dict:
@@ -58,11 +59,38 @@ class PolicyEvaluator:
         self.last_results, self.last_gains = results, gains
         return row
 
+    def evaluate_games(self, policy: torch.nn.Module, games: int, seed: int, progress: bool = False) -> dict:
+        """The metrics row of duplicate whole games (``games`` game seeds, two games each, to the
+        target score) of ``policy`` against each opponent: games won with the interval, points
+        and bags a hand. Single hands from 0-0 price neither bags nor blind nil; games do."""
+        from evaluation import evaluate
 
-def eval_columns(opponents: list[str]) -> list[str]:
-    """The metrics columns of the evaluations against ``opponents``."""
-    return [f"eval__{name}__{s}" for name in opponents
-            for s in ("diff", "low", "high", "made", "opp_made", "gain", "gain_low", "gain_high")]
+        player = copy.deepcopy(policy).to("cpu").eval()
+
+        def neural() -> NeuralAgent:
+            return NeuralAgent(policy=player)
+        row, results = {}, {}
+        for name in self.config.eval_opponents:
+            result = evaluate(neural, name, games=games, duplicate=True, rules=self.config.rules, seed=seed,
+                              workers=1, progress=progress)
+            w, a = result.win_rate, result.teams["A"]
+            row.update({f"eval__{name}__games_won": w.mean, f"eval__{name}__games_won_low": w.low,
+                        f"eval__{name}__games_won_high": w.high,
+                        f"eval__{name}__games_diff": result.score_diff.mean,
+                        f"eval__{name}__games_bags": a.bags_per_hand})
+            results[name] = result
+        self.last_game_results = results
+        return row
+
+
+GAME_COLUMNS = ("games_won", "games_won_low", "games_won_high", "games_diff", "games_bags")
+
+
+def eval_columns(opponents: list[str], games: bool = False) -> list[str]:
+    """The metrics columns of the evaluations against ``opponents`` (``games``: with the whole
+    games' columns, :data:`GAME_COLUMNS`)."""
+    kinds = ("diff", "low", "high", "made", "opp_made", "gain", "gain_low", "gain_high") + (GAME_COLUMNS if games else ())
+    return [f"eval__{name}__{s}" for name in opponents for s in kinds]
 
 
 def eval_line(row: dict, opponents: list[str]) -> str:
@@ -74,7 +102,10 @@ def eval_line(row: dict, opponents: list[str]) -> str:
         g, glo, ghi = (row.get(f"eval__{name}__{s}") for s in ("gain", "gain_low", "gain_high"))
         if g is not None:
             parts.append(f"(over the start {g:+.1f}" + (f" [{glo:+.1f}, {ghi:+.1f}])" if glo is not None else ")"))
-    return " ".join(parts) + " points/hand (duplicate, 95% CI)"
+    line = " ".join(parts) + " points/hand (single hands from 0-0, duplicate, 95% CI)"
+    games = [f"vs {name} {100 * row[f'eval__{name}__games_won']:.0f}%" for name in opponents
+             if row.get(f"eval__{name}__games_won") is not None]
+    return line + ("; whole games won: " + ", ".join(games) if games else "")
 
 
 def format_table(results: dict, cfg: Any, gains: Optional[dict] = None) -> str:
@@ -93,4 +124,20 @@ def format_table(results: dict, cfg: Any, gains: Optional[dict] = None) -> str:
             line += f" {f'{g.mean:+.1f}' + (f' [{g.low:+.1f}, {g.high:+.1f}]' if g.low is not None else ''):>30}"
         lines.append(line)
     return (f"{cfg.name}: the trained policy (greedy) against the baselines, {next(iter(results.values())).units} "
-            "duplicate deals each\n" + "\n".join(lines))
+            "duplicate deals each (single hands from 0-0)\n" + "\n".join(lines))
+
+
+def format_games_table(results: dict, cfg: Any) -> str:
+    """The final evaluation in whole games: per opponent the policy's win rate (95% Wilson
+    interval over duplicate pairs), points and bags a hand, and the opponent's bags a hand."""
+    head = (f"{'opponent':<12} {'games won':>10} {'95% CI':>16} {'points/hand':>12} {'bags/hand':>10} "
+            f"{'opp. bags/hand':>15} {'blind nils kept/bid':>20}")
+    lines = [head]
+    for name, r in results.items():
+        w, a, b = r.win_rate, r.teams["A"], r.teams["B"]
+        ci = f"[{100 * w.low:.1f}, {100 * w.high:.1f}]" if w.low is not None else "-"
+        lines.append(f"{name:<12} {100 * w.mean:>9.1f}% {ci:>16} {r.score_diff.mean:>+12.1f} {a.bags_per_hand:>10.2f} "
+                     f"{b.bags_per_hand:>15.2f} {f'{a.blind_nil_kept}/{a.blind_nil_bids}':>20}")
+    first = next(iter(results.values()))
+    return (f"{cfg.name}: the trained policy (greedy) in whole games to {first.rules_settings.get('target_score')}, "
+            f"{first.units} duplicate game seeds ({2 * first.units} games) against each\n" + "\n".join(lines))

@@ -54,7 +54,7 @@ from .expert_manifest import verify_finished_rounds
 from .fitting import progress_bar as _bar
 from .metrics import MetricsLog, plot_learning_curves
 from .opponents import KINDS, OpponentPool
-from .policy_eval import PolicyEvaluator, eval_columns, eval_line, format_table
+from .policy_eval import PolicyEvaluator, eval_columns, eval_line, format_games_table, format_table
 from .ppo_update import learner_logits, ppo_update
 from .rollout import Collector, Rollout, StartingScores
 from .run_lock import RunFolderBusy, RunLock
@@ -164,7 +164,8 @@ class Trainer:
         columns = ["wall_s", "decisions_per_s", "rollout_s", "learn_s", "learning_rate", "loss__policy",
                    "loss__value", "loss__entropy_bid", "loss__entropy_card", "loss__approx_kl",
                    "loss__clip_fraction", "loss__explained_variance", "pool_size"]
-        columns += [f"train__points_vs_{k}" for k in KINDS] + eval_columns(cfg.eval_opponents)
+        columns += [f"train__points_vs_{k}" for k in KINDS] + eval_columns(
+            cfg.eval_opponents, games=cfg.eval_games > 0 or cfg.final_eval_games > 0)
         self.metrics = MetricsLog(self.run_path, columns, cfg.tensorboard, resume_update)
 
     def _init_from(self, path: Path) -> dict:
@@ -305,6 +306,8 @@ class Trainer:
                 row.update(self._final_evaluation())
             elif cfg.eval_every and self.update % cfg.eval_every == 0:
                 row.update(self.evaluate(cfg.eval_deals, eval_seed))
+                if cfg.eval_games:           # whole games: the learning curves' games won
+                    row.update(self.evaluator.evaluate_games(self.policy, cfg.eval_games, eval_seed + 1))
                 bar.write(eval_line(row, cfg.eval_opponents))
             self.metrics.add(row)
             bar.update(cfg.batch_decisions)
@@ -367,6 +370,11 @@ class Trainer:
         deals = max(2, cfg.final_eval_deals)          # the final table always has rows
         self.log(f"final evaluation: {deals} duplicate deals (held out) against {', '.join(cfg.eval_opponents)}")
         self.final_row = self.evaluate(deals, cfg.seed + 2_000_003, progress=cfg.progress)
+        if cfg.final_eval_games:         # after the single hands: their numbers stay as they were
+            self.log(f"final evaluation in whole games: {cfg.final_eval_games} duplicate game seeds against "
+                     f"{', '.join(cfg.eval_opponents)}")
+            self.final_row.update(self.evaluator.evaluate_games(self.policy, cfg.final_eval_games, cfg.seed + 3_000_003,
+                                                                progress=cfg.progress))
         return self.final_row
 
     def finish(self) -> dict:
@@ -376,10 +384,14 @@ class Trainer:
             self._final_evaluation()
         results, gains = self.evaluator.last_results, self.evaluator.last_gains
         self.log(format_table(results, cfg, gains))
+        games = self.evaluator.last_game_results if cfg.final_eval_games else {}
+        if games:
+            self.log(format_games_table(games, cfg))
         summary = {"update": self.update, "decisions": self.decisions, "wall_s": round(self.wall_s, 2),
                    "training_decisions_per_s": self.decisions / self.wall_s if self.wall_s else None,
                    "evaluation": {name: r.to_dict() for name, r in results.items()},
-                   "gain_over_start": {name: g.to_dict() for name, g in gains.items()}}
+                   "gain_over_start": {name: g.to_dict() for name, g in gains.items()},
+                   "evaluation_games": {name: r.to_dict(unit_diffs=False) for name, r in games.items()}}
         (self.run_path / "final_eval.json").write_text(json.dumps(summary, indent=2, default=str))
         export_model(self.checkpoint_dir / "last.pt", self.run_path / "model.pt")
         self.metrics.close()
