@@ -24,6 +24,7 @@ partner, seed 2 a validation one, seed 3 held out.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -127,6 +128,120 @@ def partner_hash(spec: str) -> str:
     return digest.hexdigest()
 
 
+# Options that change how an agent runs, not how it plays: a spec with them means the same partner.
+_RUN_OPTIONS = frozenset({"seed", "backend", "threads"})
+
+
+def _plain(value):
+    """An option's value in one spelling: 2.0 -> 2, 'Trumps' stays (agents refuse bad case)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _defaults(name: str) -> dict:
+    """The option defaults of the agents whose options are plain keyword arguments."""
+    import inspect
+    if name == "search":
+        from agents.search import SearchAgent as cls
+    elif name == "random":
+        from agents.base import RandomAgent as cls
+    else:
+        return {}
+    return {k: p.default for k, p in inspect.signature(cls.__init__).parameters.items()
+            if p.default is not inspect.Parameter.empty}
+
+
+def canonical_spec(spec: str) -> str:
+    """The spec's meaning in one spelling: options sorted, those that only change how it runs
+    (seed, backend, threads) dropped, and options at their defaults dropped (a heuristic's
+    conventions through ``agents.heuristic_conventions``, the search's from its signature).
+    ``heuristic:cover=none,nil=never,bidding=conservative,seed=3`` and the zoo's ``cautious``
+    read the same: held-out specs are refused for training by this reading, not by spelling."""
+    from agents.specs import parse_agent_spec
+    name, options = parse_agent_spec(spec)
+    options = {k: _plain(v) for k, v in options.items() if k not in _RUN_OPTIONS}
+    if name == "heuristic":
+        from agents.heuristic_conventions import CONVENTION_OPTIONS, Conventions
+        conventions = {k: options.pop(k) for k in list(options) if k in CONVENTION_OPTIONS}
+        try:
+            meant, standard = Conventions(**conventions), Conventions()
+            conventions = {k: getattr(meant, k) for k in CONVENTION_OPTIONS if getattr(meant, k) != getattr(standard, k)}
+        except (TypeError, ValueError):          # not a working spec: compare it as written
+            pass
+        options.update(conventions)
+    else:
+        defaults = _defaults(name)
+        options = {k: v for k, v in options.items() if k not in defaults or _plain(defaults[k]) != v}
+    body = ",".join(f"{k}={v}" for k, v in sorted(options.items()))
+    return f"{name}:{body}" if body else name
+
+
+def file_digest(path: str | Path) -> Optional[str]:
+    """SHA-256 of a file's bytes (None when it cannot be read); remembered per path, size and
+    time of change, so that checking many files against the zoo reads each zoo model once."""
+    try:
+        stat = Path(path).stat()
+        return _digest(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=256)
+def _digest(path: str, size: int, mtime_ns: int) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+_SPLIT_RANK = {split: rank for rank, split in enumerate(SPLITS)}     # held-out the most protected
+
+
+def _most_protected(found: list[Partner]) -> Optional[Partner]:
+    return max(found, key=lambda p: _SPLIT_RANK[p.split]) if found else None
+
+
+def partner_of_file(path: str | Path) -> Optional[Partner]:
+    """The zoo partner whose model has exactly this file's bytes, whatever the file is called
+    (the most protected split if several share them); None for any other file."""
+    digest = file_digest(path)
+    if digest is None:
+        return None
+    found = []
+    for p in PARTNERS:
+        model = model_file(p.spec)
+        if model is not None and file_digest(model) == digest:
+            found.append(p)
+    return _most_protected(found)
+
+
+def partner_of_spec(spec: str) -> Optional[Partner]:
+    """The zoo partner a spec means: the same model bytes (``checkpoint=`` any path, a shipped
+    model, a registered neural name) or the same canonical spec (:func:`canonical_spec`)."""
+    from agents.specs import AgentSpecError
+    try:
+        path = model_file(spec)
+        meaning = canonical_spec(spec)
+    except (AgentSpecError, ValueError):
+        return None
+    if path is not None:
+        return partner_of_file(path)
+    return _most_protected([p for p in PARTNERS if model_file(p.spec) is None and canonical_spec(p.spec) == meaning])
+
+
+def refuse_for_training(what: str, *, spec: Optional[str] = None, path: Optional[str | Path] = None,
+                        splits: Sequence[str] = ("held-out",)) -> None:
+    """Raise :class:`HeldOutError` (one line) when ``spec`` or the file at ``path`` is, by its
+    content, a zoo partner of ``splits``: a held-out partner copied under another name or spelt
+    otherwise is still held out. ``what`` names the setting (``init_from='x.pt'``)."""
+    found = partner_of_file(path) if path is not None else partner_of_spec(spec)
+    if found is None or found.split not in splits:
+        return
+    how = "the same bytes as" if path is not None or model_file(found.spec) is not None else "the same partner as"
+    kept_for = {"held-out": "evaluation only", "validation": "choosing settings and checkpoints, not training"}
+    raise HeldOutError(f"{what} is zoo partner {found.name!r} of the {found.split} split ({how} "
+                       f"{found.spec}): the {found.split} split is for {kept_for[found.split]}; set "
+                       "allow_held_out: true to train with it on purpose")
+
+
 def _check_splits(splits: Iterable[str]) -> tuple[str, ...]:
     splits = (splits,) if isinstance(splits, str) else tuple(splits)
     for split in splits:
@@ -187,4 +302,5 @@ def format_zoo() -> str:
 
 
 __all__ = ["ZOO_VERSION", "SPLITS", "PARTNERS", "Partner", "HeldOutError", "partners", "partner", "groups",
-           "partner_hash", "model_file", "zoo_listing", "zoo_hash", "format_zoo"]
+           "partner_hash", "model_file", "zoo_listing", "zoo_hash", "format_zoo", "canonical_spec", "file_digest",
+           "partner_of_file", "partner_of_spec", "refuse_for_training"]

@@ -166,6 +166,11 @@ class CooperationSection:
     partner_population_share: float = _f(0.5, "with partner_population, the share of episodes (drawn per table and "
                                               "episode) whose learner's partner seat a member plays (drawn "
                                               "uniformly); the other side is drawn from opponents as usual")
+    allow_held_out: bool = _f(False, "let held-out zoo partners into training on purpose: init_from a file with a "
+                                     "held-out partner's bytes, partner_population files or specs that are a "
+                                     "held-out or validation partner, expert_opponents that are held out (refused "
+                                     "by content, whatever the path or spelling, unless this is true; a run trained "
+                                     "so is no test with strangers)")
 
 
 @dataclass
@@ -477,6 +482,7 @@ class TrainConfig:
         if any(not isinstance(p, str) or not p.strip() for p in self.partner_population):
             raise ConfigError(f"partner_population={self.partner_population!r}: expected a list of zoo partner names "
                               "and checkpoint globs")
+        self._refuse_held_out()
         if self.episode not in ("hand", "game"):
             raise ConfigError(f"episode={self.episode!r}: expected 'hand' or 'game'")
         if self.start not in START_KINDS:
@@ -506,6 +512,15 @@ class TrainConfig:
                               f"(num_envs * rollout_steps = {self.batch_decisions})")
         return self
 
+
+    def _refuse_held_out(self) -> None:
+        """Held-out zoo partners stay out of training by content, not name (train/held_out.py)."""
+        from evaluation.zoo import HeldOutError
+        from .held_out import refuse_held_out
+        try:
+            refuse_held_out(self)
+        except HeldOutError as exc:
+            raise ConfigError(str(exc)) from None
 
     def _check_expert_specs(self) -> None:
         """The expert iteration's agent specs name registered agents, the shares are sane."""

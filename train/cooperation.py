@@ -28,7 +28,6 @@ per-table state in ``state_dict`` for exact resumes.
 
 from __future__ import annotations
 
-import glob as globbing
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +41,6 @@ from .config import ConfigError
 OTHER_PLAY_MODES = ("none", "partner", "learner")
 RELABELLED_SEATS = {"partner": (2, 3), "learner": (0, 1)}
 POPULATION = 3        # controller code of a seat played by a population member (LEARNER, POOL, HEURISTIC are 0-2)
-_GLOB_CHARS = set("*?[")
 
 
 class CooperationError(ConfigError):
@@ -177,29 +175,30 @@ class Member:
 
 
 def _is_path_entry(entry: str) -> bool:
-    return bool(_GLOB_CHARS & set(entry)) or "/" in entry or entry.endswith(".pt")
+    from .held_out import is_path_entry
+    return is_path_entry(entry)
 
 
 def population_files(entry: str, base: Optional[Path] = None) -> list[Path]:
     """The checkpoint files a glob (or path) names, sorted; relative ones from ``base``."""
-    pattern = entry if base is None or Path(entry).is_absolute() else str(base / entry)
-    return sorted(Path(p) for p in globbing.glob(pattern) if Path(p).is_file())
+    from .held_out import matched_files
+    return matched_files(entry, base)
 
 
-def _zoo_member(name: str, seed: int, device: torch.device) -> Member:
+def _zoo_member(name: str, seed: int, device: torch.device, allow_held_out: bool = False) -> Member:
     from evaluation import zoo
     from agents.specs import parse_agent_spec
 
     try:
-        partner = zoo.partner(name, purpose="training")
+        partner = zoo.partner(name, purpose="evaluation" if allow_held_out else "training")
     except zoo.HeldOutError:
-        raise CooperationError(f"partner_population: zoo partner {name!r} is held out: held-out partners are for "
-                               "evaluation only, never for training") from None
+        raise CooperationError(f"partner_population: zoo partner {name!r} is held out: the held-out split is for "
+                               "evaluation only; set allow_held_out: true to train with it on purpose") from None
     except KeyError:
         raise CooperationError(f"partner_population: {name!r} is neither a zoo partner nor a checkpoint glob; zoo "
                                f"partners of the train split: {', '.join(p.name for p in zoo.partners('train'))}") \
             from None
-    if partner.split != "train":
+    if partner.split != "train" and not allow_held_out:
         raise CooperationError(f"partner_population: zoo partner {name!r} is in the {partner.split} split; training "
                                f"populations take the train split only ({', '.join(p.name for p in zoo.partners('train'))})")
     agent_name, options = parse_agent_spec(partner.spec)
@@ -231,21 +230,33 @@ def _checkpoint_member(path: Path, device: torch.device, label: Optional[str] = 
 
 
 def resolve_population(entries: Sequence[str], seed: int, device: torch.device,
-                       base: Optional[Path] = None) -> list[Member]:
+                       base: Optional[Path] = None, allow_held_out: bool = False) -> list[Member]:
     """The members named by ``entries``: zoo partner names (train split only) and checkpoint
-    globs or paths (every file matched is a member; a glob that matches nothing is an error)."""
+    globs or paths (every file matched is a member; a glob that matches nothing is an error).
+    A file with a held-out or validation partner's bytes, or a spec that means one, is refused
+    whatever it is called (train/held_out.py) unless ``allow_held_out``."""
+    from evaluation import zoo
+    from .held_out import POPULATION_SPLITS, check_files
+
     members: list[Member] = []
     for i, entry in enumerate(entries):
         if not isinstance(entry, str) or not entry.strip():
             raise CooperationError(f"partner_population[{i}]={entry!r}: expected a zoo partner name or a checkpoint glob")
-        if _is_path_entry(entry):
-            files = population_files(entry, base)
-            if not files:
-                raise CooperationError(f"partner_population[{i}]={entry!r}: no checkpoint file matches (train the "
-                                       "runs it names first)")
-            members += [_checkpoint_member(f, device) for f in files]
-        else:
-            members.append(_zoo_member(entry, seed + 7919 * len(members), device))
+        try:
+            if _is_path_entry(entry):
+                files = population_files(entry, base)
+                if not files:
+                    raise CooperationError(f"partner_population[{i}]={entry!r}: no checkpoint file matches (train "
+                                           "the runs it names first)")
+                if not allow_held_out:
+                    check_files(f"partner_population[{i}]={entry!r}", files)
+                members += [_checkpoint_member(f, device) for f in files]
+            else:
+                if not allow_held_out and entry not in {p.name for p in zoo.PARTNERS}:
+                    zoo.refuse_for_training(f"partner_population[{i}]={entry!r}", spec=entry, splits=POPULATION_SPLITS)
+                members.append(_zoo_member(entry, seed + 7919 * len(members), device, allow_held_out))
+        except zoo.HeldOutError as exc:
+            raise CooperationError(str(exc)) from None
     return members
 
 
@@ -319,7 +330,8 @@ class Cooperation:
             other_play = OtherPlay(rules, cfg.other_play, tables, device, seed=cfg.seed + 4_000_037)
         population = None
         if cfg.partner_population:
-            members = resolve_population(cfg.partner_population, cfg.seed + 5_000_011, device)
+            members = resolve_population(cfg.partner_population, cfg.seed + 5_000_011, device,
+                                         allow_held_out=cfg.allow_held_out)
             population = PartnerPopulation(members, cfg.partner_population_share, tables, generator, device)
         maps = symmetries(rules).batched(device) if cfg.symmetry_augment else None
         if other_play is None and population is None and maps is None:

@@ -1,0 +1,69 @@
+"""Held-out partners stay out of training by what they are, not by what they are called.
+
+The partner zoo (``evaluation/zoo.py``) keeps its held-out partners for evaluation only. A name
+check alone let them in another way: a held-out model copied under a new file name, passed by
+path to ``init_from`` or matched by a ``partner_population`` glob, or a held-out spec spelt with
+its options in another order. :func:`refuse_held_out` reads every way into a training run (the
+study's runs are spades-train configs, so they pass here too) and refuses, in one line:
+
+- ``init_from``: a file with the bytes of a held-out partner's model;
+- ``partner_population``: any file a glob or path matches with the bytes of a held-out or
+  validation partner's model (validation partners are refused by name there too), and entries
+  that are specs meaning a held-out or validation partner (:func:`evaluation.zoo.canonical_spec`);
+- ``expert_opponents``: specs that are a held-out partner (by meaning or model bytes).
+
+``allow_held_out: true`` in a config lets them in on purpose (its results are then no test with
+strangers). No torch here: the config's ``validate`` calls it.
+"""
+
+from __future__ import annotations
+
+import glob as globbing
+from pathlib import Path
+from typing import Iterable, Optional
+
+POPULATION_SPLITS = ("held-out", "validation")     # what a training population may not hold
+INIT_SPLITS = ("held-out",)                         # what a run may not start from
+_GLOB_CHARS = set("*?[")
+
+
+def is_path_entry(entry: str) -> bool:
+    """A ``partner_population`` entry that names files (a glob, a path or a ``.pt``), not a zoo name."""
+    return bool(_GLOB_CHARS & set(entry)) or "/" in entry or entry.endswith(".pt")
+
+
+def matched_files(entry: str, base: Optional[Path] = None) -> list[Path]:
+    """The files a glob (or path) names, sorted; relative ones from ``base``."""
+    pattern = entry if base is None or Path(entry).is_absolute() else str(base / entry)
+    return sorted(Path(p) for p in globbing.glob(pattern) if Path(p).is_file())
+
+
+def check_files(what: str, files: Iterable[Path], splits=POPULATION_SPLITS) -> None:
+    """A :class:`evaluation.zoo.HeldOutError` when one of ``files`` is a protected partner's model."""
+    from evaluation import zoo
+    for path in files:
+        zoo.refuse_for_training(f"{what} matches {str(path)!r}, which", path=path, splits=splits)
+
+
+def refuse_held_out(cfg) -> None:
+    """Raise :class:`evaluation.zoo.HeldOutError` when the config would train with a held-out
+    (or, in a population, validation) zoo partner, whatever its file or spelling; nothing when
+    ``cfg.allow_held_out``."""
+    from evaluation import zoo
+    if cfg.allow_held_out:
+        return
+    if cfg.init_from:
+        zoo.refuse_for_training(f"init_from={str(cfg.init_from)!r}", path=cfg.init_from, splits=INIT_SPLITS)
+    names = {p.name for p in zoo.PARTNERS}
+    for i, entry in enumerate(cfg.partner_population):
+        what = f"partner_population[{i}]={entry!r}"
+        if is_path_entry(entry):
+            check_files(what, matched_files(entry))      # files that exist now; the run checks again
+        elif entry not in names:                         # names are checked by split where members are built
+            zoo.refuse_for_training(what, spec=entry, splits=POPULATION_SPLITS)
+    for spec in (cfg.expert_opponents or {}):
+        if spec not in ("self", "pool"):
+            zoo.refuse_for_training(f"expert_opponents: {spec!r}", spec=spec, splits=INIT_SPLITS)
+
+
+__all__ = ["POPULATION_SPLITS", "INIT_SPLITS", "is_path_entry", "matched_files", "check_files", "refuse_held_out"]
