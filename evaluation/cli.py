@@ -87,8 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--start", default="zero", choices=hand_start_names(),
                         help="single hands (--deals): where every hand starts: zero (0-0, no bags; the default) or "
                              "real (scores, bags and dealer drawn from the states whole games between the baselines "
-                             "reach: blind nil and the bag limit come up as in a game); the same start for both "
-                             "plays of a duplicate deal")
+                             "reach: blind nil and the bag limit come up as in a game); with --duplicate both plays "
+                             "of a deal start from the same table, each team once on either side")
     parser.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
     parser.add_argument("--workers", type=int, metavar="N", help="processes (default: the CPUs available)")
     parser.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",

@@ -245,7 +245,7 @@ class _Worker:
             if dealer is not None:
                 options["dealer"] = dealer
             if config.start != "zero":
-                options.update(hand_start(config, unit, team_of_seat))
+                options.update(hand_start(config, unit))
             env_seed = derive_seed("spades-eval", config.seed, "env", unit)
         else:
             env_seed = game_seed(config.seed, unit)
@@ -306,16 +306,13 @@ class _Worker:
         return PlayOutcome(unit, play, len(hands), tallies, winner, record, kinds)
 
 
-def hand_start(config: MatchConfig, unit: int, team_of_seat: dict[int, str]) -> dict[str, Any]:
-    """The reset options of deal ``unit``'s named start: scores and bags drawn once per deal
-    (the table's side 0 is team A), so both plays of a duplicate give each team the same score
-    and bags; the dealer seat stays with the cards, as the deal's own dealer does."""
+def hand_start(config: MatchConfig, unit: int) -> dict[str, Any]:
+    """The reset options of deal ``unit``'s named start: scores, bags and dealer drawn once per
+    deal and bound to the seats, like the cards: both plays of a duplicate deal meet the same
+    table, each team sitting once on either side of it (a team facing itself scores exactly 0)."""
     scores, bags, dealers = sample_starts(config.start, 1, derive_seed("spades-eval", config.seed, "start", unit),
                                           rules=config.rules)
-    by_team = {"A": 0, "B": 1}
-    side_team = [team_of_seat[config.rules.side_members(d)[0]] for d in range(2)]
-    out: dict[str, Any] = {"scores": [int(scores[0, by_team[t]]) for t in side_team],
-                           "bags": [int(bags[0, by_team[t]]) for t in side_team]}
+    out: dict[str, Any] = {"scores": scores[0].tolist(), "bags": bags[0].tolist()}
     if config.rules.fixed_dealer is None:
         out["dealer"] = int(dealers[0])
     return out

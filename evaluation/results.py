@@ -262,7 +262,8 @@ def evaluate(team_a: TeamSpec, team_b: TeamSpec, deals: Optional[int] = None, *,
             match resumes where it stopped, to the same result (:mod:`evaluation.journal`).
         start: hands mode, where every hand starts (:mod:`spades_env.starts`): ``"zero"`` (0-0),
             or ``"real"``: scores, bags and dealer drawn per deal from the states whole games
-            reach (both plays of a duplicate give each team the same score and bags).
+            reach, bound to the seats like the cards (both plays of a duplicate meet the same
+            table, each team once on either side).
     """
     config = match_config(team_a, team_b, deals, games, mode, duplicate, rules, seed, start_scores, keep_records,
                           start)
