@@ -42,6 +42,7 @@ def _frame(env, seat: Optional[int], action: Optional[int]) -> dict:
         "bid_words": bid_words(game.bids, game.blind),
         "looked": [bool(k) for k in game.looked],     # a seat that has not looked does not know its hand
         "trick": [{"seat": (game.trick_leader + i) % n, "card": card_json(c)} for i, c in enumerate(game.trick_cards)],
+        "trick_winning": int(game.win_seat) if game.trick_cards else None,     # whose card wins so far
         "tricks_won": list(game.tricks_taken), "scores": list(game.scores), "bags": list(game.bags),
         "spades_broken": bool(game.spades_broken),
     }
@@ -64,14 +65,22 @@ def record_frames(record: Any) -> dict:
             raise ReplayError(f"game record: more than {MAX_FRAMES:,} actions; too long to inspect")
     if env is None:
         raise ReplayError("game record: it holds no action")
-    final = _frame(env, None, None)
+    # a game still in progress: its last frame is a decision (the seat to act), not a final position
+    in_progress = not env.game_record()["hands"][-1].get("complete")
+    final = _frame(env, env.game.to_act if in_progress else None, None)
     frames.append(final)
     rules = env.rules
+    replayed = env.game_record()
+    players = record.get("players")          # who sat where, where the record says (the web table's do)
+    if not (isinstance(players, list) and len(players) == rules.players and all(isinstance(p, str) for p in players)):
+        players = None
     return {"rules": rules.name, "players": rules.players, "seat_names": list(SEAT_NAMES[:rules.players]),
-            "side_names": side_names(rules),
-            "partnerships": rules.partnerships, "frames": frames,
-            "hands": [hand_summary(h) for h in env.game_record()["hands"]],
-            "winner": env.game_record().get("winner")}
+            "side_names": side_names(rules), "target_score": rules.target_score,
+            "partnerships": rules.partnerships, "frames": frames, "in_progress": in_progress,
+            "seat_players": None if players is None else [p[:80] for p in players],
+            # scored hands only: the hand in progress has its own row
+            "hands": [hand_summary(h) for h in replayed["hands"] if h.get("complete")],
+            "winner": replayed.get("winner")}
 
 
 def analyse(record: dict, step: int, spec: str, models: Optional[dict] = None) -> dict:
@@ -84,17 +93,22 @@ def analyse(record: dict, step: int, spec: str, models: Optional[dict] = None) -
     name, options = browser_agent_spec(spec, models)
     if not isinstance(step, int) or isinstance(step, bool) or step < 0:
         raise ReplayError(f"step={step!r}: expected a frame number (0 or more)")
+    env, index = None, -1
     for index, (env, seat, action) in enumerate(iter_replay(record)):
         if index == step:
             break
     else:
-        raise ReplayError(f"step={step}: the record has no action there (the last frame is the final position)")
+        # the last frame of a game in progress is a decision too (nobody has taken it yet)
+        if env is None or step != index + 1 or env.game_record()["hands"][-1].get("complete"):
+            raise ReplayError(f"step={step}: the record has no action there (the last frame is the final position)")
+        seat, action = env.game.to_act, None
     agent_name = env.possible_agents[seat]
     obs = env.observe(agent_name)
     info = env.infos[agent_name]
     legal = [int(a) for a in np.flatnonzero(obs["action_mask"])]
     agent = registry.make(name, **options)
-    result: dict[str, Any] = {"agent": spec, "seat": seat, "step": step, "recorded": action_json(action),
+    result: dict[str, Any] = {"agent": spec, "seat": seat, "step": step,
+                              "recorded": None if action is None else action_json(action),
                               "legal": [action_json(a) for a in legal]}
     if name == "neural":
         probabilities = agent.action_probabilities(obs)
@@ -106,6 +120,9 @@ def analyse(record: dict, step: int, spec: str, models: Optional[dict] = None) -
     if "means" in found:
         result["candidate_values"] = {str(c): float(m) for c, m in zip(found["candidates"], found["means"])}
         result["worlds"] = found.get("worlds")
+        zs = found.get("z")        # how sure: each candidate's z-score against the search's base action
+        if zs is not None and len(zs) == len(found["candidates"]):
+            result["candidate_z"] = {str(c): (None if z is None else float(z)) for c, z in zip(found["candidates"], zs)}
     return result
 
 

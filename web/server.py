@@ -180,9 +180,10 @@ async def options(request: Request) -> Response:
 
 async def new_game(request: Request) -> Response:
     data = await _json_body(request)
-    unknown = sorted(set(data) - {"seat", "agents", "rules", "rules_yaml", "seed", "pace"})
+    unknown = sorted(set(data) - {"seat", "agents", "rules", "rules_yaml", "seed", "pace", "trick_pause"})
     if unknown:
-        raise ApiError(400, f"unknown field(s) {unknown}: expected seat, agents, rules, rules_yaml, seed, pace")
+        raise ApiError(400, f"unknown field(s) {unknown}: expected seat, agents, rules, rules_yaml, seed, pace, "
+                            "trick_pause")
     if "rules_yaml" in data:                 # the text of a rules file, uploaded by the page
         data["rules"] = load_rules_yaml(data["rules_yaml"])
     agents_by_seat = data.get("agents", {})
@@ -201,7 +202,7 @@ async def new_game(request: Request) -> Response:
         game = await asyncio.get_running_loop().run_in_executor(
             state.pool, lambda: TableGame(secrets.token_hex(6), data.get("seat", 2), seats,
                                           data.get("rules", "standard"), seed, data.get("pace", 0.0),
-                                          models=state.models))
+                                          models=state.models, trick_pause=data.get("trick_pause", 0.0)))
     except TableError as exc:
         raise ApiError(400, str(exc))
     state.add_game(game)
@@ -256,9 +257,19 @@ async def delete_game(request: Request) -> Response:
 
 async def list_records(request: Request) -> Response:
     folder = _state(request).records_dir
-    files = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True) if folder.is_dir() else []
-    return JSONResponse({"folder": str(folder), "records": [
-        {"name": p.name, "bytes": p.stat().st_size, "modified": p.stat().st_mtime} for p in files[:500]]})
+    found, skipped = [], []
+    for path in (folder.glob("*.json") if folder.is_dir() else ()):
+        try:                        # a dangling link or an unreadable entry is skipped, not a 400 for all
+            info = path.stat()
+        except OSError:
+            skipped.append(path.name)
+            continue
+        if path.is_file():
+            found.append({"name": path.name, "bytes": info.st_size, "modified": info.st_mtime})
+        else:
+            skipped.append(path.name)
+    found.sort(key=lambda r: r["modified"], reverse=True)
+    return JSONResponse({"folder": str(folder), "records": found[:500], "skipped": sorted(skipped)[:100]})
 
 
 def _pick_record(record: Any, index: Any) -> tuple[Any, int, int]:

@@ -93,7 +93,9 @@ def side_names(rules) -> list[str]:
 
 def hand_summary(hand: dict) -> dict:
     """A scored hand of a game record as the page's score table shows it (its bids in words too)."""
-    summary = {k: hand[k] for k in ("bids", "blind", "tricks_taken", "score_change", "scores", "bags") if k in hand}
+    # results: the engine's own breakdown per side (contract, nil, bags, penalties), for the page to explain a change
+    summary = {k: hand[k] for k in ("bids", "blind", "tricks_taken", "score_change", "scores", "bags", "scores_before",
+                                    "bags_taken", "bag_penalties", "results") if k in hand}
     if "bids" in hand:
         summary["bid_words"] = bid_words(hand["bids"], hand.get("blind") or [False] * len(hand["bids"]))
     return summary
@@ -123,14 +125,20 @@ class TableGame:
     take only the options a browser may set (:func:`browser_agent_spec`)."""
 
     def __init__(self, game_id: str, seat: int, seats: dict[int, str], rules: Any = "standard",
-                 seed: Optional[int] = None, pace: float = 0.0, models: Optional[dict] = None) -> None:
+                 seed: Optional[int] = None, pace: float = 0.0, models: Optional[dict] = None,
+                 trick_pause: float = 0.0) -> None:
         self.rules = table_rules(rules)
         n = self.rules.players
         if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < n:
             raise TableError(f"seat={seat!r}: expected a seat number 0..{n - 1} ({', '.join(SEAT_NAMES[:n])})")
         if not isinstance(pace, (int, float)) or isinstance(pace, bool) or not 0 <= pace <= 5:
             raise TableError(f"pace={pace!r}: expected seconds between agents' moves, 0 to 5")
+        if not isinstance(trick_pause, (int, float)) or isinstance(trick_pause, bool) or not 0 <= trick_pause <= 5:
+            raise TableError(f"trick_pause={trick_pause!r}: expected seconds a finished trick stays in view, 0 to 5")
         self.id, self.seat, self.pace = game_id, seat, float(pace)
+        # the agents wait this long after a trick is finished, so that people see its four cards
+        self.trick_pause = float(trick_pause)
+        self.last_move = time.monotonic()     # when the last action was applied (the pace counts from it)
         for other in seats:
             if not isinstance(other, int) or not 0 <= other < n or other == seat:
                 raise TableError(f"agents: seat {other!r} " + ("is yours (the person's)" if other == seat else
@@ -197,6 +205,8 @@ class TableGame:
                 event["trick_won_by"] = self.env.game_record()["hands"][hand_number - 1]["tricks"][-1]["winner"]
         self.log.append(event)
         self.version += 1
+        self.last_move = time.monotonic()
+        self.thinking = None
         self._skip_done()
 
     def play(self, action: Any) -> None:
@@ -229,7 +239,15 @@ class TableGame:
                 if seat is None or seat == self.seat or self.error or self.cancelled.is_set():
                     self.thinking = None
                     return
-                self.thinking = seat
+                # pace every agent move, the first after the person's too; a finished trick longer
+                finished = bool(self.log) and "trick_won_by" in self.log[-1]
+                wait = max(self.pace, self.trick_pause if finished else 0.0) - (time.monotonic() - self.last_move)
+            if wait > 0 and self.cancelled.wait(wait):
+                return
+            with self.lock:
+                if self.to_act != seat or self.cancelled.is_set():
+                    continue
+                self.thinking = seat          # only while the agent decides (not during the pause)
                 obs = self.env.observe(self.env.agent_selection)
                 info = self.env.infos[self.env.agent_selection]
                 agent = self.agents[seat]
@@ -246,8 +264,6 @@ class TableGame:
                     self.thinking = None
                     return
                 self._apply(seat, action)
-            if self.pace and self.cancelled.wait(self.pace):
-                return
 
     # ------------------------------------------------------------------ explanations
     def why_illegal(self, action: int) -> str:
@@ -291,7 +307,8 @@ class TableGame:
             return {
                 "id": self.id, "version": self.version, "seat": self.seat, "players": n,
                 "seat_names": list(SEAT_NAMES[:n]), "rules": self.rules.name,
-                "target_score": self.rules.target_score,
+                "target_score": self.rules.target_score, "bag_limit": self.rules.bag_limit if self.rules.bags else None,
+                "bag_penalty": self.rules.bag_penalty, "blind_nil_pass": self.rules.blind_nil_pass,
                 "partnerships": self.rules.partnerships, "agents": {str(s): v for s, v in self.specs.items()},
                 "phase": PHASE_NAMES[game.phase], "hand_number": game.hand_number, "dealer": game.dealer,
                 "to_act": self.to_act, "thinking": self.thinking, "over": self.over, "error": self.error,
@@ -303,18 +320,37 @@ class TableGame:
                 "blind": [bool(b) for b in game.blind],
                 "trick": [{"seat": (game.trick_leader + i) % n, "card": card_json(c)}
                           for i, c in enumerate(game.trick_cards)],
+                "trick_winning": int(game.win_seat) if game.trick_cards else None,   # whose card wins so far
+                "hand_counts": [bin(game.hands[s]).count("1") for s in range(n)],   # public: cards each seat holds
+                # blind nil passing: how many cards this seat still passes, and the cards it received
+                "passes_left": sum(1 for s, _ in game.pass_queue if s == self.seat),
+                "received": [int(c) for c in range(52) if game.received[self.seat] >> c & 1],
+                "trick_pause": self.trick_pause, "pace": self.pace,
                 "tricks_won": list(game.tricks_taken),
                 "scores": list(game.scores), "bags": list(game.bags),
                 "spades_broken": bool(game.spades_broken),
                 "last_trick": self._last_trick(),
                 "hands": [hand_summary(h) for h in record["hands"] if h.get("complete")],
                 "winner": record.get("winner"),
-                "log": self.log[-40:],
+                "log": self._public_log(),
             }
+
+    def _public_log(self) -> list[dict]:
+        """The last 80 events (a whole hand, for the page's log of the hand in progress); a card
+        passed between two other seats is not shown (only those partners see it)."""
+        partner = (self.seat + 2) % self.rules.players if self.rules.partnerships else self.seat
+        events = []
+        for event in self.log[-80:]:
+            if event["phase"] == "passing" and event["seat"] not in (self.seat, partner):
+                event = {**event, "action": {"id": None, "kind": "pass", "text": "a card"}}
+            events.append(event)
+        return events
 
     def _last_trick(self) -> Optional[dict]:
         """The last completed trick (its cards and winner), from the public log."""
         cards, winner = [], None
+        # fresh: nothing happened after it (then it stays in the middle; a bid of the next hand clears it)
+        fresh = bool(self.log) and "trick_won_by" in self.log[-1]
         for event in reversed(self.log):
             if event["phase"] != "play":
                 if cards:
@@ -327,11 +363,15 @@ class TableGame:
                 winner = event["trick_won_by"]
         if not cards or winner is None and len(cards) < self.rules.players:
             return None
-        return {"cards": list(reversed(cards)), "winner": winner}
+        return {"cards": list(reversed(cards)), "winner": winner, "fresh": fresh, "hand": self.log[-1]["hand"] if fresh else None}
 
     def record(self) -> dict:
+        """The game record, with who sat in each seat (``players``: the agents' specs, "person";
+        a replay ignores it)."""
         with self.lock:
-            return self.env.game_record()
+            record = self.env.game_record()
+        record["players"] = [self.specs.get(s, "person") for s in range(self.rules.players)]
+        return record
 
     def describe(self, action: int) -> str:
         return action_str(action)

@@ -72,12 +72,36 @@ function winnerText(winner, state) {
   return state.side_names[winner];
 }
 
-// A side's bids so far: the sum of the bids made ("" before any), "…" while a partner has yet to bid.
-function sideBid(bids, seats) {
+// A side's bids so far: the sum of the numbers bid, each nil named ("3 + nil"); "" before any bid,
+// "…" while a partner has yet to bid.
+function sideBid(bids, seats, words) {
   const made = seats.filter((s) => hasBid(bids[s]));
   if (!made.length) return "";
   const sum = made.reduce((total, s) => total + bids[s], 0);
-  return made.length < seats.length ? `${sum}…` : `${sum}`;
+  const nils = words ? made.filter((s) => bids[s] === 0).map((s) => words[s]) : [];
+  const numbers = made.filter((s) => !words || bids[s] !== 0);
+  const parts = numbers.length || !nils.length ? [`${numbers.length ? sum : 0}`] : [];
+  const text = [...parts, ...nils].join(" + ");
+  return made.length < seats.length ? `${text}…` : text;
+}
+
+// What made a hand's score change, from the engine's own breakdown (record "results").
+function breakdown(result, state) {
+  if (!result) return "";
+  const parts = [];
+  if (result.contract > 0) parts.push(`contract ${result.made ? "made" : "set"} ${signed(result.contract_points)}`);
+  if (result.overtrick_points) parts.push(`overtricks ${signed(result.overtrick_points)}`);
+  for (const nil of result.nils || []) {
+    parts.push(`${state.seat_names[nil.seat]}'s nil ${nil.kept ? "kept" : "broken"}`);
+  }
+  if (result.nil_points) parts.push(`nil ${signed(result.nil_points)}`);
+  if (result.bags_taken) parts.push(`${result.bags_taken} bag${result.bags_taken === 1 ? "" : "s"}`);
+  if (result.bag_penalties) parts.push(`bag penalty ${signed(-result.bag_penalties * (state.bag_penalty || 100))}`);
+  return parts.join(", ");
+}
+
+function bagsText(state, k) {
+  return state.bag_limit ? `${state.bags[k]}/${state.bag_limit} bags` : `${state.bags[k]} bags`;
 }
 
 function scoreTable(state) {
@@ -86,16 +110,17 @@ function scoreTable(state) {
   const rows = (state.hands || []).map((hand, i) => el("tr", {}, el("td", {}, `${i + 1}`),
     ...teams.map((team, k) => {
       const won = hand.tricks_taken ? ` won ${team.seats.reduce((a, s) => a + hand.tricks_taken[s], 0)}` : "";
-      const bid = hand.bids ? `bid ${sideBid(hand.bids, team.seats)}` : "";
+      const bid = hand.bids ? `bid ${sideBid(hand.bids, team.seats, hand.bid_words)}` : "";
       const change = hand.score_change ? `${signed(hand.score_change[k])} → ${hand.scores[k]}` : "";
-      return el("td", {}, el("span", { class: "or" }, `${bid}${won} `), change);
+      const why = hand.results ? breakdown(hand.results[k], state) : "";
+      return el("td", {}, el("span", { class: "or" }, `${bid}${won} `), change, why ? el("div", { class: "why" }, why) : null);
     })));
   const now = el("tr", {}, el("td", {}, el("b", {}, state.target_score ? `Score (bags), game to ${state.target_score}` : "Score (bags)")),
-    ...teams.map((_, k) => el("td", {}, el("b", {}, `${state.scores[k]} (${state.bags[k]})`))));
+    ...teams.map((_, k) => el("td", {}, el("b", {}, `${state.scores[k]}`), ` (${bagsText(state, k)})`)));
   const contract = el("tr", { class: "this-hand" }, el("td", {}, `This hand (${state.hand_number}): bid / won`),
     ...teams.map((team) => {
       const won = team.seats.reduce((a, s) => a + state.tricks_won[s], 0);
-      return el("td", {}, `${sideBid(state.bids, team.seats) || "–"} / ${won}`);
+      return el("td", {}, `${sideBid(state.bids, team.seats, state.bid_words) || "–"} / ${won}`);
     }));
   const handOver = state.over || state.phase === "hand_over" || state.phase === "game_over";   // its row says it all
   return el("table", {}, el("thead", {}, head), el("tbody", {}, ...rows, handOver ? null : contract, now));
@@ -116,10 +141,44 @@ function lastHandSummary(state) {
 
 function signed(x) { return x > 0 ? `+${x}` : `${x}`; }
 
+// The seat that wins a trick of {seat, card} so far: the highest spade, else the highest card of the suit led.
+function trickWinner(cards) {
+  let best = cards[0];
+  for (const c of cards.slice(1)) {
+    const suit = Math.floor(c.card.id / 13), bestSuit = Math.floor(best.card.id / 13);
+    if ((suit === bestSuit && c.card.id > best.card.id) || (suit === 3 && bestSuit !== 3)) best = c;
+  }
+  return best.seat;
+}
+
+// ------------------------------------------------------------------------------------- settings
+// Kept in the browser (localStorage): the pause on a finished trick, and sounds (off by default).
+const prefs = {
+  get trickPause() { const v = Number(localStorage.getItem("spades.trickPause")); return Number.isFinite(v) && localStorage.getItem("spades.trickPause") !== null ? v : 1.2; },
+  get sounds() { return localStorage.getItem("spades.sounds") === "on"; },
+};
+let audio = null;
+function beep(frequency, ms = 120) {
+  if (!prefs.sounds) return;
+  try {
+    audio = audio || new AudioContext();
+    const osc = audio.createOscillator(), gain = audio.createGain();
+    osc.frequency.value = frequency;
+    gain.gain.setValueAtTime(0.08, audio.currentTime);
+    gain.gain.exponentialRampToValueAtTime(0.0001, audio.currentTime + ms / 1000);
+    osc.connect(gain).connect(audio.destination);
+    osc.start();
+    osc.stop(audio.currentTime + ms / 1000);
+  } catch (error) { /* no audio here: sounds are optional */ }
+}
+
 // ------------------------------------------------------------------------------------- Play
 // `poller` is the long-poll in flight: {id, abort}. A poll belongs to one game; starting a new
 // game aborts the old game's poll, and any answer about another game than `play.id` is dropped.
-const play = { id: null, state: null, poller: null, acting: false };
+// `holdUntil`: a finished trick stays in view this long before the person may lead (the server
+// pauses the agents the same way); `shownTrick`: the finished trick already held.
+const play = { id: null, state: null, poller: null, acting: false, starting: false, holdUntil: 0, shownTrick: null,
+               holdTimer: null, focus: null, summaryClosed: null, review: false, seenCards: new Set(), wasMyTurn: false };
 const meta = { seatNames: null };           // the seat names, as the server says them (/api/options)
 
 async function loadOptions() {
@@ -147,8 +206,21 @@ function accept(state) {
   return true;
 }
 
+// Has the person made a move in the game on show (then a new game asks first)?
+function invested() {
+  const state = play.state;
+  return !!state && !state.over && (state.hand_number > 1 || (state.log || []).some((e) => e.seat === state.seat));
+}
+
 async function startGame(event) {
-  event.preventDefault();
+  if (event) event.preventDefault();
+  if (play.starting) return;                   // a double click is one game
+  if (invested() && $("confirm-new").classList.contains("hidden")) {
+    $("confirm-new").classList.remove("hidden");       // ask before abandoning a game the person plays
+    $("confirm-yes").focus();
+    return;
+  }
+  $("confirm-new").classList.add("hidden");
   const seat = Number($("seat").value);
   const players = meta.seatNames ? meta.seatNames.length : 4;     // the server checks the seats
   const agents = {};
@@ -156,38 +228,52 @@ async function startGame(event) {
   agents[(seat + 1) % players] = $("agent-left").value.trim() || "heuristic";
   agents[(seat + 3) % players] = $("agent-right").value.trim() || "heuristic";
   const seedText = $("seed").value.trim();
-  const request = { seat, agents, seed: seedText === "" ? null : Number(seedText), pace: Number($("pace").value) };
+  const request = { seat, agents, seed: seedText === "" ? null : Number(seedText), pace: Number($("pace").value),
+                    trick_pause: Number($("trick-pause").value) };
   const rulesFile = $("rules-file").files[0];
-  if (rulesFile) request.rules_yaml = await rulesFile.text(); else request.rules = $("rules").value;
-  say($("message"), "Dealing…");
+  play.starting = true;
+  $("start").disabled = true;
   try {
+    if (rulesFile) request.rules_yaml = await rulesFile.text(); else request.rules = $("rules").value;
+    say($("message"), "Dealing…");
     const state = await api("POST", "/api/games", request);
+    const old = play.id;
     stopPolling();
     play.id = state.id;
     play.state = null;
+    play.shownTrick = null;
+    play.summaryClosed = null;
     say($("message"), "");
     accept(state);
     $("setup-box").open = false;               // the form folds away while a game runs
     history.replaceState(null, "", `#game=${state.id}`);   // a reload comes back to this game
     poll();
+    if (old && old !== state.id) api("DELETE", `/api/games/${old}`).catch(() => {});   // its agents stop
+    focusTable();
   } catch (error) {
     say($("message"), error.message, "error");
+  } finally {
+    play.starting = false;
+    $("start").disabled = false;
   }
 }
 
-// After a reload: the game named in the address, if the server still has it.
+// The game named in the address (after a reload, or when the address is changed), if the server has it.
 async function resumeGame() {
   const match = /^#game=([0-9a-f]+)$/.exec(location.hash);
-  if (!match) return;
+  if (!match || match[1] === play.id) return;
   try {
     const state = await api("GET", `/api/games/${match[1]}`);
+    stopPolling();
     play.id = state.id;
+    play.state = null;
     accept(state);
     $("setup-box").open = false;
+    say($("message"), "");
     poll();
   } catch (error) {
-    history.replaceState(null, "", location.pathname);
-    say($("message"), `The game of this address is gone (${error.message}): start a new one.`, "warn");
+    say($("message"), "The game of this address is gone (the server no longer has it): start a new one.", "warn");
+    $("setup-box").open = true;
   }
 }
 
@@ -196,7 +282,7 @@ function stopPolling() {
   play.poller = null;
 }
 
-// Long-poll the game on show while it is the agents' turn; one poll per game at a time.
+// Long-poll the game on show until it is over: the agents' moves, and moves made in another tab.
 function poll() {
   const id = play.id;
   if (!id || (play.poller && play.poller.id === id)) return;
@@ -205,24 +291,33 @@ function poll() {
   play.poller = poller;
   (async () => {
     try {
-      while (play.id === id && play.state && !play.state.over && !play.state.error
-             && play.state.to_act !== play.state.seat) {
-        const next = await api("GET", `/api/games/${id}?since=${play.state.version}&wait=5`, undefined, poller.abort.signal);
-        if (!accept(next)) return;
+      while (play.id === id && play.state && !play.state.over && !play.state.error) {
+        const next = await api("GET", `/api/games/${id}?since=${play.state.version}&wait=10`, undefined, poller.abort.signal);
+        if (next.id !== play.id) return;
+        if (next.version > play.state.version) accept(next);
       }
     } catch (error) {
-      if (!poller.abort.signal.aborted && play.id === id) say($("message"), error.message, "error");
+      if (!poller.abort.signal.aborted && play.id === id) {
+        say($("message"), error.message, "error");
+        setTimeout(() => { if (play.id === id && play.poller === null) poll(); }, 2000);   // try again
+      }
     } finally {
       if (play.poller === poller) play.poller = null;
     }
   })();
 }
 
+// Fetch the game on show now (after a refusal: another tab may have moved).
+async function refresh() {
+  try { accept(await api("GET", `/api/games/${play.id}`)); } catch (error) { /* the poll says why */ }
+}
+
 // The person's action; clicks while one is on its way are ignored (a double click is one move).
-async function act(action) {
+async function act(action, from) {
   const id = play.id;
   if (play.acting) return;
   play.acting = true;
+  play.focus = from || play.focus;           // where the keyboard focus goes back after the re-render
   try {
     const state = await api("POST", `/api/games/${id}/action`, { action });
     if (id !== play.id) return;
@@ -230,21 +325,27 @@ async function act(action) {
     accept(state);
     poll();
   } catch (error) {
-    if (id === play.id) say($("message"), error.message, "warn");
+    if (id === play.id) { say($("message"), error.message, "warn"); refresh(); }
   } finally {
     play.acting = false;
   }
 }
 
-// One seat's box: its name, who plays it, its bid once made, and its tricks once the play began.
-function seatLines(state, seat, agent) {
+// One seat's box: its name, who plays it, its bid once made, its tricks once the play began,
+// whether it is thinking, and (another seat's) its cards as backs.
+function seatLines(state, seat, agent, backs = null) {
   const bid = bidText(state.bid_words[seat]);
   const won = state.phase === "play" || state.tricks_won[seat] > 0 ? `won ${state.tricks_won[seat]}` : "";
   return [
-    el("div", { class: `name ${state.thinking === seat ? "thinking" : ""}` }, state.seat_names[seat],
+    el("div", { class: "name" }, state.seat_names[seat],
        state.dealer === seat ? el("span", { class: "dealer", title: "dealer" }, "D") : null),
     agent === null ? null : el("div", { class: "agent", title: agent }, agent),
-    el("div", { class: "stats" }, [bid, won].filter(Boolean).join(" · ")),
+    el("div", { class: "stats" }, [bid, won].filter(Boolean).join(" · ") || " "),
+    backs === null ? null : el("div", { class: "status" },
+      state.thinking === seat ? el("span", { class: "thinking" }, "thinking…") : null),
+    backs === null ? null : el("div", { class: "backs", title: `${backs} cards`, "aria-label": `${backs} cards` },
+      ...Array.from({ length: Math.min(backs, 13) }, () => el("span", { class: "card-back" })),
+      el("span", { class: "count" }, `${backs}`)),
   ].filter(Boolean);
 }
 
@@ -252,60 +353,168 @@ function seatBox(state, seat, where, prefix = "pos") {
   const box = $(`${prefix}-${where}`);
   const agent = seat === state.seat ? "you" : state.agents[String(seat)];
   box.className = `seat-box pos-${where} ${state.to_act === seat ? "to-act" : ""}`;
-  box.replaceChildren(...seatLines(state, seat, agent));
+  const backs = seat === state.seat || !state.hand_counts ? null : state.hand_counts[seat];
+  box.replaceChildren(...seatLines(state, seat, agent, backs));
   return box;
 }
 
-function renderCenter(center, state, at) {
+// The middle of the table: the trick (who led, whose card wins so far), else the trick just
+// finished with its winner, else what the phase is.
+function renderCenter(center, state, at, finished = null, seen = null) {
   const items = [];
   if (state.trick.length) {
-    for (const played of state.trick) items.push(el("div", { class: `c-${at[played.seat]}` }, cardNode(played.card)));
-  } else if (state.last_trick) {
-    for (const played of state.last_trick.cards) {
+    const winning = state.trick_winning ?? trickWinner(state.trick);
+    state.trick.forEach((played, i) => {
+      const fresh = seen && !seen.has(played.card.id);
       items.push(el("div", { class: `c-${at[played.seat]}` },
-        cardNode(played.card, `dim ${played.seat === state.last_trick.winner ? "winner" : ""}`)));
+        cardNode(played.card, `${played.seat === winning ? "winning" : ""} ${fresh ? `enter from-${at[played.seat]}` : ""}`, "span",
+                 { title: `${state.seat_names[played.seat]}${i === 0 ? " led" : ""}${played.seat === winning ? ", winning so far" : ""}` }),
+        i === 0 ? el("span", { class: "led" }, "led") : null));
+    });
+    items.push(el("div", { class: "c-note" }, `${state.seat_names[winning]} winning`));
+  } else if (finished) {
+    for (const played of finished.cards) {
+      items.push(el("div", { class: `c-${at[played.seat]}` },
+        cardNode(played.card, played.seat === finished.winner ? "winner" : "", "span",
+                 { title: `${state.seat_names[played.seat]}${played.seat === finished.winner ? " wins" : ""}` })));
     }
-    items.push(el("div", { class: "c-note" }, `last trick: ${state.seat_names[state.last_trick.winner]}`));
+    items.push(el("div", { class: "c-note trick-done" }, `${finished.review ? "last trick: " : ""}${state.seat_names[finished.winner]} wins the trick`));
   } else {
     items.push(el("div", { class: "c-note" }, state.phase === "play" ? "" : `${state.phase.replaceAll("_", " ")}`));
   }
   center.replaceChildren(...items);
 }
 
+// The hand just scored: each side's bid, tricks and what made its score change.
+function handSummaryPanel(state) {
+  const hands = state.hands || [];
+  const hand = hands[hands.length - 1];
+  const rows = sides(state).map((team, k) => el("div", { class: "side-result" },
+    el("b", {}, team.name), " ",
+    `bid ${sideBid(hand.bids, team.seats, hand.bid_words)}, won ${team.seats.reduce((a, s) => a + hand.tricks_taken[s], 0)}: `,
+    el("b", {}, signed(hand.score_change[k])), ` → ${hand.scores[k]}`,
+    el("div", { class: "why" }, breakdown(hand.results && hand.results[k], state) || "no change"),
+    el("div", { class: "why" }, team.seats.map((s) => `${state.seat_names[s]} ${bidText(hand.bid_words[s])}, won ${hand.tricks_taken[s]}`).join(" · "))));
+  return el("div", { class: "panel-over", id: "hand-summary", role: "dialog", "aria-label": `hand ${hands.length} scored` },
+    el("div", { class: "title" }, state.over ? "Game over" : `Hand ${hands.length} scored`),
+    state.over ? el("div", { class: "big" }, state.winner === null || state.winner === undefined || state.winner < 0
+      ? "A tie" : `${winnerText(state.winner, state)} win${state.partnerships ? "" : "s"} ${state.scores[state.winner]} to ${Math.max(...state.scores.filter((_, k) => k !== state.winner))}`) : null,
+    ...rows,
+    state.over ? el("div", { class: "actions" },
+      el("button", { type: "button", class: "primary", onclick: () => { $("setup-box").open = true; $("start").focus(); } }, "New game"),
+      el("a", { href: `/api/games/${state.id}/record`, download: `spades-${state.id}.json` }, "Download the record"),
+      el("button", { type: "button", onclick: () => { showTab("inspect"); openRecordFile(`web-${state.id}.json`); } }, "Inspect it"))
+      : el("div", { class: "actions" }, el("button", { type: "button", id: "summary-close", onclick: () => {
+          play.summaryClosed = hands.length; renderPlay(); focusTable(); } }, "Continue (Enter)")));
+}
+
+// The events of the hand in progress (the last hand's while the next has not begun), in words.
+function handLog(state) {
+  const log = state.log || [];
+  const current = log.filter((e) => e.hand === state.hand_number);
+  const events = current.length ? current : log.filter((e) => log.length && e.hand === log[log.length - 1].hand);
+  const lines = [];
+  for (const e of events) {
+    const who = state.seat_names[e.seat];
+    const a = e.action;
+    let text = a.kind === "bid" ? `${who} bids ${a.text}` : a.kind === "blind_nil" ? `${who} bids blind nil`
+      : a.kind === "look" ? `${who} looks at the cards` : e.phase === "passing" ? `${who} passes ${a.text}` : `${who} plays ${a.text}`;
+    lines.push(el("li", {}, text));
+    if (e.trick_won_by !== undefined) lines.push(el("li", { class: "won" }, `${e.trick_won_by === null ? "nobody" : state.seat_names[e.trick_won_by]} wins the trick`));
+  }
+  return lines;
+}
+
+function finishedTrick(state) {
+  if (play.review && state.last_trick) return { ...state.last_trick, review: true };
+  return !state.trick.length && state.last_trick && state.last_trick.fresh ? state.last_trick : null;
+}
+
 function renderPlay() {
   const state = play.state;
   if (!state) return;
+  const hadFocus = document.activeElement && $("hand").contains(document.activeElement) ? "hand"
+    : (document.activeElement && $("controls").contains(document.activeElement) ? "controls" : null);
+  const focusIndex = hadFocus === "hand" ? [...$("hand").querySelectorAll(".card")].indexOf(document.activeElement) : -1;
   $("table").classList.remove("hidden");
   const at = positions(state.seat, state.players);
   for (const where of ["top", "left", "right", "bottom"]) $(`pos-${where}`).replaceChildren();
   for (let s = 0; s < state.players; s++) seatBox(state, s, at[s]);
-  renderCenter($("center"), state, at);
+  // a trick just finished stays in view for the pause before the person may lead
+  const finished = finishedTrick(state);
+  const trickKey = finished && !finished.review ? `${(state.hands || []).length}:${state.tricks_won.reduce((a, b) => a + b, 0)}` : null;
+  if (trickKey && trickKey !== play.shownTrick) {
+    play.shownTrick = trickKey;
+    play.holdUntil = performance.now() + 1000 * Number($("trick-pause").value);
+    clearTimeout(play.holdTimer);
+    play.holdTimer = setTimeout(renderPlay, 1000 * Number($("trick-pause").value) + 20);
+    if (state.last_trick.winner !== null) beep(state.last_trick.winner % 2 === state.seat % 2 ? 880 : 440);
+  }
+  const holding = performance.now() < play.holdUntil;
+  renderCenter($("center"), state, at, finished, play.seenCards);
+  play.seenCards = new Set(state.trick.map((p) => p.card.id));
+  // the hand just scored (or the game's end) over the table until dismissed or the next card is played
+  const scored = (state.hands || []).length;
+  const showSummary = scored && (state.over || (play.summaryClosed !== scored && state.tricks_won.every((t) => t === 0)
+    && !state.trick.length && !finished));
+  const panel = $("table").querySelector(".panel-over");
+  if (panel) panel.remove();
+  if (showSummary) $("table").append(handSummaryPanel(state));
   const myTurn = state.to_act === state.seat && !state.over;
+  document.title = myTurn ? "● Your turn · Spades" : "Spades table";
+  if (myTurn && !play.wasMyTurn) beep(660, 80);
+  play.wasMyTurn = myTurn;
   const legalIds = new Set(state.legal.map((a) => a.id));
+  const received = new Set(state.received || []);
   // A card is marked playable or not only when a card is what this turn asks for; while bidding
   // (or waiting) the hand is shown as it is, and a click says what is asked instead.
-  const cardTurn = myTurn && state.legal.some((a) => a.kind === "card");
+  const cardTurn = myTurn && state.legal.some((a) => a.kind === "card") && !holding;
+  const waitReason = () => holding ? "The trick is on show: your turn in a moment."
+    : (state.over ? "The game is over." : `Wait for your turn: ${state.seat_names[state.to_act]} is to play.`);
+  const cards = state.hand_hidden ? [] : state.hand.map((card, i) => {
+    const legal = cardTurn && legalIds.has(card.id);
+    const reason = state.illegal_reasons[String(card.id)];
+    const gift = received.has(card.id);
+    return cardNode(card, `${legal ? "legal" : (cardTurn ? "illegal" : "")} ${gift ? "received" : ""}`, "button", {
+      type: "button", tabindex: "-1", "data-index": i,
+      title: `${legal ? `play ${card.text}` : (reason || "")}${gift ? " (passed to you by your partner)" : ""}`,
+      onclick: (e) => legal ? act(card.id, "hand")
+        : say($("message"), reason && myTurn && !holding ? reason : waitReason(), "warn"),
+    });
+  });
   $("hand").replaceChildren(...(state.hand_hidden
-    ? [el("span", { class: "or" }, `${state.hand_size} cards face down: decide on blind nil before you look`)]
-    : state.hand.map((card) => {
-      const legal = cardTurn && legalIds.has(card.id);
-      const reason = state.illegal_reasons[String(card.id)];
-      return cardNode(card, legal ? "legal" : (cardTurn ? "illegal" : ""), "button", {
-        type: "button", title: legal ? `play ${card.text}` : (reason || ""),
-        onclick: () => legal ? act(card.id) : (reason ? say($("message"), reason, "warn") : null),
-      });
-    })));
+    ? [el("span", { class: "or" }, `${state.hand_size} cards face down: decide on blind nil before you look`)] : cards));
+  // roving focus: one card of the hand is reached with Tab, the arrows move within the hand
+  if (cards.length) {
+    let target = focusIndex >= 0 ? Math.min(focusIndex, cards.length - 1) : 0;
+    if (cardTurn && !cards[target].classList.contains("legal")) {
+      const legal = cards.map((c, i) => c.classList.contains("legal") ? i : -1).filter((i) => i >= 0);
+      if (legal.length) target = legal.reduce((best, i) => Math.abs(i - target) < Math.abs(best - target) ? i : best, legal[0]);
+    }
+    cards[target].tabIndex = 0;
+    if (hadFocus === "hand" || play.focus === "hand") cards[target].focus();
+  }
   // Bids, blind nil, or what is going on.
   const controls = [];
   if (myTurn) {
     const others = state.legal.filter((a) => a.kind !== "card");
     if (others.length) {
-      controls.push(el("span", { class: "or" }, state.phase === "bidding" ? "Your bid:" : "Your choice:"));
-      for (const a of others) controls.push(el("button", { type: "button", "data-action": a.id, onclick: () => act(a.id) }, a.text));
+      controls.push(el("span", { class: "or prompt" }, state.phase === "bidding"
+        ? "Your bid (keys: 0-9, 1 then 0-3 for 10-13, n nil):" : "Your choice (keys: b blind nil, l look):"));
+      for (const a of others) {
+        controls.push(el("button", { type: "button", "data-action": a.id, class: "bid",
+          title: a.kind === "bid" ? `bid ${a.text} (key ${a.bid === 0 ? "n or 0" : a.bid})` : a.text,
+          onclick: () => act(a.id, "hand") }, a.text));
+      }
     } else if (state.phase === "passing") {
-      controls.push(el("span", { class: "or" }, "Pick a card to pass to your partner."));
+      const left = state.passes_left || 1;
+      const total = state.blind_nil_pass || left;
+      controls.push(el("span", { class: "or prompt" }, `Pick ${left} card${left === 1 ? "" : "s"} to pass to your partner`
+        + ` (${total - left + 1} of ${total}; arrows and Enter, or click).`));
+    } else if (holding) {
+      controls.push(el("span", { class: "or prompt" }, "Your lead, after a look at the trick…"));
     } else {
-      controls.push(el("span", { class: "or" }, "Your turn: click a card."));
+      controls.push(el("span", { class: "or prompt" }, "Your turn: choose a card (click it, or arrows and Enter)."));
     }
   } else if (!state.over && state.to_act !== null && state.to_act !== undefined) {
     controls.push(el("span", { class: "or to-act-note" }, `${state.seat_names[state.to_act]} to act`));
@@ -316,18 +525,86 @@ function renderPlay() {
       el("a", { href: `/api/games/${state.id}/record`, download: `spades-${state.id}.json`, id: "download" }, "Download the record"),
       el("button", { type: "button", onclick: () => { showTab("inspect"); openRecordFile(`web-${state.id}.json`); } }, "Inspect it"));
   } else {
-    controls.push(el("a", { href: `/api/games/${state.id}/record`, download: `spades-${state.id}.json`, class: "or" }, "record so far"));
+    controls.push(el("button", { type: "button", id: "review", class: "small", "aria-pressed": play.review ? "true" : "false",
+      disabled: !state.last_trick, onclick: () => { play.review = !play.review; renderPlay(); } }, play.review ? "Hide last trick" : "Last trick"),
+      el("a", { href: `/api/games/${state.id}/record`, download: `spades-${state.id}.json`, class: "or" }, "record so far"));
   }
   $("controls").replaceChildren(...controls);
+  if (hadFocus === "controls" || (play.focus === "hand" && !cards.length)) {
+    const first = $("controls").querySelector("button[data-action]") || (cards[0] || null);
+    if (first) first.focus();
+  }
+  play.focus = null;
   $("controls").dataset.version = String(state.version);    // which state the page shows (tests wait on it)
   $("controls").dataset.game = state.id;
+  $("controls").dataset.holding = holding ? "1" : "";
   $("last-hand").replaceChildren(...lastHandSummary(state));
   $("last-hand").classList.toggle("hidden", !(state.hands || []).length);
+  $("hand-log-list").replaceChildren(...handLog(state));
+  $("hand-log").classList.remove("hidden");
   $("scoreboard").replaceChildren(scoreTable(state));
 }
 
+// Keyboard focus to the table: the hand's roving card, else the first bid button.
+function focusTable() {
+  const target = $("hand").querySelector(".card[tabindex='0']") || $("controls").querySelector("button[data-action]");
+  if (target) target.focus(); else play.focus = "hand";
+}
+
+// The arrows move within the hand (roving focus); Enter or Space plays the card (it is a button).
+function handKeys(event) {
+  const cards = [...$("hand").querySelectorAll(".card")];
+  const index = cards.indexOf(document.activeElement);
+  if (index < 0) return;
+  const moves = { ArrowLeft: -1, ArrowUp: -1, ArrowRight: 1, ArrowDown: 1 };
+  let next = null;
+  if (event.key in moves) next = (index + moves[event.key] + cards.length) % cards.length;
+  else if (event.key === "Home") next = 0;
+  else if (event.key === "End") next = cards.length - 1;
+  if (next === null) return;
+  event.preventDefault();
+  cards[index].tabIndex = -1;
+  cards[next].tabIndex = 0;
+  cards[next].focus();
+}
+
+// Bid shortcuts: digits (1 waits a moment for 0-3: 10-13), n nil, b blind nil, l look; Escape closes the summary.
+const bidKeys = { pending: null, timer: null };
+function shortcutKeys(event) {
+  if ($("play").classList.contains("hidden") || event.ctrlKey || event.metaKey || event.altKey) return;
+  const tag = event.target.tagName;
+  if (tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA" || $("setup-box").contains(event.target)) return;
+  const close = $("summary-close");
+  if (close && (event.key === "Escape" || (event.key === "Enter" && !$("hand").contains(event.target)
+      && !$("controls").contains(event.target)))) { event.preventDefault(); close.click(); return; }
+  const state = play.state;
+  if (!state || state.to_act !== state.seat) return;
+  const press = (id) => {
+    const button = $("controls").querySelector(`button[data-action='${id}']`);
+    if (button) { event.preventDefault(); button.click(); }
+  };
+  if (event.key === "n") press(52);
+  else if (event.key === "b") press(66);
+  else if (event.key === "l") press(67);
+  else if (/^[0-9]$/.test(event.key) && $("controls").querySelector("button[data-action]")) {
+    const digit = Number(event.key);
+    clearTimeout(bidKeys.timer);
+    if (bidKeys.pending === 1 && digit <= 3) { bidKeys.pending = null; press(52 + 10 + digit); return; }
+    if (digit === 1 && $("controls").querySelector("button[data-action='62']")) {
+      bidKeys.pending = 1;                       // 1, or the start of 10-13
+      bidKeys.timer = setTimeout(() => { bidKeys.pending = null; press(53); }, 700);
+      event.preventDefault();
+      return;
+    }
+    bidKeys.pending = null;
+    press(52 + digit);
+  } else if (event.key in { ArrowLeft: 1, ArrowRight: 1 } && !$("hand").contains(event.target)) {
+    focusTable();
+  }
+}
+
 // ------------------------------------------------------------------------------------- Inspect
-const view = { data: null, step: 0, source: null };
+const view = { data: null, step: 0, source: null, loaded: "" };
 
 async function loadRecordList() {
   try {
@@ -346,7 +623,8 @@ async function openRecordFile(name, index = 0) {
   try {
     view.source = { name };
     showRecord(await api("GET", `/api/records/${encodeURIComponent(name)}?index=${index}`));
-    say($("inspect-message"), `${name}: ${view.data.frames.length - 1} actions`);
+    view.loaded = `${name}: ${view.data.frames.length - 1} actions`;
+    say($("inspect-message"), view.loaded);
   } catch (error) {
     say($("inspect-message"), error.message, "error");
   }
@@ -363,7 +641,8 @@ async function uploadRecord(file, index = 0) {
   try {
     view.source = { file };
     showRecord(await api("POST", "/api/inspect", { record, index }));
-    say($("inspect-message"), `${file.name}: ${view.data.frames.length - 1} actions`);
+    view.loaded = `${file.name}: ${view.data.frames.length - 1} actions`;
+    say($("inspect-message"), view.loaded);
   } catch (error) {
     say($("inspect-message"), error.message, "error");
   }
@@ -395,6 +674,34 @@ function nextActionText(frame, seatNames, seatView) {
   return seen ? `${who} plays ${action.text}` : `${who} plays a card`;
 }
 
+// The trick finished by the previous frame's card (every card of it is on the table by then).
+function finishedBefore(step) {
+  const frames = view.data.frames;
+  const frame = frames[step], before = frames[step - 1];
+  if (!before || frame.trick.length || !before.action || before.action.kind !== "card" || before.phase !== "play") return null;
+  const cards = [...before.trick, { seat: before.to_act, card: before.action.card }];
+  return { cards, winner: trickWinner(cards) };
+}
+
+// Where each trick and each hand begins (the jumps).
+function boundaries(kind) {
+  const frames = view.data.frames;
+  const marks = [];
+  frames.forEach((f, i) => {
+    const before = frames[i - 1];
+    // in the play, an empty trick is a lead: a trick begins there
+    if (kind === "hand" ? (i === 0 || f.hand_number !== before.hand_number) : (f.phase === "play" && !f.trick.length)) marks.push(i);
+  });
+  return marks;
+}
+
+function jump(kind, direction) {
+  if (!view.data) return;
+  const marks = boundaries(kind);
+  const target = direction > 0 ? marks.find((i) => i > view.step) : [...marks].reverse().find((i) => i < view.step);
+  go(target === undefined ? (direction > 0 ? Infinity : 0) : target);
+}
+
 function renderFrame() {
   const data = view.data;
   const frame = data.frames[view.step];
@@ -402,25 +709,29 @@ function renderFrame() {
   const bottom = seatView >= 0 ? seatView : 2 % data.players;
   const at = positions(bottom, data.players);
   const state = { ...frame, seat_names: data.seat_names, side_names: data.side_names, partnerships: data.partnerships, seat: bottom,
-                  agents: {}, thinking: null, players: data.players, last_trick: null,
-                  hands: data.hands.slice(0, frame.action ? frame.hand_number - 1 : frame.hand_number) };
+                  agents: {}, thinking: null, players: data.players, last_trick: null, target_score: data.target_score,
+                  hands: data.hands.slice(0, frame.action || data.in_progress ? frame.hand_number - 1 : frame.hand_number) };
   for (const where of ["top", "left", "right", "bottom"]) $(`ipos-${where}`).replaceChildren();
   for (let s = 0; s < data.players; s++) {
     const box = $(`ipos-${at[s]}`);
     box.className = `seat-box pos-${at[s]} ${frame.to_act === s ? "to-act" : ""}`;
     // a seat sees its own hand once it has looked (before a blind nil decision it has not)
     const visible = seatView < 0 || (seatView === s && !(frame.looked && !frame.looked[s]));
-    box.replaceChildren(...seatLines(state, s, null),
+    box.replaceChildren(...seatLines(state, s, data.seat_players ? data.seat_players[s] : null),
       el("div", { class: "mini-hand" }, visible ? frame.hands[s].map((c) =>
         cardNode(c, `small ${frame.action && frame.action.id === c.id && frame.to_act === s ? "winner" : ""}`))
         : `${frame.hands[s].length} cards${seatView === s ? " face down" : ""}`));
   }
-  renderCenter($("icenter"), state, at);
+  renderCenter($("icenter"), state, at, finishedBefore(view.step));
   $("step").value = view.step;
-  $("step-label").textContent = `action ${view.step} of ${data.frames.length - 1} · hand ${frame.hand_number} · ${frame.phase.replaceAll("_", " ")}`;
+  const tricks = frame.tricks_won.reduce((a, b) => a + b, 0);
+  $("step-label").textContent = `action ${view.step} of ${data.frames.length - 1} · hand ${frame.hand_number}`
+    + ` · ${frame.phase === "play" ? `trick ${Math.min(tricks + 1, 13)}` : frame.phase.replaceAll("_", " ")}`;
   $("next-action").textContent = frame.action
     ? `Next: ${nextActionText(frame, data.seat_names, seatView)}`
-    : `Final position${typeof data.winner === "number" && data.winner >= 0 ? ` · winner: ${winnerText(data.winner, data)}` : ""}`;
+    : data.in_progress
+      ? `End of the record: the game is still in progress (${data.seat_names[frame.to_act]} to act)`
+      : `Final position${typeof data.winner === "number" && data.winner >= 0 ? ` · winner: ${winnerText(data.winner, data)}` : ""}`;
   $("iscoreboard").replaceChildren(scoreTable(state));
   $("analysis").replaceChildren();
 }
@@ -431,10 +742,31 @@ function go(step) {
   renderFrame();
 }
 
+function candidateBars(result) {
+  const lines = [];
+  const values = result.candidate_values ? Object.values(result.candidate_values) : [];
+  const low = Math.min(0, ...values), high = Math.max(0, ...values);
+  for (const a of result.legal) {
+    const p = result.probabilities ? result.probabilities[String(a.id)] : undefined;
+    const q = result.candidate_values ? result.candidate_values[String(a.id)] : undefined;
+    if (p === undefined && q === undefined) continue;
+    // a probability fills its share; a search value its place between the lowest and highest (0 included)
+    const width = p !== undefined ? 100 * p : (high > low ? 100 * (q - low) / (high - low) : 50);
+    const z = result.candidate_z ? result.candidate_z[String(a.id)] : undefined;
+    const label = p !== undefined ? `${(100 * p).toFixed(1)}%`
+      : `${q >= 0 ? "+" : ""}${q.toFixed(2)}${z !== undefined && z !== null ? ` (z ${z.toFixed(1)})` : ""}`;
+    const fill = el("div", { class: `fill ${q !== undefined && q < 0 ? "neg" : ""}` });
+    fill.style.width = `${Math.max(1, Math.round(width))}%`;          // set from JS: no inline style in HTML (CSP)
+    lines.push(el("div", { class: `bar ${a.id === result.choice.id ? "chosen" : ""}` },
+      el("span", {}, a.text), el("div", { class: "track" }, fill), el("span", { class: "num" }, label)));
+  }
+  return lines;
+}
+
 async function analyse() {
   if (!view.data) return;
   const frame = view.data.frames[view.step];
-  if (!frame.action) { say($("inspect-message"), "The final position has no decision to analyse.", "warn"); return; }
+  if (!frame.action && !view.data.in_progress) { say($("inspect-message"), "The final position has no decision to analyse.", "warn"); return; }
   const seatView = Number($("view-seat").value);
   if (seatView >= 0 && seatView !== frame.to_act) {     // its legal moves would show a hidden hand
     say($("inspect-message"), `In ${view.data.seat_names[seatView]}'s view only ${view.data.seat_names[seatView]}'s `
@@ -445,19 +777,12 @@ async function analyse() {
   try {
     const result = await api("POST", "/api/analyse", { record_id: view.data.record_id, step: view.step,
                                                        agent: $("analyse-agent").value.trim() || "neural" });
+    say($("inspect-message"), view.loaded);             // an earlier warning is no longer true
     const lines = [el("div", {}, `${view.data.seat_names[result.seat]} to act; ${result.agent} would play `,
-                      el("b", {}, result.choice.text), `; the record has ${result.recorded.text}.`,
+                      el("b", {}, result.choice.text), result.recorded ? `; the record has ${result.recorded.text}.` : " (not played yet in the record).",
                       result.value !== null && result.value !== undefined ? ` Value estimate ${result.value.toFixed(1)} points.` : "")];
-    for (const a of result.legal) {
-      const p = result.probabilities ? result.probabilities[String(a.id)] : undefined;
-      const q = result.candidate_values ? result.candidate_values[String(a.id)] : undefined;
-      if (p === undefined && q === undefined) continue;
-      const width = p !== undefined ? Math.round(100 * p) : 0;
-      lines.push(el("div", { class: `bar ${a.id === result.choice.id ? "chosen" : ""}` },
-        el("span", {}, a.text), el("div", {}, el("div", { class: "fill", style: `width:${width}%` })),
-        el("span", {}, p !== undefined ? `${(100 * p).toFixed(1)}%` : `${q >= 0 ? "+" : ""}${q.toFixed(2)}`)));
-    }
-    if (result.candidate_values) lines.push(el("div", { class: "or" }, `search: mean play-out value of each candidate over ${result.worlds} worlds (points)`));
+    lines.push(...candidateBars(result));
+    if (result.candidate_values) lines.push(el("div", { class: "or" }, `search: mean play-out value of each candidate over ${result.worlds} worlds (points); z: how far each stands from the search's base action, in standard errors`));
     $("analysis").replaceChildren(...lines);
   } catch (error) {
     $("analysis").replaceChildren(el("span", { class: "message error" }, error.message));
@@ -475,14 +800,28 @@ function showTab(name) {
 document.addEventListener("DOMContentLoaded", () => {
   for (const tab of document.querySelectorAll(".tab")) tab.addEventListener("click", () => showTab(tab.dataset.tab));
   $("setup").addEventListener("submit", startGame);
+  $("confirm-yes").addEventListener("click", () => startGame());
+  $("confirm-no").addEventListener("click", () => { $("confirm-new").classList.add("hidden"); focusTable(); });
+  $("trick-pause").value = String(prefs.trickPause);
+  if ($("trick-pause").value === "") $("trick-pause").value = "1.2";
+  $("trick-pause").addEventListener("change", (e) => localStorage.setItem("spades.trickPause", e.target.value));
+  $("sounds").checked = prefs.sounds;
+  $("sounds").addEventListener("change", (e) => localStorage.setItem("spades.sounds", e.target.checked ? "on" : "off"));
+  $("hand").addEventListener("keydown", handKeys);
+  document.addEventListener("keydown", shortcutKeys);
+  window.addEventListener("hashchange", resumeGame);          // a game named in the address bar
   $("open-record").addEventListener("click", () => openRecordFile($("record-list").value));
   $("upload").addEventListener("change", (e) => e.target.files[0] && uploadRecord(e.target.files[0]));
   $("first").addEventListener("click", () => go(0));
   $("prev").addEventListener("click", () => go(view.step - 1));
   $("next").addEventListener("click", () => go(view.step + 1));
   $("last").addEventListener("click", () => go(Infinity));
+  $("prev-trick").addEventListener("click", () => jump("trick", -1));
+  $("next-trick").addEventListener("click", () => jump("trick", 1));
+  $("prev-hand").addEventListener("click", () => jump("hand", -1));
+  $("next-hand").addEventListener("click", () => jump("hand", 1));
   $("step").addEventListener("input", (e) => go(Number(e.target.value)));
-  $("view-seat").addEventListener("change", renderFrame);
+  $("view-seat").addEventListener("change", () => { renderFrame(); $("itable").focus(); });   // the arrows step again
   $("record-index").addEventListener("change", (e) => {
     const index = Number(e.target.value);
     if (view.source && view.source.name) openRecordFile(view.source.name, index);
@@ -490,9 +829,13 @@ document.addEventListener("DOMContentLoaded", () => {
   });
   $("analyse").addEventListener("click", analyse);
   document.addEventListener("keydown", (e) => {
-    if ($("inspect").classList.contains("hidden") || e.target.tagName === "INPUT") return;
-    if (e.key === "ArrowRight") go(view.step + 1);
-    if (e.key === "ArrowLeft") go(view.step - 1);
+    // a form control keeps its own keys (an arrow on the View menu changes the view, not the step)
+    const tag = e.target.tagName;
+    if ($("inspect").classList.contains("hidden") || tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA") return;
+    if (e.key === "ArrowRight") { e.preventDefault(); go(view.step + 1); }
+    if (e.key === "ArrowLeft") { e.preventDefault(); go(view.step - 1); }
+    if (e.key === "PageDown") { e.preventDefault(); jump("trick", 1); }
+    if (e.key === "PageUp") { e.preventDefault(); jump("trick", -1); }
   });
   loadOptions().then(resumeGame).catch((error) => say($("message"), error.message, "error"));
 });
