@@ -11,6 +11,9 @@ against an opponent team), except where a partner is needed that does something 
   finite samples, so the mean over shuffled bids (the same bids, paired with hands at random: the
   *control*, which holds no information) is subtracted; the interval is a bootstrap over deals.
   A bidder whose bid never changes tells nothing: exactly 0.
+- ``bid_information_hand``: how much a bid tells about the hand itself, whatever the convention
+  (the number of hearts as well as the trick count): a decoder of the bid from hand features,
+  fitted on some deals and scored on others, minus a shuffled control (evaluation/bid_decoder.py).
 - ``listening``: at the agent's decisions where its partner has bid (not nil, not blind), the
   partner's bid in the agent's observation (and the side's contract with it) is replaced by
   another bid, and the agent asked again from the same seed: the share of decisions whose choice
@@ -37,6 +40,7 @@ from spades_env import spades_v0
 from spades_env.cards import parse_card
 from spades_env.observation import BID_SLOTS, layout_for
 
+from .bid_decoder import bid_information_hand, hand_features
 from .coop_common import PlayerCache, check_positive, value_dict
 from .matches import Team, derive_seed, make_deal, match_config, play_matches, resolve_rules
 from .outcomes import EvaluationError
@@ -115,7 +119,7 @@ def _trick_reply(cards: list[int]) -> str:
 
 def read_selfplay(outcomes, rules) -> dict:
     """Bids, potentials and lead replies of the agent's seats in its self-play records."""
-    bids, potential, units, taken = [], [], [], []
+    bids, potential, units, taken, features = [], [], [], [], []
     lead_reply = np.zeros((4, len(REPLIES)), dtype=np.int64)
     for unit, plays in enumerate(outcomes):
         for o in plays:
@@ -126,6 +130,7 @@ def read_selfplay(outcomes, rules) -> dict:
                     bid = hand["bids"][s]
                     bids.append(BLIND_NIL_LABEL if hand["blind"][s] else bid)
                     potential.append(potential_bucket(cards))
+                    features.append(hand_features(cards, potential[-1]))
                     units.append(unit)
                     taken.append(hand["tricks_taken"][s])
                 for trick in hand["tricks"]:
@@ -134,7 +139,7 @@ def read_selfplay(outcomes, rules) -> dict:
                         lead_reply[cards[0] // 13, REPLIES.index(_trick_reply(cards))] += 1
     return {"bids": np.array(bids, dtype=np.int64), "potential": np.array(potential, dtype=np.int64),
             "units": np.array(units, dtype=np.int64), "taken": np.array(taken, dtype=np.int64),
-            "lead_reply": lead_reply}
+            "lead_reply": lead_reply, "features": np.array(features).reshape(len(bids), -1)}
 
 
 def calibration(bids: np.ndarray, taken: np.ndarray) -> dict:
@@ -299,12 +304,15 @@ def measure_signals(agent: Any, *, deals: int = 100, seed: int = 0, opponent: st
     selfplay, beside, reference = play_matches(configs, workers, progress, desc="spades-coop signals")
     data = read_selfplay(selfplay, rules)
     info = bid_information(data["bids"], data["potential"], data["units"], derive_seed("spades-coop", "mi", seed))
+    info_hand = bid_information_hand(data["bids"], data["features"], data["units"],
+                                     derive_seed("spades-coop", "decoder", seed))
     listened = listening(player, opp, rules, deals, match_seed, progress)
     lead_reply = data["lead_reply"]
     shares = lead_reply / np.maximum(1, lead_reply.sum(1, keepdims=True))
     return {
         "agent": player.label, "opponent": opp.label, "rules": rules.name, "deals": deals, "seed": seed,
         "bid_information": info,
+        "bid_information_hand": info_hand,
         **listened,
         "nil_cover": _rate(*reversed(nil_cover_rate(beside)), partner=partner.label),
         "nil_cover_reference": _rate(*reversed(nil_cover_rate(reference)), partner=partner.label),
@@ -324,6 +332,9 @@ def format_signals(result: dict) -> str:
              f"{result['rules']} rules)",
              f"  bid information   {iv(result['bid_information'], '{:.3f}')} bits "
              f"(raw {info['raw']:.3f}, shuffled control {info['control']:.3f})",
+             f"  about the hand    {iv(result['bid_information_hand'], '{:.3f}')} bits "
+             f"(decoder {result['bid_information_hand']['raw']:.3f}, shuffled control "
+             f"{result['bid_information_hand']['control']:.3f})",
              f"  listening         {iv(result['listening'], '{:.3f}')} of {result['listening']['n']} choices "
              f"(control {iv(result['listening_control'], '{:.3f}')})",
              f"  listening, leads  {iv(result['listening_to_leads'], '{:.3f}')} of "
