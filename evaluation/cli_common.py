@@ -22,7 +22,8 @@ class OneLineParser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line on stderr (exit status 2), not a usage block."""
 
     def error(self, message: str):  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        first = str(message).strip().splitlines()[0] if str(message).strip() else "bad arguments"
+        self.exit(2, f"{self.prog}: error: {first} (see {self.prog} --help)\n")
 
 
 def add_progress_flags(parser: argparse.ArgumentParser) -> None:

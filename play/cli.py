@@ -25,6 +25,7 @@ from typing import Any, Optional, Sequence
 import agents
 from agents.human import QuitGame
 from agents.specs import AgentSpecError, parse_agent_spec
+from evaluation.cli_common import OneLineParser
 from spades_env import RulesError, save_record, spades_v0
 
 from .table import Table, play_game
@@ -53,7 +54,7 @@ def default_record_path() -> Path:
 
 def build_parser() -> argparse.ArgumentParser:
     default = default_agent()
-    p = argparse.ArgumentParser(
+    p = OneLineParser(               # a mistyped option or agent is one line, not the usage block
         prog="spades-play",
         description="Play Spades in the terminal with agents as partner and opponents. "
                     "Seats: North=0, East=1, South=2, West=3; partners sit opposite (0+2, 1+3).",

@@ -31,6 +31,7 @@ from .record import _check_record
 from .rules import Rules, RULE_NAMES, make_rules
 
 SIDE_SUITS = (0, 1, 2)
+MAX_SAMPLE = 100_000_000       # rows of one BatchedSymmetries.sample (sizes checked before allocating)
 """Clubs, diamonds, hearts: the suits a relabelling may move (spades are trump and stay)."""
 
 SUIT_NAMING_RULES: dict[str, Callable[[Rules], tuple[int, ...]]] = {
@@ -101,9 +102,14 @@ class Relabelling:
     def __init__(self, suits: Sequence[int], rules: Rules | str | Mapping[str, Any] = "standard") -> None:
         rules = rules if isinstance(rules, Rules) else make_rules(rules)
         try:
-            suits = tuple(int(s) for s in suits)
-        except (TypeError, ValueError):
+            given = tuple(suits)
+        except TypeError:
             raise SymmetryError(f"suits={suits!r}: expected four suit numbers 0..3, spades (3) last") from None
+        if any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) for s in given):
+            # 0.5 or '1' were cast to a suit number: a caller's mistake passed for a relabelling
+            raise SymmetryError(f"suits={suits!r}: expected four suit numbers 0..3 (whole numbers, not text or "
+                                "fractions), spades (3) last")
+        suits = tuple(int(s) for s in given)
         if sorted(suits) != list(range(NUM_SUITS)) or suits[SPADES] != SPADES:
             raise SymmetryError(f"suits={suits!r}: expected a permutation of the suits 0..3 that keeps spades (3)")
         for suit, by in named_suits(rules).items():
@@ -340,6 +346,10 @@ def symmetries(rules: Rules | str | os.PathLike | Mapping[str, Any] | None = "st
     them: a preset name, a YAML path, a mapping or a ``Rules``; keyword arguments override single
     rules), identity first: the permutations of clubs, diamonds and hearts that fix every suit
     a rule names (6, or 2 where clubs are named)."""
+    if isinstance(rules, (str, os.PathLike)) and os.path.exists(rules) and not os.path.isfile(rules):
+        # a device (/dev/zero) or a FIFO was read until memory ran out; a folder is no rules file either
+        raise SymmetryError(f"rules={str(rules)!r} is not a regular file: expected a preset name or a YAML "
+                            "rules file")
     r = make_rules(rules, **overrides)
     group = _GROUPS.get(r)
     if group is None:
@@ -384,6 +394,8 @@ class BatchedSymmetries:
         device; ``generator`` (a ``torch.Generator`` on any device) makes the draw reproducible."""
         import torch
 
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or not 0 <= count <= MAX_SAMPLE:
+            raise SymmetryError(f"sample(count={count!r}): expected a whole number of rows from 0 to {MAX_SAMPLE:,}")
         where = generator.device if generator is not None else self.device
         return torch.randint(0, len(self.group), (count,), generator=generator, device=where).to(self.device)
 
@@ -463,6 +475,10 @@ class BatchedSymmetries:
 
         if not isinstance(cards, torch.Tensor) or cards.dtype != torch.int64 or cards.dim() == 0:
             raise SymmetryError(f"cards: expected an int64 tensor of card bitboards with rows first, got {cards!r:.80}")
+        if check and bool(((cards < 0) | (cards >= 1 << NUM_CARDS)).any()):
+            # bits 52-63 are no cards: they were shifted into other suits' cards or dropped
+            raise SymmetryError(f"cards: expected card sets of 52 bits (0 <= value < 2**52), got bits 52-63 set "
+                                f"in {int(((cards < 0) | (cards >= 1 << NUM_CARDS)).sum())} of them")
         which = self._which(which, cards.shape[0], check)
         shift = self.suit_shift[which].to(cards.device)
         if not isinstance(which, int):

@@ -49,6 +49,7 @@ def test_the_shipped_study_configs_load():
 
 @pytest.mark.parametrize("change, message", [
     ({"seeds": [1, 1]}, "expected a list of distinct integers"),
+    ({"seeds": [10 ** 30]}, "expected a list of distinct integers from 0"),
     ({"colour": 3}, "unknown key 'colour'"),
     ({"train": {"name": "x"}}, "train.name is set by the study"),
     ({"train": {"other_play": "both"}}, "other_play='both'"),
@@ -67,6 +68,23 @@ def study_command(config: Path, *extra: str) -> list[str]:
             "--jobs", "2", *extra]
 
 
+def wait_until_the_run_is_gone(run: Path, seconds: float = 300.0) -> None:
+    """Until no process holds the run folder's lock (train/run_lock.py): its run has ended."""
+    import fcntl
+    lock = run / ".lock"
+    deadline = time.time() + seconds
+    while lock.exists() and time.time() < deadline:
+        try:
+            with open(lock) as handle:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return                                      # free: closing the file releases it
+        except BlockingIOError:
+            time.sleep(0.1)
+        except FileNotFoundError:
+            return
+    assert time.time() < deadline, f"the killed run still holds {lock} after {seconds:.0f} s"
+
+
 def test_a_killed_study_resumes_and_waits_for_the_methods_it_needs(tmp_path):
     # 30 updates of 4,096 decisions (a few seconds): the kill, as soon as a first checkpoint is
     # written, lands mid-run on a fast machine too (with 16-table updates an idle CI machine
@@ -76,17 +94,20 @@ def test_a_killed_study_resumes_and_waits_for_the_methods_it_needs(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     first = subprocess.Popen(study_command(config), cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
     checkpoints = tmp_path / "study" / "runs" / "selfplay_s1" / "checkpoints"
-    deadline = time.time() + 120
+    deadline = time.time() + 600             # generous: under a load of 77 a start alone took minutes
     while not list(checkpoints.glob("update_*.pt")) and first.poll() is None and time.time() < deadline:
         time.sleep(0.02)
     assert list(checkpoints.glob("update_*.pt")), first.communicate()[0]
     first.send_signal(signal.SIGKILL)                 # the run dies with it (no orphan keeps training)
     first.wait()
+    # The run is killed by the kernel when the study dies, but on a loaded machine it may take a
+    # while to go: wait until its run-folder lock is free, or --resume finds the folder busy.
+    wait_until_the_run_is_gone(tmp_path / "study" / "runs" / "selfplay_s1")
     assert not (tmp_path / "study" / "runs" / "selfplay_s1" / "final_eval.json").exists()
-    again = subprocess.run(study_command(config), cwd=ROOT, env=env, capture_output=True, text=True)
+    again = subprocess.run(study_command(config), cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 2 and "--resume" in again.stderr    # a folder with runs needs --resume
     resumed = subprocess.run(study_command(config, "--resume"), cwd=ROOT, env=env, capture_output=True, text=True,
-                             timeout=300)
+                             timeout=1200)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     lines = resumed.stdout.splitlines()
     assert "train: selfplay_s1 resumed" in lines

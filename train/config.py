@@ -666,6 +666,14 @@ def load_config(path: Optional[str | Path] = None, overrides: Sequence[str] = ()
     values = flatten_sections(values, source)
     for item in overrides:
         name, value = parse_override(item)
+        if name not in FIELDS:         # a --set typo was blamed on the YAML file
+            close = difflib.get_close_matches(str(name), list(FIELDS), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"--set {item}: unknown field {name!r}{hint}; see `spades-train --show-config`")
+        try:
+            _check_type(name, value)
+        except ConfigError as exc:
+            raise ConfigError(f"--set {item}: {exc}") from None
         values[name] = value
     return config_from_dict(values, source)
 

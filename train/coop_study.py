@@ -127,7 +127,7 @@ def load_study(path: str | os.PathLike, folder: Optional[str] = None) -> Study:
     if not isinstance(seeds, list) or not seeds or any(not isinstance(s, int) or isinstance(s, bool)
                                                        or not 0 <= s <= MAX_SEED for s in seeds) \
             or len(set(seeds)) != len(seeds):
-        raise StudyError(f"{path}: seeds={_shown(seeds)}: expected a list of distinct whole numbers from 0 to "
+        raise StudyError(f"{path}: seeds={_shown(seeds)}: expected a list of distinct integers from 0 to "
                          f"{MAX_SEED:,}")
     for key in ("name", "folder"):
         if data.get(key) is not None and not (isinstance(data[key], str) and data[key].strip()):

@@ -122,11 +122,17 @@ def _stale(path: Path, expected: dict, log: Callable[[str], None]) -> None:
     a replaced model, a run added, other deals, another reference. Nothing stale is mixed in."""
     if not path.is_file():
         return
-    found = _read_json(path).get("inputs")
+    piece = _read_json(path)
+    found = piece.get("inputs")
     if found == expected:
         return
-    if not isinstance(found, dict):
-        why = "it holds no record of its inputs"
+    if found is None:       # written before pieces recorded their inputs: only its runs can be checked
+        runs = piece.get("runs")
+        if not isinstance(runs, list) or "runs" not in expected or runs == list(expected["runs"]):
+            return
+        why = "the runs changed"
+    elif not isinstance(found, dict):
+        why = "its record of its inputs is not readable"
     else:
         changed = sorted(k for k in set(expected) | set(found) if expected.get(k) != found.get(k))
         why = ", ".join(_what_changed(k, found.get(k), expected.get(k)) for k in changed)
@@ -260,8 +266,11 @@ def crossplay_analysis(names: list[str], methods: dict[str, str], diffs: list[li
             entry["gap"] = _iv([a - b for a, b in zip(sp, xp)])
             entry["per_deal_gap"] = [a - b for a, b in zip(sp, xp)]
         within[m] = entry
-    between = {a: {b: _iv(per_deal([(i, j) for i in index[a] for j in index[b] if i != j]
-                                    + [(j, i) for i in index[a] for j in index[b] if i != j]))
+    def pairs_iv(pairs: list[tuple[int, int]]) -> dict:      # one seed per method: no pair within it
+        return _iv(per_deal(pairs)) if pairs else {"mean": None, "low": None, "high": None, "n": 0}
+
+    between = {a: {b: pairs_iv([(i, j) for i in index[a] for j in index[b] if i != j]
+                               + [(j, i) for i in index[a] for j in index[b] if i != j])
                    for b in order} for a in order}
     return {"methods": order, "deals": deals, "within": within, "between": between}
 

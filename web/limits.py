@@ -328,6 +328,19 @@ def _is_count(value: Any, top: int) -> bool:
 
 # ---------------------------------------------------------------------------- the middleware
 
+def client_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` says the client disconnected mid-request (every page reload did this; it
+    was logged with a full traceback each time)."""
+    from starlette.requests import ClientDisconnect
+    gone = (ClientDisconnect, ConnectionError)
+    try:
+        import anyio
+        gone += (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream)
+    except ImportError:                         # pragma: no cover (starlette brings anyio)
+        pass
+    return isinstance(exc, gone) or (isinstance(exc, OSError) and exc.errno in (32, 104))
+
+
 class BrowserGuard:
     """ASGI middleware: Host, Origin, content type and body size checked before the app sees a
     request; an error that escapes a handler answered with a short 400 (logged, never shown
@@ -373,6 +386,10 @@ class BrowserGuard:
             if not started:
                 await _send_json(send, refused.status, {"error": refused.message})
         except Exception as exc:                      # noqa: BLE001 (the guard of last resort)
+            if client_gone(exc):              # the page closed or reloaded: one line, no traceback
+                log.info("spades-web: %s %s: the client went away (%s)", scope.get("method"),
+                         short(scope.get("path"), 80), type(exc).__name__)
+                return
             log.warning("spades-web: %s %s: %s", scope.get("method"), short(scope.get("path"), 80),
                         short(f"{type(exc).__name__}: {exc}"), exc_info=True)
             if not started:
