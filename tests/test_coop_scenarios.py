@@ -127,3 +127,17 @@ def test_the_held_out_suite_is_the_standard_suites_held_out_scenario():
     assert suite.scenarios[0] == standard_suite().scenarios[0]
     assert set(suite.scenarios[0].partners) == {p.name for p in zoo.partners("held-out", purpose="evaluation")}
     assert suite.scenarios[0].focal_seats == (0, 2)
+
+
+def test_a_scenarios_normalised_score_is_the_mean_of_its_partners_ratios():
+    """Per partner (focal - random) / (copy - random); a scenario's value is the mean over its
+    partners (each partner weighs the same), the suite's the mean over scenarios."""
+    result = run_suite("heuristic:bidding=aggressive", SMALL, workers=1)
+    for scenario in result["scenarios"]:
+        ratios = [(p["score"] - p["random"]) / (p["copy"] - p["random"]) for p in scenario["partners"]]
+        for p, ratio in zip(scenario["partners"], ratios):
+            assert p["normalised"] == pytest.approx(ratio, abs=1e-12)
+        assert scenario["normalised"] == pytest.approx(sum(ratios) / len(ratios), abs=1e-12)
+    two = result["scenarios"][1]["partners"]
+    assert two[0]["normalised"] != pytest.approx(two[1]["normalised"])        # the mean is not one partner's
+    assert result["normalised"] == pytest.approx(sum(s["normalised"] for s in result["scenarios"]) / 2, abs=1e-12)

@@ -72,3 +72,16 @@ def test_spades_coop_signals_writes_json(tmp_path, capsys):
     assert main(["signals", "nosuch"]) == 2
     assert main(["signals", "heuristic", "--deals", "0"]) == 2
     assert capsys.readouterr().err.count("spades-coop: error:") == 2
+
+
+def test_the_trick_potential_is_binned_by_rounding_with_seven_and_more_together(monkeypatch):
+    """bid_information's buckets: the heuristic's estimate rounded, below 0 as 0, 7 and more as 7."""
+    import agents.heuristic
+    from evaluation.signals import POTENTIAL_BUCKETS, potential_bucket
+    assert POTENTIAL_BUCKETS == 8
+    for estimate, bucket in ((-0.4, 0), (0.4, 0), (0.6, 1), (1.49, 1), (3.51, 4), (6.4, 6), (6.6, 7), (7.0, 7),
+                             (9.8, 7), (12.0, 7)):
+        monkeypatch.setattr(agents.heuristic, "estimate_tricks", lambda hand, value=estimate: value)
+        assert potential_bucket(list(range(13))) == bucket, estimate
+    x = np.array([0, 1, 2, 3] * 50)
+    assert abs(mutual_information(x // 2, x) - 1.0) < 1e-12     # four values in two bins: 1 bit

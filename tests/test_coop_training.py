@@ -73,3 +73,21 @@ def test_every_setting_trains_from_scratch_and_resumes_exactly(tmp_path):
     assert torch.equal(straight.cooperation.other_play.which, resumed.cooperation.other_play.which)
     for a, b in zip(weights(straight), weights(plain)):
         assert not torch.equal(a, b)
+
+
+@pytest.mark.parametrize("mode, relabelled", [("partner", (2, 3)), ("learner", (0, 1))])
+def test_the_other_play_mode_of_the_config_relabels_its_seats_and_no_other(tmp_path, mode, relabelled):
+    """A 'partner' run must not relabel the learner's seats (0, 1), nor a 'learner' run its partners'."""
+    trainer = Trainer(tiny(tmp_path, mode, other_play=mode), log=lambda line: None)
+    other_play = trainer.cooperation.other_play
+    tables = trainer.config.num_envs
+    assert other_play.mode == mode and bool(other_play.which.any())
+    obs = torch.rand(tables, trainer.obs_size, generator=torch.Generator().manual_seed(0))
+    mask = torch.ones(tables, 68, dtype=torch.bool)
+    for seat in range(4):
+        seats = torch.full((tables,), seat)
+        seen = other_play.seen(seats)
+        assert torch.equal(seen, other_play.which if seat in relabelled else torch.zeros_like(seen)), seat
+        viewed, _, _ = trainer.cooperation.view(seats, obs, mask, None)
+        assert torch.equal(viewed, obs) == (seat not in relabelled), seat
+    trainer.run_lock.release()
