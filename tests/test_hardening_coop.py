@@ -179,6 +179,20 @@ def test_a_set_typo_is_not_blamed_on_the_yaml_file():
         load_config(str(ROOT / "configs" / "quickstart.yaml"), ["epochs=abc"])
 
 
+@pytest.mark.parametrize("module", ["train.label", "train.bench", "train.demo", "web.server", "train.ppo"])
+def test_every_command_line_prints_one_line_for_an_unknown_flag(capsys, module):
+    import importlib
+    main = importlib.import_module(module).main
+    refused(capsys, main, "--no-such-flag", contains="(see spades-")
+
+
+def test_spades_train_refuses_a_seed_out_of_range():
+    from train.config import ConfigError, load_config
+    for seed in (-1, 10 ** 30):
+        with pytest.raises(ConfigError, match=rf"seed={seed}: expected a whole number from 0"):
+            load_config(None, [f"seed={seed}"])
+
+
 def test_spades_play_and_eval_print_one_line_for_a_typo(capsys):
     from evaluation.cli import main as eval_main
     from play.cli import main as play_main

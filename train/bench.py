@@ -366,7 +366,8 @@ def main(argv: Optional[list[str]] = None) -> int:
 
 
 def _main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="spades-bench", description=__doc__,
+    from evaluation.cli_common import OneLineParser      # errors in one line, not the usage block
+    parser = OneLineParser(prog="spades-bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--decisions", type=int, default=300_000,
                         help="decisions per measured run (default 300000)")

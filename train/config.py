@@ -430,6 +430,8 @@ class TrainConfig:
         for name in positive:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected a positive integer")
+        if not 0 <= self.seed <= 2 ** 32 - 1:       # 10**30 or -1 passed here and failed inside the run
+            raise ConfigError(f"seed={self.seed!r}: expected a whole number from 0 to 4,294,967,295")
         for name in ("imitation_decisions", "eval_every", "final_eval_deals", "threads", "critic_warmup_updates",
                      "bid_value_deals", "eval_games", "final_eval_games"):
             if getattr(self, name) < 0:

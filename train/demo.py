@@ -60,7 +60,8 @@ def play_demo_game(seed: int = 0, rules: str = "standard", max_hands: int = 3, s
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="spades-demo", description=__doc__,
+    from evaluation.cli_common import OneLineParser      # errors in one line, not the usage block
+    parser = OneLineParser(prog="spades-demo", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rules", default="standard", help="rules preset or YAML file (default standard)")

@@ -692,7 +692,8 @@ def load_labels(folders: str | Path | Sequence[str | Path]) -> dict[str, Any]:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="spades-label", description=__doc__.split("\n\n")[0],
+    from evaluation.cli_common import OneLineParser      # errors in one line, not the usage block
+    parser = OneLineParser(prog="spades-label", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True, help="folder of the label shards (resumes what is there)")
     parser.add_argument("--teacher", default="search", help="agent spec of the teacher (default: search), or "

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import secrets
 import sys
 import threading
@@ -49,6 +50,7 @@ from starlette.staticfiles import StaticFiles
 from spades_env.record import RECORD_FORMAT, ReplayError, save_record
 from spades_env.rules import PRESET_NAMES
 
+from .headers import SecurityHeaders
 from .limits import (MAX_BODY, BrowserGuard, Refused, allowed_options, check_record_name, load_rules_yaml,
                      models_offered, parse_json, short)
 from .table import NotYourTurn, TableError, TableGame
@@ -136,8 +138,11 @@ class WebState:
     def record_file(self, name: str) -> Path:
         """A record file of the folder by plain name; nothing outside the folder."""
         check_record_name(name)
-        folder = self.records_dir.resolve()
-        path = (folder / name).resolve()
+        try:
+            folder = self.records_dir.resolve()
+            path = (folder / name).resolve()
+        except (OSError, RuntimeError):          # a link that loops: its message held the server's path
+            raise ApiError(404, f"record {name!r}: cannot be opened (a link that loops or cannot be followed)")
         if path.parent != folder:
             raise ApiError(400, f"record name {name!r}: not in the records folder")
         if not path.is_file():
@@ -275,17 +280,30 @@ async def list_records(request: Request) -> Response:
 def _pick_record(record: Any, index: Any) -> tuple[Any, int, int]:
     """One record of a file or upload that holds one (a JSON object) or several (``spades-eval
     --records`` writes a list): (the record, its index, how many there are)."""
+    k = _record_index(index)
     if not isinstance(record, list):
+        if k != 0:
+            raise ApiError(400, f"index={k}: the file holds one record (index 0)")
         return record, 0, 1
     if not record:
         raise ApiError(422, "the file holds an empty list of records")
-    try:
-        k = int(index or 0)
-    except (TypeError, ValueError):
-        raise ApiError(400, f"index={index!r}: expected a record number")
     if not 0 <= k < len(record):
         raise ApiError(400, f"index={k}: the file holds records 0..{len(record) - 1}")
     return record[k], k, len(record)
+
+
+def _record_index(index: Any) -> int:
+    """A record number from a query (text) or a JSON body (a whole number): ``1.7``, ``true`` or
+    ``"1e3"`` are refused, not read as 1 (``int()`` truncated them)."""
+    if index is None or index == "":
+        return 0
+    if isinstance(index, float) and index.is_integer():
+        index = int(index)
+    if isinstance(index, int) and not isinstance(index, bool):
+        return index
+    if isinstance(index, str) and re.fullmatch(r"-?[0-9]{1,9}", index.strip()):
+        return int(index.strip())
+    raise ApiError(400, f"index={short(repr(index), 40)}: expected a whole record number (0 for the first)")
 
 
 async def _frames(state: WebState, record: Any, index: Any = 0) -> dict:
@@ -364,13 +382,14 @@ def create_app(records_dir: str | Path = "records", threads: int = 8, host: str 
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     app = Starlette(routes=routes, exception_handlers={Refused: api_error},
-                    middleware=[Middleware(BrowserGuard, host=host)])
+                    middleware=[Middleware(SecurityHeaders), Middleware(BrowserGuard, host=host)])
     app.state.web = WebState(Path(records_dir), threads, models_offered(models_dir))
     return app
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="spades-web", description="The Spades table and game inspector in a browser.")
+    from evaluation.cli_common import OneLineParser      # errors in one line, not the usage block
+    parser = OneLineParser(prog="spades-web", description="The Spades table and game inspector in a browser.")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     parser.add_argument("--records", default="records", help="folder of game records to inspect; finished web "
