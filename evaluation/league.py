@@ -128,11 +128,28 @@ def nash_average(payoff: Sequence[Sequence[float]]) -> tuple[np.ndarray, np.ndar
     return value, mass
 
 
+# ------------------------------------------------------------------ intervals
+def bootstrap_ratings(outcome: np.ndarray, prior: float, draws: np.ndarray) -> np.ndarray:
+    """Bradley-Terry ratings on every resample of deals: ``outcome`` (agents, agents, deals) of
+    wins, ``draws`` (resamples, deals) deal indices; all pairs' results on a drawn deal move
+    together, since every pair played the same deals."""
+    return np.array([bradley_terry(outcome[:, :, idx].sum(2), prior) for idx in draws])
+
+
+def bootstrap_nash(per_deal: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """Nash averages on every resample of deals: the payoff matrix of the drawn deals (``per_deal``:
+    points per hand of i minus j on each deal), solved again each time."""
+    return np.array([nash_average(per_deal[:, :, idx].mean(2))[0] for idx in draws])
+
+
 # ------------------------------------------------------------------ the league
 def run_league(roster: Sequence[Any], *, deals: int = 100, seed: int = 0, workers: Optional[int] = None,
                progress: bool = False, ray: Optional[str] = None, journal: Optional[str] = None,
-               rules: Any = "standard", resamples: int = 1000, prior: float = 1.0) -> dict:
-    """Round robin over ``roster`` (specs or factories); returns what ``--json`` writes."""
+               rules: Any = "standard", resamples: int = 1000, prior: float = 1.0,
+               nash_resamples: int = 200) -> dict:
+    """Round robin over ``roster`` (specs or factories); returns what ``--json`` writes. Both
+    views get 95% percentile bootstrap intervals over deals (the Nash view on the first
+    ``nash_resamples`` resamples: each one solves the equilibrium again)."""
     if isinstance(roster, str) or len(roster) < 2:
         raise EvaluationError("a league needs a roster of at least two agents")
     check_positive(deals, "deals")
@@ -168,10 +185,10 @@ def run_league(roster: Sequence[Any], *, deals: int = 100, seed: int = 0, worker
     np.einsum("iid->id", outcome)[:] = 0.0
     ratings = bradley_terry(outcome.sum(2), prior)
     rng = np.random.default_rng(derive_seed("spades-league", "bootstrap", seed))
-    boots = np.array([bradley_terry(outcome[:, :, rng.integers(0, deals, deals)].sum(2), prior)
-                      for _ in range(resamples)])
-    low, high = np.percentile(boots, [2.5, 97.5], axis=0)
+    draws = rng.integers(0, deals, (resamples, deals))
+    low, high = np.percentile(bootstrap_ratings(outcome, prior, draws), [2.5, 97.5], axis=0)
     nash, mass = nash_average(payoff)
+    nash_low, nash_high = np.percentile(bootstrap_nash(per_deal, draws[:nash_resamples]), [2.5, 97.5], axis=0)
     labels = [p.label for p in players]
     order = sorted(range(n), key=lambda i: -ratings[i])
     return {
@@ -182,7 +199,10 @@ def run_league(roster: Sequence[Any], *, deals: int = 100, seed: int = 0, worker
         "bradley_terry": {"scale": "Elo (400 log10 strength), mean 0", "prior_tied_deals_per_pair": prior,
                           "interval": f"95% percentile bootstrap over deals ({resamples} resamples)"},
         "nash": {"method": NASH_METHOD,
-                 "ratings": [{"agent": labels[i], "nash_average": float(nash[i]), "weight": float(mass[i])}
+                 "interval": f"95% percentile bootstrap over deals ({min(nash_resamples, resamples)} resamples, "
+                             "the equilibrium solved again on each)",
+                 "ratings": [{"agent": labels[i], "nash_average": float(nash[i]), "weight": float(mass[i]),
+                              "low": float(nash_low[i]), "high": float(nash_high[i])}
                              for i in sorted(range(n), key=lambda i: -nash[i])]},
         "payoff": payoff.tolist(),
         "wins": outcome.sum(2).tolist(),
@@ -191,12 +211,13 @@ def run_league(roster: Sequence[Any], *, deals: int = 100, seed: int = 0, worker
 
 def format_league(result: dict) -> str:
     nash = {r["agent"]: r for r in result["nash"]["ratings"]}
-    rows = [("agent", "Elo", "95% interval", "Nash average", "weight")]
+    rows = [("agent", "Elo", "95% interval", "Nash average", "95% interval", "weight")]
     for r in result["ratings"]:
         x = nash[r["agent"]]
         rows.append((r["agent"], f"{r['rating']:+.0f}", f"[{r['low']:+.0f}, {r['high']:+.0f}]",
-                     f"{x['nash_average']:+.1f}", f"{x['weight']:.2f}"))
-    widths = [max(len(row[k]) for row in rows) for k in range(5)]
+                     f"{x['nash_average']:+.1f}", f"[{x['low']:+.1f}, {x['high']:+.1f}]" if "low" in x else "-",
+                     f"{x['weight']:.2f}"))
+    widths = [max(len(row[k]) for row in rows) for k in range(6)]
     lines = [f"league: {len(result['roster'])} agents, {result['deals']} duplicate deals per pair "
              f"(seed {result['seed']})"]
     lines += ["  ".join(c.rjust(w) if k else c.ljust(w) for k, (c, w) in enumerate(zip(row, widths))) for row in rows]
@@ -221,8 +242,11 @@ def plot_league(result: dict, path) -> Any:
     left.set_yticks(list(y), names)
     left.invert_yaxis()
     left.set_xlabel("Bradley-Terry rating (Elo, 95% bootstrap)")
-    right.barh(list(y), [nash[n] for n in names])
-    right.set_xlabel("Nash average (points per hand)")
+    bounds = {r["agent"]: (r.get("low", r["nash_average"]), r.get("high", r["nash_average"]))
+              for r in result["nash"]["ratings"]}
+    right.barh(list(y), [nash[n] for n in names], xerr=[[nash[n] - bounds[n][0] for n in names],
+                                                        [bounds[n][1] - nash[n] for n in names]])
+    right.set_xlabel("Nash average (points per hand, 95% bootstrap)")
     fig.suptitle(f"league over {result['deals']} duplicate deals per pair")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -230,4 +254,5 @@ def plot_league(result: dict, path) -> Any:
     return path
 
 
-__all__ = ["run_league", "bradley_terry", "nash_average", "format_league", "plot_league", "NASH_METHOD"]
+__all__ = ["run_league", "bradley_terry", "nash_average", "bootstrap_ratings", "bootstrap_nash", "format_league",
+           "plot_league", "NASH_METHOD"]

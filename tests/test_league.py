@@ -72,3 +72,30 @@ def test_spades_league_command(tmp_path, capsys):
     assert league_main(["random", "nosuch"]) == 2
     assert league_main(["random", "heuristic", "--deals", "-1"]) == 2
     assert capsys.readouterr().err.count("spades-league: error:") == 3
+
+
+def test_the_bootstrap_resamples_deals_and_its_spread_is_the_binomial_ones():
+    """Two agents, the first wins 60% of 400 deals: the resampled Elo difference spreads as the
+    binomial share does (delta method); without the resampling it would not spread at all."""
+    from evaluation.league import bootstrap_ratings
+    deals = 400
+    wins = (np.random.default_rng(0).random(deals) < 0.6).astype(float)
+    outcome = np.zeros((2, 2, deals))
+    outcome[0, 1], outcome[1, 0] = wins, 1 - wins
+    draws = np.random.default_rng(1).integers(0, deals, (500, deals))
+    boots = bootstrap_ratings(outcome, 0.0, draws)
+    p = wins.mean()
+    expected = 400 / (np.log(10) * p * (1 - p)) * np.sqrt(p * (1 - p) / deals)
+    assert 0.85 < (boots[:, 0] - boots[:, 1]).std() / expected < 1.15
+
+
+def test_both_views_of_a_league_have_intervals_over_deals():
+    result = run_league(["heuristic", "heuristic:leads=trumps", "heuristic:bidding=aggressive"], deals=10, workers=1,
+                        resamples=200, nash_resamples=50)
+    assert "bootstrap" in result["nash"]["interval"]
+    for r in result["ratings"]:
+        assert r["low"] < r["high"] and r["low"] <= r["rating"] <= r["high"], r     # the resampled deals move them
+    nash = {r["agent"]: r for r in result["nash"]["ratings"]}
+    assert all(r["low"] - 1e-9 <= r["nash_average"] <= r["high"] + 1e-9 for r in nash.values())
+    assert nash["heuristic"]["low"] == nash["heuristic"]["high"] == 0.0           # in the equilibrium on every resample
+    assert nash["heuristic:leads=trumps"]["low"] < nash["heuristic:leads=trumps"]["high"]
