@@ -14,6 +14,12 @@ on the same deals against the same opponents. 0 = helps its partner no more than
 1 = fits in as well as the partner's clone (above 1 is possible). A focal agent whose spec is the
 partner's plays the very same matches as the copy, so it scores exactly 1.
 
+The normalised scores carry 95% percentile bootstrap intervals over deals (``normalised_low``,
+``normalised_high``: each resample of a scenario's deals recomputes every partner's ratio from
+its resampled focal, copy and random means). Weighting: each partner weighs the same in its
+scenario's mean (a partner with a small copy - random gap moves it as much as any other), each
+scenario the same in the suite's.
+
 Each scenario's result keeps its per-deal scores (``per_deal``: the focal team's points per hand
 on each deal, averaged over partners, opponents and seats), so two agents run through the same
 suite and seed compare paired by deal (``spades-coop study`` does).
@@ -29,6 +35,8 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any, Optional
 
+import numpy as np
+
 from spades_env.rules import PRESET_NAMES, make_rules
 
 from . import zoo
@@ -38,6 +46,8 @@ from .outcomes import EvaluationError
 from .statistics import mean_interval
 
 RANDOM = "random"
+RESAMPLES = 1000            # bootstrap resamples of the normalised scores' intervals
+WEIGHTING = "each partner weighs the same in its scenario's mean of ratios, each scenario the same in the suite's"
 FOCAL_SEATS = (0, 2)
 HANDS = ("all", "partner_nil")
 
@@ -247,10 +257,12 @@ def run_suite(agent: Any, suite: Any = "standard", *, deals: Optional[int] = Non
         return per_deal
 
     definition = suite_definition(suite, deals, seed)
-    results = []
+    rng = np.random.default_rng(derive_seed("spades-coop", "normalised", seed))
+    results, resampled = [], []
     for scenario, per_partner in plan:
-        partner_rows, normalised_values, focal_scores = [], [], []
+        partner_rows, normalised_values, focal_scores, by_deal = [], [], [], []
         for entry, triples in per_partner:
+            by_deal.append([np.mean([scores(t[k], t[3], scenario.hands) for t in triples], axis=0) for k in range(3)])
             f, c, r = (fmean([fmean(scores(t[k], t[3], scenario.hands)) for t in triples]) for k in range(3))
             normalised = (f - r) / (c - r) if c != r else None
             if normalised is not None:
@@ -263,30 +275,71 @@ def run_suite(agent: Any, suite: Any = "standard", *, deals: Optional[int] = Non
             partner_rows.append(row)
         per_deal = [fmean([column[d] for column in focal_scores]) for d in range(len(focal_scores[0]))]
         interval = mean_interval(per_deal)
+        boots = normalised_bootstrap(by_deal, rng.integers(0, len(per_deal), (RESAMPLES, len(per_deal))))
+        resampled.append(boots)
         results.append({"name": scenario.name, "score": interval.mean, "low": interval.low, "high": interval.high,
                         "normalised": fmean(normalised_values) if normalised_values else None,
+                        **_percentiles(boots, "normalised_"),
                         "rules": scenario.rules, "focal_seats": list(scenario.focal_seats),
                         "opponents": list(scenario.opponents), "deals": len(per_deal), "hands": scenario.hands,
                         "about": scenario.about,
                         "partners": partner_rows, "per_deal": per_deal})
     overall = [s["normalised"] for s in results if s["normalised"] is not None]
+    overall_boots = _nanmean(np.stack(resampled)) if resampled else np.array([])
     return {"suite": suite.name, "suite_hash": suite_hash(definition), "agent": focal.label, "seed": seed,
             "zoo_version": zoo.ZOO_VERSION, "unit": "points per hand, focal team minus opponents, duplicate deals",
-            "scenarios": results, "normalised": fmean(overall) if overall else None}
+            "scenarios": results, "normalised": fmean(overall) if overall else None,
+            **_percentiles(overall_boots, "normalised_"),
+            "normalised_interval": f"95% percentile bootstrap over deals ({RESAMPLES} resamples)",
+            "normalised_weighting": WEIGHTING}
+
+
+def _nanmean(values: np.ndarray) -> np.ndarray:
+    """Mean over the first axis of the finite entries (NaN where there is none)."""
+    finite = np.isfinite(values)
+    counts = finite.sum(0)
+    return np.where(counts > 0, np.where(finite, values, 0.0).sum(0) / np.maximum(counts, 1), np.nan)
+
+
+def normalised_bootstrap(by_deal: list, draws: np.ndarray) -> np.ndarray:
+    """A scenario's normalised score on each resample of its deals: ``by_deal`` holds per partner
+    the (focal, copy, random) points per deal, ``draws`` (resamples, deals) the deal indices (the
+    same for every partner: they played the same deals). Each partner's ratio is recomputed from
+    its resampled means and the ratios averaged over partners, as the point estimate is; a
+    partner whose copy and random tie on a resample sits that resample out (NaN when all do)."""
+    ratios = []
+    for focal, copy, random in by_deal:
+        f, c, r = focal[draws].mean(1), copy[draws].mean(1), random[draws].mean(1)
+        with np.errstate(all="ignore"):
+            ratios.append(np.where(c != r, (f - r) / (c - r), np.nan))
+    return _nanmean(np.stack(ratios))
+
+
+def _percentiles(boots: np.ndarray, prefix: str) -> dict:
+    """``{prefix}low``, ``{prefix}high``: the 2.5% and 97.5% percentiles of the finite resamples."""
+    finite = boots[np.isfinite(boots)] if len(boots) else boots
+    if len(finite) == 0:
+        return {f"{prefix}low": None, f"{prefix}high": None}
+    low, high = np.percentile(finite, [2.5, 97.5])
+    return {f"{prefix}low": float(low), f"{prefix}high": float(high)}
 
 
 def format_suite_result(result: dict) -> str:
     def num(x, fmt="{:+.1f}"):
         return "-" if x is None else fmt.format(x)
-    rows = [("scenario", "score", "95% interval", "normalised")]
+    def span(d):
+        return "-" if d.get("normalised_low") is None else \
+            f"[{d['normalised_low']:.2f}, {d['normalised_high']:.2f}]"
+    rows = [("scenario", "score", "95% interval", "normalised", "95% interval")]
     for s in result["scenarios"]:
         rows.append((s["name"], num(s["score"]), f"[{num(s['low'])}, {num(s['high'])}]",
-                     num(s["normalised"], "{:.2f}")))
-    widths = [max(len(r[k]) for r in rows) for k in range(4)]
+                     num(s["normalised"], "{:.2f}"), span(s)))
+    widths = [max(len(r[k]) for r in rows) for k in range(5)]
     lines = [f"{result['agent']} on suite {result['suite']} ({result['suite_hash'][:12]}): points per hand "
              "vs the opponents; normalised 0 = random, 1 = the partner's copy"]
     lines += ["  ".join(c.rjust(w) if k else c.ljust(w) for k, (c, w) in enumerate(zip(r, widths))) for r in rows]
-    lines.append(f"overall normalised: {num(result['normalised'], '{:.2f}')}")
+    lines.append(f"overall normalised: {num(result['normalised'], '{:.2f}')} {span(result)} "
+                 f"({result.get('normalised_weighting', WEIGHTING)})")
     return "\n".join(lines)
 
 

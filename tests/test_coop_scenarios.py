@@ -141,3 +141,21 @@ def test_a_scenarios_normalised_score_is_the_mean_of_its_partners_ratios():
     two = result["scenarios"][1]["partners"]
     assert two[0]["normalised"] != pytest.approx(two[1]["normalised"])        # the mean is not one partner's
     assert result["normalised"] == pytest.approx(sum(s["normalised"] for s in result["scenarios"]) / 2, abs=1e-12)
+
+
+def test_normalised_scores_have_bootstrap_intervals_over_deals():
+    import numpy as np
+    from evaluation.scenarios import normalised_bootstrap
+    result = run_suite("heuristic:bidding=aggressive", SMALL, workers=1)
+    for part in result["scenarios"] + [result]:
+        assert part["normalised_low"] < part["normalised"] < part["normalised_high"], part.get("name")
+    assert "each partner weighs the same" in result["normalised_weighting"]
+    copy = run_suite("heuristic", Suite("one", SMALL.scenarios[:1]), workers=1)
+    assert copy["scenarios"][0]["normalised_low"] == copy["scenarios"][0]["normalised_high"] == 1.0
+    # two partners over 3 deals, every resample drawing deal 0 only: the ratios of deal 0, averaged
+    focal, copy_, random = np.array([4.0, 0, 0]), np.array([6.0, 0, 0]), np.array([2.0, 1, 1])
+    draws = np.zeros((5, 3), dtype=int)
+    values = normalised_bootstrap([(focal, copy_, random), (focal, copy_ * 2, random)], draws)
+    assert np.allclose(values, ((4 - 2) / (6 - 2) + (4 - 2) / (12 - 2)) / 2)
+    tied = normalised_bootstrap([(focal, random, random)], draws)
+    assert np.isnan(tied).all()                                   # copy = random: no ratio, as the point estimate
