@@ -24,6 +24,7 @@ import json
 import logging
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -44,10 +45,11 @@ log = logging.getLogger("spades-web")
 
 
 class Refused(Exception):
-    """A request refused with an HTTP status and a reason for the person."""
+    """A request refused with an HTTP status and a reason for the person (file paths cut to
+    their last part: the server's folders are not the page's business)."""
 
     def __init__(self, status: int, message: str) -> None:
-        message = short(message)
+        message = short(without_paths(message))
         super().__init__(message)
         self.status, self.message = status, message
 
@@ -394,7 +396,7 @@ class BrowserGuard:
                         short(f"{type(exc).__name__}: {exc}"), exc_info=True)
             if not started:
                 await _send_json(send, 400, {"error": short(f"this request could not be handled "
-                                                            f"({type(exc).__name__}: {exc})")})
+                                                            f"({type(exc).__name__}: {without_paths(exc)})")})
 
     def check(self, scope) -> Optional[int]:
         """The request's Content-Length (None when not given); :class:`Refused` when the
@@ -454,6 +456,19 @@ class BrowserGuard:
             except ValueError:
                 return False
         return False
+
+
+_PATH = re.compile(r"""(?<![^\s'"(\[=])(?:[A-Za-z]:)?(?:[/\\][^\s'"/\\]+)+""")
+
+
+def without_paths(text: Any) -> str:
+    """``text`` with every file path cut to its last part (this server's own URLs, ``/api/...``
+    and ``/static/...``, kept): an error sent back must not tell a page where the server keeps
+    its files (a link loop's message held the records folder's path)."""
+    def last_part(found: re.Match) -> str:
+        path = found.group(0)
+        return path if path.startswith(("/api/", "/static/")) else re.split(r"[/\\]", path)[-1]
+    return _PATH.sub(last_part, str(text))
 
 
 async def _send_json(send, status: int, body: dict) -> None:
