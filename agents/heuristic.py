@@ -33,6 +33,7 @@ from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, PHA
 from spades_env.observation import ObservationView, decode_observation
 
 from .base import Agent, register, whole_option
+from .specs import MAX_THREADS
 from .heuristic_conventions import (CONVENTION_OPTIONS, STANDARD_CONVENTIONS, Conventions, conventions_from,
                                     optional_conventions)
 
@@ -756,7 +757,7 @@ class HeuristicAgent(Agent):
                 raise ValueError(f"heuristic: backend='native' is not available here ({reason}); use "
                                  "backend='python'")
         self.backend = backend
-        self.threads = max(1, whole_option("heuristic", "threads", threads, least=0))
+        self.threads = max(1, whole_option("heuristic", "threads", threads, least=0, most=MAX_THREADS))
 
     def __repr__(self) -> str:
         extra = "".join(f", {option}={getattr(self.conventions, option)!r}" for option in CONVENTION_OPTIONS

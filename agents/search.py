@@ -39,6 +39,7 @@ from spades_env.rules import Rules, make_rules
 from .heuristic import choose_action as heuristic_action
 from .heuristic import choose_bid as heuristic_bid
 from .base import Agent, register, whole_option
+from .specs import MAX_THREADS
 from .search_worlds import DealSampler, Knowledge, drop_losers, pick_candidate
 
 __all__ = ["SearchAgent", "Knowledge", "DealSampler", "build_game", "copy_game", "RolloutView",
@@ -252,7 +253,7 @@ class SearchAgent(Agent):
             raise ValueError(f"search: backend='native' is not available here ({unavailable_reason()}); use "
                              "backend='python'")
         self.backend = backend
-        self.threads = max(1, whole_option("search", "threads", threads, least=0))
+        self.threads = max(1, whole_option("search", "threads", threads, least=0, most=MAX_THREADS))
         if (backend, budget) not in self.BUDGETS:
             raise ValueError(f"search: budget={budget!r}: expected 'default' or 'strong'")
         self.budget = budget

@@ -7,11 +7,31 @@ A spec is a registry name, optionally followed by ``:key=value,key=value``. Valu
 ``true``/``false`` (also yes/no/on/off), ``none``/``null``, an int, a float, or else the text
 itself. ``spades-eval``, ``spades-label``, ``spades-play``, ``spades-web`` and the training
 configs all take specs through this module.
+
+Options that size what an agent allocates (threads, sampled worlds) are bounded here, where every
+command reads its specs (:data:`OPTION_BOUNDS`): ``search:threads=100000`` crashed the process
+(exit 139) and ``threads=30000`` took 500 MB for one deal. The web server's allow-list
+(``web/limits.py``) is tighter still: it bounds the time of one decision as well.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+MAX_THREADS = 256            # threads one agent may start (each holds a stack)
+MAX_WORLDS = 200_000         # sampled deals per decision: 10x the native "strong" budget (~50 MB)
+MAX_BID_WORLDS = 10_000      # sampled deals per bidding decision (default 64)
+MAX_OVERSAMPLE = 16          # draws per kept world when bids are inferred (default 3)
+
+# Every command's bounds, by option name, for any agent that takes the option.
+OPTION_BOUNDS: dict[str, tuple[int, int]] = {
+    "threads": (1, MAX_THREADS),
+    "worlds": (1, MAX_WORLDS),
+    "min_worlds": (1, MAX_WORLDS),
+    "bid_worlds": (1, MAX_BID_WORLDS),
+    "oversample": (1, MAX_OVERSAMPLE),
+}
 
 
 class AgentSpecError(ValueError):
@@ -60,7 +80,22 @@ def parse_agent_spec(spec: Any) -> tuple[str, dict[str, Any]]:
             if key in options:
                 raise AgentSpecError(f"agent spec {spec!r}: option {key!r} is given twice")
             options[key] = parse_value(value.strip())
+    check_option_bounds(options, spec)
     return name, options
+
+
+def check_option_bounds(options: dict[str, Any], spec: Any) -> None:
+    """An :class:`AgentSpecError` for a number outside :data:`OPTION_BOUNDS` (a value that is
+    not a number is left to the agent, which says what it takes)."""
+    for key, (low, high) in OPTION_BOUNDS.items():
+        value = options.get(key)
+        if value is None or isinstance(value, str):
+            continue
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not number or not math.isfinite(value) or not low <= value <= high:
+            shown = repr(spec) if len(str(spec)) <= 120 else repr(str(spec)[:120] + "...")
+            raise AgentSpecError(f"agent spec {shown}: {key}={value}: expected an integer {low}..{high:,} "
+                                 "(the bound for every command)")
 
 
 def check_agent_name(name: str, spec: str) -> None:
