@@ -62,17 +62,29 @@ def check_output_file(path: Any, flag: str) -> Path:
         if not stat.S_ISREG(info.st_mode) and str(path) != os.devnull:
             raise EvaluationError(f"{flag} {path} is not a regular file (a device, FIFO or socket): "
                                   "expected a file to write")
-        if not os.access(path, os.W_OK):
-            raise EvaluationError(f"{flag} {path}: no permission to write it")
+        if not writable(path):
+            raise EvaluationError(f"{flag} {path}: no permission to write it (read-only)")
         return path
     folder = path.parent
     while not folder.exists() and folder != folder.parent:      # made when the file is written
         folder = folder.parent
     if not folder.is_dir():
         raise EvaluationError(f"{flag} {path}: {folder} is not a folder")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise EvaluationError(f"{flag} {path}: the folder {folder} is not writable")
+    if not writable(folder):
+        raise EvaluationError(f"{flag} {path}: the folder {folder} is not writable (read-only)")
     return path
+
+
+def writable(path: Any) -> bool:
+    """Whether this process may write ``path`` and its owner meant it to be written: a file or
+    folder without any write permission bit is read-only even to root, who ``os.access`` lets
+    write anything (the file was written where the user had said no)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    needed = os.W_OK | (os.X_OK if stat.S_ISDIR(mode) else 0)
+    return os.access(path, needed) and bool(mode & 0o222)
 
 
 def write_text_file(path: Any, text: str, flag: Optional[str] = None) -> Path:
@@ -96,4 +108,4 @@ def fail_line(prog: str, exc: BaseException) -> int:
 
 
 __all__ = ["OneLineParser", "add_progress_flags", "show_progress", "check_output_file", "write_text_file",
-           "fail_line"]
+           "fail_line", "writable"]

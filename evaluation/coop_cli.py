@@ -93,6 +93,7 @@ def check_common(args: argparse.Namespace, least_deals: int = 1) -> None:
         if figure is not None:
             check_output_file(figure, "--plot")
     if getattr(args, "journal", None):
+        check_output_file(args.journal, "--journal")      # a read-only folder, even to root
         check_journal_path(Path(args.journal))
 
 

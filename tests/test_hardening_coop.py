@@ -87,16 +87,28 @@ def test_the_league_refuses_bad_input_in_one_line(capsys, args, contains):
     refused(capsys, league_main, *args, contains=contains)
 
 
-def test_a_read_only_output_folder_is_refused_before_any_play(capsys, tmp_path, monkeypatch):
-    """A folder the command may not write (root writes anywhere, so the check is simulated)."""
-    locked = tmp_path / "locked"
-    locked.mkdir()
-    real_access = os.access
-    monkeypatch.setattr(os, "access", lambda path, mode, **kw: Path(path) != locked and real_access(path, mode, **kw))
+@pytest.fixture
+def locked(tmp_path):
+    """A read-only folder (no write bit: refused even to root, whom the system lets write it)."""
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    folder.chmod(0o555)
+    yield folder
+    folder.chmod(0o755)
+
+
+def test_a_read_only_output_folder_is_refused_before_any_play(capsys, locked):
     for flag, name in (("--json", "r.json"), ("--plot", "r.png"), ("--journal", "r.journal")):
         err = refused(capsys, coop_main, "run", "random", "--deals", "2", flag, str(locked / name), contains=flag)
-        assert "not writable" in err
-    refused(capsys, league_main, "random", "heuristic", "--json", str(locked / "l.json"), contains="not writable")
+        assert "not writable (read-only)" in err
+    refused(capsys, coop_main, "signals", "random", "--json", str(locked / "s.json"), contains="read-only")
+    refused(capsys, coop_main, "zoo", "--json", str(locked / "z.json"), contains="read-only")
+    refused(capsys, league_main, "random", "heuristic", "--json", str(locked / "l.json"), contains="read-only")
+    refused(capsys, league_main, "random", "heuristic", "--plot", str(locked / "l.png"), contains="read-only")
+    refused(capsys, league_main, "random", "heuristic", "--journal", str(locked / "l.j"), contains="read-only")
+    refused(capsys, coop_command, "bid-values", "neural", "--json", str(locked / "b.json"), contains="read-only")
+    refused(capsys, coop_command, "study", "--config", str(SMOKE), "--folder", str(locked / "study"),
+            contains="read-only")
     assert list(locked.iterdir()) == []
 
 

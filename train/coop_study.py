@@ -223,8 +223,9 @@ def check_study_folder(folder: Path) -> None:
         probe = probe.parent
     if not probe.is_dir():
         raise StudyError(f"--folder {folder}: {probe} is not a folder")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise StudyError(f"--folder {folder}: {probe} is not writable")
+    from evaluation.cli_common import writable
+    if not writable(probe):
+        raise StudyError(f"--folder {folder}: {probe} is not writable (read-only)")
 
 
 def _refuse_waiting_circles(path, after: dict[str, list[str]]) -> None:
