@@ -239,24 +239,34 @@ def _check_keys(settings: Mapping[str, Any], source: str) -> None:
             raise RulesError(f"unknown rule {key!r} in {source}{hint}; known rules: {', '.join(RULE_NAMES)}")
 
 
+# A rules file from the command line is read within the web's limits for an uploaded one
+# (web/limits.py: MAX_RULES_YAML, MAX_YAML_DEPTH): a 400-byte alias bomb, /dev/zero, 5,000 nested
+# brackets or a 5,000-digit number used to end in MemoryError, RecursionError or ValueError.
+MAX_RULES_FILE_BYTES = 65_536       # a rules file is a few hundred bytes
+MAX_RULES_FILE_DEPTH = 16           # it nests 1 or 2 levels
+
+
 def load_rules_file(path: str | os.PathLike) -> dict[str, Any]:
-    """Settings from a YAML file: a mapping of rule names, optionally with ``preset: NAME`` as base."""
-    import yaml
+    """Settings from a YAML file: a mapping of rule names, optionally with ``preset: NAME`` as base.
+    The file is checked before it is parsed (:mod:`spades_env.safe_yaml`: a regular file of at
+    most :data:`MAX_RULES_FILE_BYTES`, no anchors or aliases, at most :data:`MAX_RULES_FILE_DEPTH`
+    levels); every way it can be wrong is a one-line :class:`RulesError`."""
+    from .safe_yaml import YamlLimitError, load_yaml_text, read_text_file
 
     path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        raise RulesError(f"rules file not found: {path}")
+    if path.is_dir():
+        raise RulesError(f"rules file {path} is a directory: expected a YAML file")
     try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise RulesError(f"rules file not found: {path}") from None
-    except IsADirectoryError:
-        raise RulesError(f"rules file {path} is a directory: expected a YAML file") from None
-    except UnicodeDecodeError as exc:
-        raise RulesError(f"rules file {path} is not UTF-8 text ({exc.reason} at byte {exc.start}): expected a "
-                         "YAML file") from None
-    except OSError as exc:
-        raise RulesError(f"rules file {path} cannot be read: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise RulesError(f"rules file {path} is not valid YAML: {exc}") from None
+        text = read_text_file(path, "rules file", max_bytes=MAX_RULES_FILE_BYTES)
+        data = load_yaml_text(text, f"rules file {path}", max_depth=MAX_RULES_FILE_DEPTH)
+    except YamlLimitError as exc:
+        message = str(exc)
+        if ": not UTF-8 text " in message:     # "... (byte N: b'\\xff')"
+            raise RulesError(f"rules file {path} is not UTF-8 text {message.split(': not UTF-8 text ', 1)[1]}: "
+                             "expected a YAML file") from None
+        raise RulesError(message) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
