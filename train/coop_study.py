@@ -208,6 +208,12 @@ def _check_evaluation(path, evaluation: dict) -> None:
     extra = evaluation["league_extra"]
     if not isinstance(extra, list) or any(not isinstance(spec, str) or not spec.strip() for spec in extra):
         raise StudyError(f"{path}: evaluation.league_extra={_shown(extra)}: expected a list of agent specs")
+    from agents.specs import AgentSpecError, check_agent_name, parse_agent_spec
+    for where, spec in [("reference", evaluation["reference"])] + [("league_extra", s) for s in extra]:
+        try:                  # a misspelt agent failed after the whole train stage
+            check_agent_name(parse_agent_spec(spec)[0], spec)
+        except AgentSpecError as exc:
+            raise StudyError(f"{path}: evaluation.{where}: {exc}") from None
 
 
 def check_study_folder(folder: Path) -> None:
