@@ -70,6 +70,7 @@ def read_checkpoint(path: str | Path) -> dict:
     if not isinstance(data, dict) or data.get("format") not in (MODEL_FORMAT, CHECKPOINT_FORMAT):
         raise ModelError(f"{path}: not a spades model (expected a dict with format {MODEL_FORMAT!r} "
                          f"or {CHECKPOINT_FORMAT!r})")
+    check_declared_sizes(data, path)
     for part in ("policy", "critic"):
         weights = data.get(part)
         bad = [name for name, tensor in weights.items() if isinstance(tensor, torch.Tensor)
@@ -79,6 +80,45 @@ def read_checkpoint(path: str | Path) -> dict:
             raise ModelError(f"{path}: the {part} weights are not finite (NaN or infinite values in "
                              f"{', '.join(bad[:3])}{'...' if len(bad) > 3 else ''}); nothing was loaded")
     return data
+
+
+# A policy's declared shape, bounded before anything is allocated: a 1.5 KB file declaring
+# hidden=24000, layers=6 reached 4.8 GB and 12 s before its weights were found not to fit.
+MAX_HIDDEN = 8_192                  # shipped models use 256-512
+MAX_LAYERS = 32
+
+
+def check_declared_sizes(data: dict, path: Any) -> None:
+    """A :class:`ModelError` when a checkpoint's declared architecture (``arch``, ``critic_arch``)
+    is out of bounds or does not match the shapes of the weights it holds. The networks are
+    built on PyTorch's ``meta`` device (shapes only, no memory), so a tiny file declaring a huge
+    network is refused in milliseconds."""
+    from .networks import ValueNet
+    for arch_key, weights_key, net in (("arch", "policy", PolicyNet), ("critic_arch", "critic", ValueNet)):
+        arch, weights = data.get(arch_key), data.get(weights_key)
+        if arch is None and arch_key == "critic_arch":
+            continue
+        if not isinstance(arch, dict):
+            raise ModelError(f"{path}: {arch_key} is {type(arch).__name__}: expected the network's shape (a mapping)")
+        for key, value in arch.items():
+            if key in ("obs_size", "input_size", "hidden", "layers", "head_hidden"):
+                top = MAX_LAYERS if key == "layers" else MAX_HIDDEN
+                if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= top:
+                    raise ModelError(f"{path}: {arch_key} {key}={str(value)[:40]}: expected an integer 1..{top:,}; "
+                                     "nothing was loaded")
+        if not isinstance(weights, dict):
+            raise ModelError(f"{path}: no {weights_key} weights (expected a mapping of tensors)")
+        try:
+            with torch.device("meta"):
+                shapes = {name: tuple(t.shape) for name, t in net(**arch).state_dict().items()}
+        except (TypeError, ValueError, KeyError) as exc:
+            raise ModelError(f"{path}: {arch_key} {str(arch)[:120]} is not a network's shape ({type(exc).__name__}: "
+                             f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
+        stored = {name: tuple(t.shape) for name, t in weights.items() if isinstance(t, torch.Tensor)}
+        if stored != shapes:
+            wrong = sorted(set(shapes) ^ set(stored)) or [n for n in shapes if shapes[n] != stored[n]]
+            raise ModelError(f"{path}: the {weights_key} weights do not match the declared {arch_key} "
+                             f"{str(arch)[:120]} (first difference: {wrong[0]}); nothing was loaded")
 
 
 def policy_from_checkpoint(data: dict, source: str = "checkpoint") -> tuple[PolicyNet, dict]:
