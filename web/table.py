@@ -170,6 +170,7 @@ class TableGame:
         self.cancelled = threading.Event()   # set when the game is deleted: its agents stop
         self.created = time.time()
         self._skip_done()
+        self.thinking = self._agent_to_act()
 
     # ------------------------------------------------------------------ moves
     def _skip_done(self) -> None:
@@ -206,8 +207,13 @@ class TableGame:
         self.log.append(event)
         self.version += 1
         self.last_move = time.monotonic()
-        self.thinking = None
+        self.thinking = self._agent_to_act()
         self._skip_done()
+
+    def _agent_to_act(self) -> Optional[int]:
+        """The seat an agent thinks for now (through the pace's wait too), None on the person's turn."""
+        seat = self.to_act
+        return None if seat is None or seat == self.seat or self.error else seat
 
     def play(self, action: Any) -> None:
         """The person's action; a :class:`TableError` with the reason when it is not legal now."""
@@ -247,7 +253,7 @@ class TableGame:
             with self.lock:
                 if self.to_act != seat or self.cancelled.is_set():
                     continue
-                self.thinking = seat          # only while the agent decides (not during the pause)
+                self.thinking = seat          # the seat on turn (the person is never "thinking")
                 obs = self.env.observe(self.env.agent_selection)
                 info = self.env.infos[self.env.agent_selection]
                 agent = self.agents[seat]

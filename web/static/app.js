@@ -496,7 +496,9 @@ function renderPlay() {
   }
   // Bids, blind nil, or what is going on.
   const controls = [];
-  if (myTurn) {
+  if (myTurn && holding) {                     // bids wait for the trick's pause too
+    controls.push(el("span", { class: "or prompt" }, "Your turn, after a look at the trick…"));
+  } else if (myTurn) {
     const others = state.legal.filter((a) => a.kind !== "card");
     if (others.length) {
       controls.push(el("span", { class: "or prompt" }, state.phase === "bidding"
@@ -511,8 +513,6 @@ function renderPlay() {
       const total = state.blind_nil_pass || left;
       controls.push(el("span", { class: "or prompt" }, `Pick ${left} card${left === 1 ? "" : "s"} to pass to your partner`
         + ` (${total - left + 1} of ${total}; arrows and Enter, or click).`));
-    } else if (holding) {
-      controls.push(el("span", { class: "or prompt" }, "Your lead, after a look at the trick…"));
     } else {
       controls.push(el("span", { class: "or prompt" }, "Your turn: choose a card (click it, or arrows and Enter)."));
     }
