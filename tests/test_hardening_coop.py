@@ -315,11 +315,15 @@ def test_train_fields_edited_between_kill_and_resume_are_refused(capsys, tmp_pat
     from train.coop_study import _write_run_config
     config = smoke(tmp_path)
     study = load_study(config)
+    for started in study.runs():                    # population's globs name the runs folder
+        _write_run_config(started)
+        (started.path / "checkpoints").mkdir(parents=True)
+        (started.path / "checkpoints" / "last.pt").write_bytes(b"started")
     run = study.runs()[0]
-    _write_run_config(run)
-    (run.path / "checkpoints").mkdir(parents=True)
-    (run.path / "checkpoints" / "last.pt").write_bytes(b"started")
     check_runs_unchanged(study)                                         # as it started: fine
+    moved = tmp_path / "moved"
+    shutil.copytree(study.folder, moved)
+    check_runs_unchanged(load_study(config, str(moved)))                 # the folder moved: fine too
     edited = smoke(tmp_path, lambda d: d["train"].__setitem__("total_decisions", 1024))
     with pytest.raises(StudyError, match=rf"run {run.name} started with other fields .*total_decisions changed"):
         check_runs_unchanged(load_study(edited))

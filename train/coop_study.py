@@ -255,6 +255,15 @@ def check_run_config(run: Run):
         raise StudyError(str(exc)) from None
 
 
+def _where_independent(fields: dict, runs_dir: str) -> dict:
+    """A run's fields without where the study lies: no ``run_dir``, ``{runs}`` in population globs."""
+    out = {k: v for k, v in fields.items() if k != "run_dir"}
+    population = out.get("partner_population")
+    if isinstance(population, list) and runs_dir:
+        out["partner_population"] = [p.replace(runs_dir, "{runs}") if isinstance(p, str) else p for p in population]
+    return out
+
+
 def check_runs_unchanged(study: Study) -> None:
     """A run already started keeps the fields it started with: train fields edited between a kill
     and ``--resume`` would give runs of two configs in one study, so they are refused."""
@@ -267,7 +276,9 @@ def check_runs_unchanged(study: Study) -> None:
             before = load_yaml_file(path, "run config")
         except YamlLimitError as exc:
             raise StudyError(str(exc)) from None
-        now = run.fields()
+        now = _where_independent(run.fields(), str(study.runs_dir))
+        if isinstance(before, dict):        # the study folder may have moved or been named another way
+            before = _where_independent(before, str(before.get("run_dir", "")))
         if before != now:
             keys = before.keys() | now.keys() if isinstance(before, dict) else now.keys()
             changed = sorted(k for k in keys if not isinstance(before, dict) or before.get(k) != now.get(k))
