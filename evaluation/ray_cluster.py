@@ -17,9 +17,17 @@ shards, atomically, so a killed run resumes from the shards written).
 from __future__ import annotations
 
 import os
+import socket
+import threading
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 LOCAL = "local"          # what a bare --ray means: start a Ray instance here
+RAY_PORT = 6379          # a cluster head's port when the address names none
+CLIENT_PORT = 10001      # the same for ray://HOST (Ray Client)
+# How long ``--ray ADDRESS`` waits for the cluster: ray.init with nothing listening retried for
+# over 200 s (the environment variable sets another wait, in seconds).
+CONNECT_TIMEOUT_S = 20.0
+TIMEOUT_VARIABLE = "SPADES_RAY_CONNECT_TIMEOUT"
 
 
 class RayUnavailable(RuntimeError):
@@ -29,6 +37,9 @@ class RayUnavailable(RuntimeError):
 def connect(address: Optional[str], num_cpus: Optional[int] = None):
     """``ray`` initialised: a new local instance (``address`` None or ``"local"``; ``num_cpus``
     workers) or the cluster at ``address``. Returns the module."""
+    timeout = connect_timeout()
+    if address not in (None, LOCAL):
+        probe_address(address, timeout)           # nothing listening: refused now, not after minutes
     try:
         import ray
     except ImportError:
@@ -37,15 +48,82 @@ def connect(address: Optional[str], num_cpus: Optional[int] = None):
         return ray
     os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")    # (quiet: no GPU is asked for)
     options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
-    try:
-        if address in (None, LOCAL):
-            ray.init(num_cpus=num_cpus, **options)
-        else:
-            ray.init(address=address, **options)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise RayUnavailable(f"--ray {address or ''}: could not {'start' if address in (None, LOCAL) else 'reach'} "
-                             f"a Ray cluster ({str(exc).splitlines()[0]})") from None
+    if address in (None, LOCAL):
+        options["num_cpus"] = num_cpus
+    else:
+        options["address"] = address
+    verb = "start" if address in (None, LOCAL) else "reach"
+    outcome: dict[str, BaseException] = {}
+
+    def init() -> None:
+        try:
+            ray.init(**options)
+        except BaseException as exc:             # noqa: BLE001 (handed to the caller's thread)
+            outcome["error"] = exc
+
+    # ray.init has no timeout of its own: it runs in a daemon thread the driver stops waiting for
+    waiter = threading.Thread(target=init, name="ray-init", daemon=True)
+    waiter.start()
+    waiter.join(timeout)
+    if waiter.is_alive():
+        raise RayUnavailable(f"--ray {address or ''}: could not {verb} a Ray cluster within {timeout:g} s "
+                             f"(is it running? {TIMEOUT_VARIABLE}=SECONDS waits longer)")
+    error = outcome.get("error")
+    if isinstance(error, (ConnectionError, RuntimeError, ValueError, TimeoutError)):
+        raise RayUnavailable(f"--ray {address or ''}: could not {verb} a Ray cluster "
+                             f"({str(error).splitlines()[0] if str(error) else type(error).__name__})") from None
+    if error is not None:
+        raise error
     return ray
+
+
+def connect_timeout() -> float:
+    """Seconds ``--ray`` waits for a cluster: :data:`CONNECT_TIMEOUT_S`, or the environment's
+    :data:`TIMEOUT_VARIABLE` (a number of seconds above 0)."""
+    text = os.environ.get(TIMEOUT_VARIABLE)
+    if text is None or not text.strip():
+        return CONNECT_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 3600:
+        raise RayUnavailable(f"{TIMEOUT_VARIABLE}={text[:40]!r}: expected seconds, above 0 and at most 3600")
+    return value
+
+
+def probe_address(address: str, timeout: float) -> None:
+    """A :class:`RayUnavailable` when nothing accepts a connection at ``address`` (``HOST:PORT``,
+    ``HOST``, ``ray://HOST[:PORT]``; ``auto`` is left to Ray, which looks it up) within
+    ``timeout`` seconds."""
+    text = str(address).strip()
+    if text.lower() == "auto":
+        return
+    default_port = RAY_PORT
+    if text.startswith("ray://"):
+        text, default_port = text[len("ray://"):], CLIENT_PORT
+    if "://" in text or not text:
+        raise RayUnavailable(f"--ray {address}: expected HOST:PORT, HOST, ray://HOST:PORT or auto")
+    if text.startswith("["):                                   # [IPv6]:port
+        host, _, rest = text[1:].partition("]")
+        port_text = rest[1:] if rest.startswith(":") else ""
+    elif text.count(":") == 1:
+        host, _, port_text = text.partition(":")
+    else:
+        host, port_text = text, ""
+    if port_text and not (port_text.isdigit() and 0 < int(port_text) < 65536):
+        raise RayUnavailable(f"--ray {address}: port {port_text[:20]!r}: expected a number 1..65535")
+    port = int(port_text) if port_text else default_port
+    try:
+        with socket.create_connection((host, port), timeout=min(timeout, 10.0)):
+            pass
+    except socket.timeout:
+        raise RayUnavailable(f"--ray {address}: no answer from {host}:{port} within {min(timeout, 10.0):g} s "
+                             "(is the cluster's head running there? `ray start --head`)") from None
+    except OSError as exc:
+        raise RayUnavailable(f"--ray {address}: nothing accepts connections at {host}:{port} "
+                             f"({exc.strerror or exc}; is the cluster's head running there? `ray start --head`)") \
+            from None
 
 
 def map_unordered(ray, function: Callable, items: Sequence[Any], shared: Any = None,
