@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Callable, Optional
 
 from .cli_common import OneLineParser, add_progress_flags, check_output_file, fail_line
@@ -94,7 +93,7 @@ def check_common(args: argparse.Namespace, least_deals: int = 1) -> None:
             check_output_file(figure, "--plot")
     if getattr(args, "journal", None):
         check_output_file(args.journal, "--journal")      # a read-only folder, even to root
-        check_journal_path(Path(args.journal))
+        check_journal_path(args.journal)       # the text: a trailing slash is kept
 
 
 def _guarded(prog: str, body: Callable[[], int]) -> int:

@@ -13,8 +13,11 @@ checked without opening it) or cannot be written; a file that is not UTF-8 text,
 of another version or of another match; a line whose checksum (every line carries one) does not
 match its content, or that is not a well-formed entry of this match. What is not refused: the
 last line torn by a kill (cut off and played again), and an entry without all the plays of its
-deal (the deal is played again whole: a deal counts only complete). The journal trusts the
-specs: a checkpoint file changed under the same path is not noticed.
+deal (the deal is played again whole: a deal counts only complete). A model file a spec loads
+(``neural:checkpoint=FILE``, ``neural:model=NAME``, the shipped ``neural``) is hashed into the
+header (``models``): a journal resumed after such a file changed is refused, since its deals were
+played by the old model (a zoo partner retrained under the same name used to hand back the old
+partner's scores under the new suite hash).
 """
 
 from __future__ import annotations
@@ -55,6 +58,32 @@ def match_key(configs: Sequence[Any]) -> list[dict]:
     return json.loads(json.dumps(key))
 
 
+def model_hashes(configs: Sequence[Any]) -> dict[str, str]:
+    """SHA-256 of every model file the players' specs load, by spec (``missing`` for a file that
+    is not there): what a resume checks has not changed."""
+    from agents.specs import parse_agent_spec
+
+    from .zoo import file_digest, model_file
+    hashes: dict[str, str] = {}
+    for config in configs:
+        for team in (config.team_a, config.team_b):
+            for player in (team.first, team.second):
+                try:
+                    name, options = parse_agent_spec(player.label)
+                except ValueError:                 # a factory's label, not a spec
+                    continue
+                files = []
+                if name.startswith("neural") or "checkpoint" in options or "model" in options:
+                    files.append(model_file(player.label))        # (imports torch: only when a model is named)
+                guide = options.get("guide")
+                if isinstance(guide, str) and guide != "neural":  # the search's guiding policy
+                    files.append(Path(guide))
+                for number, path in enumerate(f for f in files if f is not None):
+                    key = player.label if number == 0 else f"{player.label} (guide)"
+                    hashes[key] = file_digest(path) or "missing"
+    return hashes
+
+
 def checksum(entry: dict) -> str:
     """The checksum of a line's content (the entry as written, without its checksum)."""
     return hashlib.blake2b(json.dumps(entry).encode(), digest_size=8).hexdigest()
@@ -65,10 +94,16 @@ def encode_line(entry: dict) -> str:
     return json.dumps({**entry, CHECK: checksum(entry)}) + "\n"
 
 
-def check_journal_path(path: Path) -> bool:
+def check_journal_path(path: str | Path) -> bool:
     """Whether ``path`` holds a journal to read (else it is to be created); an
     :class:`EvaluationError` when it is not a regular file or cannot be written. Nothing is
-    opened: a FIFO or a device is refused as it is."""
+    opened: a FIFO or a device is refused as it is. A path written with a trailing slash
+    (``--journal dir/``) names a folder, and is refused (``Path`` drops the slash: a file named
+    ``dir`` was created)."""
+    if isinstance(path, str) and path.endswith(("/", os.sep)):
+        raise EvaluationError(f"--journal {path}: ends in a slash, so it names a folder: expected a file (new, "
+                              f"or a journal to resume), e.g. {path.rstrip('/' + os.sep) or '.'}/journal.jsonl")
+    path = Path(path)
     try:
         info = path.stat()
     except (FileNotFoundError, NotADirectoryError):
@@ -99,12 +134,16 @@ class Journal:
     any play; ``add`` appends one unit, ``close`` syncs the file to disk)."""
 
     def __init__(self, path: str | Path, configs: Sequence[Any]) -> None:
+        exists = check_journal_path(path)
         self.path = Path(path)
         self.configs = list(configs)
         self.done: dict[tuple[int, int], list[PlayOutcome]] = {}
         self._file = None
         header = {"format": FORMAT, "version": VERSION, "match": match_key(configs)}
-        keep = self._read(header) if check_journal_path(self.path) else None
+        models = model_hashes(configs)
+        if models:                       # journals of matches without models read as before
+            header["models"] = models
+        keep = self._read(header) if exists else None
         try:
             if keep is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -140,6 +179,7 @@ class Journal:
         if first.get("match") != header["match"]:
             raise self._fail(None, "holds another match (other teams, rules, deals or seed); pick another file, or "
                                    "delete it to start again")
+        self._check_models(first.get("models"), header.get("models") or {})
         seen: dict[tuple[int, int], int] = {}
         for number, line in enumerate(lines[1:], start=2):
             entry = self._entry(line, number)
@@ -153,6 +193,19 @@ class Journal:
                 self.done[(m, unit)] = outcomes
             # else: not all the deal's plays are here; it is played again whole
         return len(text[:keep].encode("utf-8"))
+
+    def _check_models(self, written: Any, now: dict[str, str]) -> None:
+        """Refuse a journal whose deals were played by a model file that has changed since."""
+        if not now:
+            return
+        if not isinstance(written, dict):
+            raise self._fail(1, f"cannot tell whether the model of {next(iter(now))!r} changed since the journal was "
+                                "written (it records no model hashes); delete it to start again")
+        for spec, digest in now.items():
+            if written.get(spec) != digest:
+                raise self._fail(1, f"the model file of {spec!r} changed since this journal was written (its deals "
+                                    "were played by the old model); delete the journal to start again, or pick "
+                                    "another file")
 
     def _entry(self, line: str, number: int, header: bool = False) -> dict:
         """A line's JSON object, its checksum checked and removed."""
