@@ -245,6 +245,8 @@ AFTER_ROUND_1 = [
     ("shard copied across", _copy_shard_across, r"labels_self/shard_00000\.pt: changed since"),
     ("fitted.pt replaced", lambda run: shutil.copy(run / "expert/round_01/student.pt", run / "expert/round_01/fitted.pt"),
      r"round_01/fitted\.pt: changed since"),
+    ("rounds.csv a folder", lambda run: ((run / "expert/rounds.csv").unlink(), (run / "expert/rounds.csv").mkdir()),
+     r"expert/rounds\.csv is a folder: expected the file the run writes there"),
 ]
 
 

@@ -83,6 +83,8 @@ def run_rounds(trainer: "Trainer") -> None:
     where rounds remain, the finished ones must be there as recorded (:mod:`train.expert_manifest`)."""
     cfg = trainer.config
     expert_dir = trainer.run_path / "expert"
+    if trainer.expert_rounds_done < cfg.expert_rounds:
+        check_round_files(expert_dir)
     verify_finished_rounds(expert_dir, trainer.expert_rounds_done, trainer.expert_manifest,
                            str(trainer.checkpoint_dir / "last.pt"),
                            check_files=trainer.expert_rounds_done < cfg.expert_rounds)
@@ -99,6 +101,25 @@ def run_rounds(trainer: "Trainer") -> None:
         _append_row(trainer, round_)
         trainer.save_checkpoint()
         write_manifest_copy(expert_dir, trainer.expert_manifest)
+
+
+ROUND_FILES = ("rounds.csv", "rounds.csv.tmp", "rounds.png", "manifest.json")   # rewritten after each round
+
+
+def check_round_files(expert_dir: Path) -> None:
+    """An :class:`ExpertIterationError` when a file a round rewrites is there as a folder or
+    something else that is not a regular file (a ``rounds.csv`` folder was a traceback after the
+    round's work), checked before any round starts."""
+    for name in ROUND_FILES:
+        path = expert_dir / name
+        if path.is_symlink() or not path.exists():
+            continue
+        if path.is_dir():
+            raise ExpertIterationError(f"{path} is a folder: expected the file the run writes there (move the "
+                                       "folder away, then resume)")
+        if not path.is_file():
+            raise ExpertIterationError(f"{path} is not a regular file (a device, FIFO or socket): expected the "
+                                       "file the run writes there (move it away, then resume)")
 
 
 def run_round(trainer: "Trainer", round_: int) -> tuple[dict, dict]:
