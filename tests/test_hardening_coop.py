@@ -522,13 +522,20 @@ def test_a_localhost_origin_prefix_is_refused(tmp_path):
         assert client.get("/api/records", headers={"Origin": "http://localhost.evil.example"}).status_code == 403
 
 
-def test_a_client_disconnect_is_one_line_not_a_traceback(caplog):
+def uvicorn_disconnect():
+    uvicorn = pytest.importorskip("uvicorn.protocols.utils")
+    return uvicorn.ClientDisconnected()
+
+
+@pytest.mark.parametrize("gone", [lambda: __import__("starlette.requests").requests.ClientDisconnect(),
+                                  uvicorn_disconnect, BrokenPipeError, ConnectionResetError],
+                         ids=["starlette", "uvicorn", "broken pipe", "reset"])
+def test_a_client_disconnect_is_one_line_not_a_traceback(caplog, gone):
     import asyncio
-    from starlette.requests import ClientDisconnect
     from web.limits import BrowserGuard
 
     async def app(scope, receive, send):
-        raise ClientDisconnect()
+        raise gone()
 
     sent = []
 
@@ -686,3 +693,26 @@ def test_a_side_with_two_nils_one_broken_scores_alike_in_every_twin():
                                                     [hand["tricks"][m] for m in members],
                                                     hand["scores"][side], hand["bags"][side])
                     assert got == e["points"][side], (kwargs, hand, side)
+
+
+def test_a_real_error_in_a_handler_is_still_logged_with_its_traceback(caplog):
+    """Only disconnects are quiet: a bug still leaves its traceback in the log and a 400."""
+    import asyncio
+    from web.limits import BrowserGuard
+
+    async def app(scope, receive, send):
+        raise RuntimeError("a bug")
+
+    sent = []
+
+    async def send(message):
+        sent.append(message)
+
+    async def receive():
+        return {"type": "http.request", "body": b""}
+
+    scope = {"type": "http", "method": "GET", "path": "/api/x", "headers": [(b"host", b"127.0.0.1")]}
+    with caplog.at_level(logging.INFO):
+        asyncio.run(BrowserGuard(app)(scope, receive, send))
+    assert sent and sent[0]["status"] == 400
+    assert any(record.exc_info for record in caplog.records)

@@ -340,6 +340,11 @@ def client_gone(exc: BaseException) -> bool:
         gone += (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream)
     except ImportError:                         # pragma: no cover (starlette brings anyio)
         pass
+    try:                                        # uvicorn's, raised by a send after the client left
+        from uvicorn.protocols.utils import ClientDisconnected
+        gone += (ClientDisconnected,)
+    except ImportError:                         # pragma: no cover (another server)
+        pass
     return isinstance(exc, gone) or (isinstance(exc, OSError) and exc.errno in (32, 104))
 
 
