@@ -128,7 +128,8 @@ def format_crossplay(c: CrossplayResult) -> str:
     lines = [f"Cross-play against {c.reference} (seats 1+3): rows = partner on seat 0, "
              f"columns = partner on seat 2",
              f"rules {first.rules}, {first.mode} mode, {first.units} {unit}"
-             f"{' x 2 (duplicate)' if first.duplicate else ''} per cell, seed {first.seed}; "
+             f"{' x 2 (duplicate)' if first.duplicate else ''} per cell, seed {first.seed}"
+             f"{', hands from real game states' if first.start == 'real' else ''}; "
              f"points per hand minus the reference's, {round(100 * first.confidence)}% CI half-width", ""]
     names = c.agents
     cell_text = [[f"{r.score_diff.mean:+.1f}" + ("" if r.score_diff.half_width is None
@@ -166,7 +167,8 @@ def format_comparison(c: ComparisonResult) -> str:
              f"Opponent:  {cand.team_b} (seats 1+3; the candidate and the baseline take seats 0+2 in turn)",
              f"rules {cand.rules}, {cand.mode} mode, {cand.units} {unit}{'s' if cand.units != 1 else ''}{plays}, "
              f"seed {cand.seed}: the same deals for both"
-             + (f", start scores {cand.start_scores[0]} / {cand.start_scores[1]}" if cand.start_scores else ""), ""]
+             + (f", start scores {cand.start_scores[0]} / {cand.start_scores[1]}" if cand.start_scores else "")
+             + (f", hands start {START_LABELS.get(cand.start, cand.start)}" if cand.mode == "hands" else ""), ""]
 
     def ci(iv: Optional[Interval], fmt: Callable[[Optional[float]], str] = _signed) -> str:
         if iv is None:

@@ -304,7 +304,7 @@ class CrossplayResult:
         out = {
             "agents": self.agents, "reference": self.reference, "rows": "seat 0 partner",
             "columns": "seat 2 partner", "rules": first.rules, "mode": first.mode,
-            "duplicate": first.duplicate, "seed": first.seed, "units": first.units,
+            "duplicate": first.duplicate, "seed": first.seed, "units": first.units, "start": first.start,
             "confidence": first.confidence,
             "score_diff": self.matrix("score_diff"),
             "score_diff_low": [[r.score_diff.low for r in row] for row in self.cells],
