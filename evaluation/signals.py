@@ -21,7 +21,11 @@ against an opponent team), except where a partner is needed that does something 
   is not a function of its observation and seed shows up there). An agent that ignores its
   partner's bid scores exactly 0. ``listening_to_leads`` does the same with the card the partner
   led to the current trick (the agent plays third to it), replaced by an unseen card of the same
-  suit, so that what is legal stays the same.
+  suit, so that what is legal stays the same. ``listening_on_distribution`` swaps the partner's
+  bid for one drawn from the bids the agent (the partner's copy) makes on similar hands (trick
+  potential within 1 of the partner's hand), not a uniform 1..13; ``listening_kl`` is the size of
+  the policy's change there, the mean KL divergence in bits between its action distributions
+  (for agents that expose ``action_probabilities``, such as neural ones).
 - ``nil_cover``: the agent beside a partner that bids nil often (``heuristic:nil=eager``): the
   share of the partner's nil bids that survive; ``nil_cover_reference`` is that partner's own copy
   in the agent's seat on the same deals.
@@ -193,6 +197,34 @@ def _changed_bid(obs: np.ndarray, at: dict, tricks: int, rng) -> Optional[np.nda
     return changed
 
 
+def _swapped_bid(obs: np.ndarray, at: dict, tricks: int, bid_pool: dict, partner_bucket: int,
+                 rng) -> Optional[np.ndarray]:
+    """The observation with the partner's plain bid swapped for another bid the partner's copy
+    makes on similar hands (``bid_pool``: trick-potential bucket -> its plain bids in self-play;
+    buckets within 1 of the partner's hand), else any of its bids; None without a plain partner
+    bid or another bid to swap in."""
+    row = obs[at["bids"]:at["bids"] + BID_SLOTS]
+    bid = int(np.argmax(row[:14])) if row[:14].any() else None
+    if not bid or row[14]:
+        return None
+    near = [b for k in range(partner_bucket - 1, partner_bucket + 2) for b in bid_pool.get(k, ()) if b != bid]
+    near = near or [b for bids in bid_pool.values() for b in bids if b != bid]
+    if not near:
+        return None
+    other = int(near[int(rng.integers(len(near)))])
+    changed = obs.copy()
+    changed[at["bids"] + bid], changed[at["bids"] + other] = 0.0, 1.0
+    changed[at["contract"]] += (other - bid) / tricks
+    return changed
+
+
+def _kl_bits(p: np.ndarray, q: np.ndarray) -> float:
+    """KL(p || q) in bits over the actions p gives weight (q floored, so a change to an action p
+    never takes stays finite)."""
+    keep = p > 0
+    return float((p[keep] * np.log2(p[keep] / np.maximum(q[keep], 1e-12))).sum())
+
+
 def _changed_lead(obs: np.ndarray, at: dict, rng) -> Optional[np.ndarray]:
     """The observation with the card the partner led to the current trick replaced by another
     unseen card of the same suit (what is legal stays the same); None when the partner did not
@@ -216,9 +248,11 @@ def _changed_lead(obs: np.ndarray, at: dict, rng) -> Optional[np.ndarray]:
     return changed
 
 
-def listening(player, opponent, rules, deals: int, seed: int, progress: bool = False) -> dict:
+def listening(player, opponent, rules, deals: int, seed: int, progress: bool = False,
+              bid_pool: Optional[dict] = None) -> dict:
     """Ask the agent again with its partner's bid, or the card its partner led, changed in its
-    observation (module docstring)."""
+    observation (module docstring); with ``bid_pool`` (trick-potential bucket -> the plain bids
+    the agent made there) also with the bid swapped on the partner's own distribution."""
     from tqdm import tqdm
 
     blocks = layout_for(rules).obs_blocks
@@ -233,8 +267,11 @@ def listening(player, opponent, rules, deals: int, seed: int, progress: bool = F
     env = spades_v0.raw_env(rules=rules, episode="hand", reward_scale=1.0)
     seated = [player.factory(), opponent.factory(), player.factory(), opponent.factory()]
     probe = player.factory()
-    counts = {"bidding": [0, 0], "play": [0, 0], "lead": [0, 0]}
+    counts = {"bidding": [0, 0], "play": [0, 0], "lead": [0, 0], "on": [0, 0]}
     unstable = asked = 0
+    on_rng = np.random.default_rng(derive_seed("spades-coop", "listening-on-distribution", seed))
+    kl_by_deal = np.zeros(deals)
+    with_probabilities = hasattr(probe, "action_probabilities")
     from .cli_common import show_progress
     for k in tqdm(range(deals), desc="listening", unit="deal", disable=show_progress(progress), dynamic_ncols=True):
         deal, dealer = make_deal(seed, k, rules)
@@ -264,6 +301,20 @@ def listening(player, opponent, rules, deals: int, seed: int, progress: bool = F
                     counts[kind][1] += int(answers[1] != answers[0])
                     asked += 1
                     unstable += int(answers[2] != answers[0])
+                swapped = None if bid_pool is None else _swapped_bid(
+                    vector, at, rules.tricks_per_hand, bid_pool, potential_bucket(deal[(seat + 2) % 4]), on_rng)
+                if swapped is not None:
+                    probe_seed = derive_seed("spades-coop", "probe-on", seed, k, seat, int(on_rng.integers(1 << 30)))
+                    answers = []
+                    for observation in (vector, swapped):
+                        probe.reset(probe_seed)
+                        answers.append(probe.act({"observation": observation, "action_mask": mask}, info))
+                    counts["on"][0] += 1
+                    counts["on"][1] += int(answers[1] != answers[0])
+                    if with_probabilities:
+                        kl_by_deal[k] += _kl_bits(probe.action_probabilities({"observation": vector, "action_mask": mask}),
+                                                  probe.action_probabilities({"observation": swapped,
+                                                                              "action_mask": mask}))
             env.step(seated[seat].act(obs, info))
     probes = counts["bidding"][0] + counts["play"][0]
     changed = counts["bidding"][1] + counts["play"][1]
@@ -271,7 +322,23 @@ def listening(player, opponent, rules, deals: int, seed: int, progress: bool = F
             "listening_by_phase": {phase: _rate(counts[phase][1], counts[phase][0]) for phase in ("bidding", "play")},
             "listening_to_leads": _rate(counts["lead"][1], counts["lead"][0],
                                         method="share of choices changed by the card the partner led; Wilson"),
-            "listening_control": _rate(unstable, asked, method="asked twice with nothing changed")}
+            "listening_control": _rate(unstable, asked, method="asked twice with nothing changed"),
+            "listening_on_distribution": _rate(counts["on"][1], counts["on"][0],
+                                               method="share of choices changed by the partner's bid swapped for "
+                                                      "one its copy makes on similar hands; Wilson"),
+            "listening_kl": _kl_summary(kl_by_deal, counts["on"][0], with_probabilities,
+                                        derive_seed("spades-coop", "listening-kl", seed))}
+
+
+def _kl_summary(kl_by_deal: np.ndarray, probes: int, available: bool, seed: int, resamples: int = 1000) -> dict:
+    """Mean KL per probe (bits) with a percentile bootstrap over deals; None where the agent
+    exposes no probabilities or nothing was probed."""
+    method = "mean KL(policy with the real bid || with an on-distribution swap), bits; percentile bootstrap over deals"
+    if not available or probes == 0:
+        return value_dict(None, None, None, n=probes, method=method)
+    draws = np.random.default_rng(seed).integers(0, len(kl_by_deal), (resamples, len(kl_by_deal)))
+    low, high = np.percentile(kl_by_deal[draws].sum(1) / probes, [2.5, 97.5])
+    return value_dict(float(kl_by_deal.sum() / probes), float(low), float(high), n=probes, method=method)
 
 
 # ------------------------------------------------------------------ the measurement
@@ -306,7 +373,11 @@ def measure_signals(agent: Any, *, deals: int = 100, seed: int = 0, opponent: st
     info = bid_information(data["bids"], data["potential"], data["units"], derive_seed("spades-coop", "mi", seed))
     info_hand = bid_information_hand(data["bids"], data["features"], data["units"],
                                      derive_seed("spades-coop", "decoder", seed))
-    listened = listening(player, opp, rules, deals, match_seed, progress)
+    pool: dict = {}
+    for bid, bucket in zip(data["bids"].tolist(), data["potential"].tolist()):
+        if 1 <= bid <= rules.tricks_per_hand:
+            pool.setdefault(bucket, []).append(bid)
+    listened = listening(player, opp, rules, deals, match_seed, progress, bid_pool=pool)
     lead_reply = data["lead_reply"]
     shares = lead_reply / np.maximum(1, lead_reply.sum(1, keepdims=True))
     return {
@@ -337,6 +408,10 @@ def format_signals(result: dict) -> str:
              f"{result['bid_information_hand']['control']:.3f})",
              f"  listening         {iv(result['listening'], '{:.3f}')} of {result['listening']['n']} choices "
              f"(control {iv(result['listening_control'], '{:.3f}')})",
+             f"  on-distribution   {iv(result['listening_on_distribution'], '{:.3f}')} of "
+             f"{result['listening_on_distribution']['n']} choices, KL "
+             + (f"{iv(result['listening_kl'], '{:.4f}')} bits" if result["listening_kl"]["value"] is not None
+                else "- (no probabilities)"),
              f"  listening, leads  {iv(result['listening_to_leads'], '{:.3f}')} of "
              f"{result['listening_to_leads']['n']} choices",
              f"  nil cover         {iv(result['nil_cover'], '{:.2f}')} of {result['nil_cover']['n']} partner nils "

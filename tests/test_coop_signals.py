@@ -85,3 +85,40 @@ def test_the_trick_potential_is_binned_by_rounding_with_seven_and_more_together(
         assert potential_bucket(list(range(13))) == bucket, estimate
     x = np.array([0, 1, 2, 3] * 50)
     assert abs(mutual_information(x // 2, x) - 1.0) < 1e-12     # four values in two bins: 1 bit
+
+
+class SmoothedHeuristic(agents.Agent):
+    """The heuristic's choice with 90% of the weight, the rest spread over the legal actions: an
+    agent that exposes its action probabilities, as neural agents do."""
+
+    name = "smoothed_heuristic"
+
+    def __init__(self, seed=None):
+        from agents.heuristic import HeuristicAgent
+        super().__init__(seed)
+        self.inner = HeuristicAgent(seed=seed)
+
+    def reset(self, seed=None):
+        super().reset(seed)
+        self.inner.reset(seed)
+
+    def act(self, obs, info=None):
+        return self.inner.act(obs, info)
+
+    def action_probabilities(self, obs):
+        legal = np.asarray(obs["action_mask"], dtype=float)
+        probs = 0.1 * legal / legal.sum()
+        probs[self.act(obs)] += 0.9
+        return probs
+
+
+def test_listening_on_the_partners_own_bids_and_the_size_of_the_change(monkeypatch):
+    """The partner's bid swapped for one its copy makes on similar hands: the heuristic changes
+    some choices, random none; the KL (bits) is reported where the agent has probabilities."""
+    monkeypatch.setitem(agents.base._REGISTRY, "smoothed_heuristic", SmoothedHeuristic)
+    smoothed = measure_signals("smoothed_heuristic", deals=8, workers=1)
+    on, kl = smoothed["listening_on_distribution"], smoothed["listening_kl"]
+    assert on["n"] > 30 and on["value"] > 0, on
+    assert kl["value"] > 0 and kl["low"] <= kl["value"] <= kl["high"] and kl["n"] == on["n"], kl
+    rand = measure_signals("random", deals=4, workers=1)
+    assert rand["listening_on_distribution"]["value"] == 0.0 and rand["listening_kl"]["value"] is None
