@@ -716,3 +716,16 @@ def test_a_real_error_in_a_handler_is_still_logged_with_its_traceback(caplog):
         asyncio.run(BrowserGuard(app)(scope, receive, send))
     assert sent and sent[0]["status"] == 400
     assert any(record.exc_info for record in caplog.records)
+
+
+def test_report_refuses_pieces_played_from_another_study_state(capsys, finished, monkeypatch):
+    """--report plays nothing: a piece whose model, runs or deals changed is refused with why."""
+    fake_lab(monkeypatch, [])
+    evaluate(finished)
+    config = finished.folder.parent / "study.yaml"
+    assert coop_command(["study", "--config", str(config), "--report"]) == 0
+    run = finished.runs()[1]
+    (run.path / "model.pt").write_bytes(b"retrained")
+    err = refused(capsys, coop_command, "study", "--config", str(config), "--report",
+                  contains="not played from the study as it is now")
+    assert "models replaced: " + run.name in err or "model.pt was replaced" in err

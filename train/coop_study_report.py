@@ -117,29 +117,64 @@ def model_hash(run) -> str:
     return hashlib.blake2b((run.path / "model.pt").read_bytes(), digest_size=8).hexdigest()
 
 
-def _stale(path: Path, expected: dict, log: Callable[[str], None]) -> None:
-    """Delete a written piece (its journal and figure too) whose inputs are not ``expected``:
-    a replaced model, a run added, other deals, another reference. Nothing stale is mixed in."""
+def stale_reason(path: Path, expected: dict) -> Optional[str]:
+    """Why the written piece at ``path`` is not one of ``expected``'s inputs (a replaced model, a
+    run added, other deals, another reference), or None when it is current or not written."""
     if not path.is_file():
-        return
+        return None
     piece = _read_json(path)
     found = piece.get("inputs")
     if found == expected:
-        return
+        return None
     if found is None:       # written before pieces recorded their inputs: only its runs can be checked
         runs = piece.get("runs")
         if not isinstance(runs, list) or "runs" not in expected or runs == list(expected["runs"]):
-            return
-        why = "the runs changed"
-    elif not isinstance(found, dict):
-        why = "its record of its inputs is not readable"
-    else:
-        changed = sorted(k for k in set(expected) | set(found) if expected.get(k) != found.get(k))
-        why = ", ".join(_what_changed(k, found.get(k), expected.get(k)) for k in changed)
+            return None
+        return "the runs changed"
+    if not isinstance(found, dict):
+        return "its record of its inputs is not readable"
+    changed = sorted(k for k in set(expected) | set(found) if expected.get(k) != found.get(k))
+    return ", ".join(_what_changed(k, found.get(k), expected.get(k)) for k in changed)
+
+
+def _stale(path: Path, expected: dict, log: Callable[[str], None]) -> None:
+    """Delete a written piece (its journal and figure too) that is not current: nothing stale is
+    mixed in."""
+    why = stale_reason(path, expected)
+    if why is None:
+        return
     log(f"evaluate: {path.relative_to(path.parents[1]) if len(path.parents) > 1 else path} is played again ({why})")
     path.unlink()
     path.with_suffix(".journal").unlink(missing_ok=True)
     path.with_suffix(".png").unlink(missing_ok=True)
+
+
+def piece_inputs(study, runs) -> dict[Path, dict]:
+    """What each piece of ``runs`` (finished runs) is played from, by its path under results/."""
+    ev, out = study.evaluation, study.results_dir
+    seed = int(ev["seed"])
+    models = {r.name: model_hash(r) for r in runs}
+    inputs = {out / "crossplay.json": {"runs": models, "deals": ev["crossplay_deals"], "reference": ev["reference"],
+                                       "seed": seed},
+              out / "league.json": {"runs": models, "extra": list(ev["league_extra"]), "deals": ev["league_deals"],
+                                    "seed": seed}}
+    for run in runs:
+        inputs[out / "scenarios" / f"{run.name}.json"] = {"model": models[run.name], "deals": ev["suite_deals"],
+                                                          "suite": ev["suite"], "seed": seed}
+        inputs[out / "signals" / f"{run.name}.json"] = {"model": models[run.name], "deals": ev["signals_deals"],
+                                                        "seed": seed}
+    return inputs
+
+
+def check_current(study) -> None:
+    """``--report`` reads only pieces played from the study as it is now: a stale one is refused
+    with the reason (``--stage evaluate`` plays it again)."""
+    from .coop_study import StudyError
+    for path, expected in piece_inputs(study, [r for r in study.runs() if r.done]).items():
+        why = stale_reason(path, expected)
+        if why is not None:
+            raise StudyError(f"{path}: not played from the study as it is now ({why}); run --stage evaluate to "
+                             "play it again")
 
 
 def _what_changed(key: str, old, new) -> str:
@@ -181,9 +216,9 @@ def evaluate_stage(study, workers: Optional[int] = None, progress: bool = True,
     ev, out = study.evaluation, study.results_dir
     out.mkdir(parents=True, exist_ok=True)
     seed = int(ev["seed"])
-    models = {r.name: model_hash(r) for r in runs}
+    expected = piece_inputs(study, runs)
     path = out / "crossplay.json"
-    inputs = {"runs": models, "deals": ev["crossplay_deals"], "reference": ev["reference"], "seed": seed}
+    inputs = expected[path]
     _stale(path, inputs, log)
     if not path.is_file():
         log(f"evaluate: cross-play of {len(runs)} agents, {ev['crossplay_deals']} duplicate deals per pairing")
@@ -199,7 +234,7 @@ def evaluate_stage(study, workers: Optional[int] = None, progress: bool = True,
     expected_hash = suite_hash(suite_definition(suite, ev["suite_deals"], seed))
     for run in runs:
         path = out / "scenarios" / f"{run.name}.json"
-        inputs = {"model": models[run.name], "deals": ev["suite_deals"], "suite": ev["suite"], "seed": seed}
+        inputs = expected[path]
         _stale(path, inputs, log)
         if path.is_file() and _read_json(path).get("suite_hash") != expected_hash:
             # the zoo (or the suite) changed since this piece was played: its partners are not the suite's
@@ -213,7 +248,7 @@ def evaluate_stage(study, workers: Optional[int] = None, progress: bool = True,
                                progress=progress, journal=str(path.with_suffix(".journal")))
             write_json(path, {**result, "run": run.name, "inputs": inputs})
         path = out / "signals" / f"{run.name}.json"
-        inputs = {"model": models[run.name], "deals": ev["signals_deals"], "seed": seed}
+        inputs = expected[path]
         _stale(path, inputs, log)
         if not path.is_file():
             log(f"evaluate: signals, {run.name}")
@@ -221,7 +256,7 @@ def evaluate_stage(study, workers: Optional[int] = None, progress: bool = True,
                                      progress=progress)
             write_json(path, {**result, "run": run.name, "inputs": inputs})
     path = out / "league.json"
-    inputs = {"runs": models, "extra": list(ev["league_extra"]), "deals": ev["league_deals"], "seed": seed}
+    inputs = expected[path]
     _stale(path, inputs, log)
     if not path.is_file():
         roster = [r.spec for r in runs] + list(ev["league_extra"])
@@ -494,6 +529,7 @@ def write_report(study) -> Path:
     if not (study.results_dir / "crossplay.json").is_file():
         from .coop_study import StudyError
         raise StudyError(f"no results in {study.results_dir}: run --stage evaluate first")
+    check_current(study)
     target = study.results_dir / "report.md"
     target.write_text(report_markdown(analyse(study)))
     return target
