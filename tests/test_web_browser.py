@@ -865,3 +865,135 @@ def test_blind_nil_passing_says_how_many_and_marks_what_came(server, browser):
     _wait_for_news(page, shown)
     assert "Pick 1 card " in page.inner_text("#controls") and "2 of 2" in page.inner_text("#controls")
     page.close()
+
+
+def test_the_next_hand_starts_clear_with_a_summary_of_the_last(server, browser):
+    """Bug 11: the last trick of the hand before stayed in the middle while the next hand was bid
+    and led. Also what players expect: a summary of the hand scored (the breakdown) over the
+    table until dismissed, who led and whose card wins, card backs counting each other seat's
+    cards, the hand's log, "your turn" in the tab's title, sounds off unless asked for."""
+    url, _ = server
+    page = browser.new_page(viewport={"width": 1000, "height": 900})
+    page.goto(url)
+    assert not page.is_checked("#sounds")
+    page.select_option("#trick-pause", "0.7")
+    _start(page, 2, 21)
+    page.wait_for_selector("#hand .card.legal, #controls [data-action]", timeout=60000)
+    assert page.title().startswith("● Your turn")
+    if page.locator("#controls [data-action]").count():
+        page.locator("#controls [data-action]").nth(3).click()
+    page.wait_for_selector("#hand .card.legal", timeout=20000)
+    backs = page.evaluate("""() => [...document.querySelectorAll('#table .backs')].map((b) =>
+        [b.querySelectorAll('.card-back').length, Number(b.querySelector('.count').textContent)])""")
+    assert len(backs) == 3 and all(n == c for n, c in backs)
+    state = _shown(page)
+    if state["trick"]:                                  # someone led: marked, and the winning card
+        assert page.locator("#center .led").count() == 1 and page.locator("#center .card.winning").count() == 1
+    _play_hand(page)
+    page.wait_for_function("() => play.state.bids.some((b) => b !== null) || play.state.to_act === play.state.seat",
+                           timeout=20000)
+    page.wait_for_timeout(800)
+    summary = page.locator("#hand-summary")
+    sync_api.expect(summary).to_be_visible()
+    text = summary.inner_text()
+    assert "Hand 1 scored" in text and ("contract" in text or "nil" in text), text
+    if any(b is not None for b in _shown(page)["bids"]):
+        assert page.locator("#center .card").count() == 0, "the last hand's trick is still in the middle"
+    log = page.inner_text("#hand-log-list") if page.locator("#hand-log").count() else ""
+    page.click("#summary-close")
+    assert page.locator("#hand-summary").count() == 0
+    page.click("#hand-log > summary")
+    assert "bids" in page.inner_text("#hand-log-list") or "wins the trick" in log
+    page.close()
+
+
+def test_the_score_table_names_nils_and_explains_the_change(server, browser):
+    """Bug 12: "bid 3" for a side that bid 3 and blind nil, and "-267" unexplained."""
+    from spades_env.rules import make_rules
+    from spades_env.scoring import score_hand
+    rules = make_rules("standard")
+    bids, blind, taken = [3, 4, 0, 2], [False, False, True, False], [4, 5, 1, 3]
+    results = score_hand(rules, bids, blind, taken, [0, 0], [9, 0])
+    hand = {"bids": bids, "blind": blind, "bid_words": ["3", "4", "blind nil", "2"], "tricks_taken": taken,
+            "score_change": [r.points for r in results], "scores": [r.points for r in results],
+            "results": [{"contract": r.contract, "made": r.made, "contract_points": r.contract_points,
+                         "overtrick_points": r.overtrick_points, "nil_points": r.nil_points, "bags_taken": r.bags_taken,
+                         "bag_penalties": r.bag_penalties, "nils": [{"seat": 2, "kept": False}] if k == 0 else []}
+                        for k, r in enumerate(results)]}
+    url, _ = server
+    page = browser.new_page(viewport={"width": 1000, "height": 900})
+    page.goto(url)
+    page.wait_for_selector("#seat option[value='2']", state="attached")
+    text = page.evaluate("""(hand) => scoreTable({hands: [hand], side_names: ['North-South', 'East-West'], partnerships: true,
+        seat_names: ['North', 'East', 'South', 'West'], scores: hand.scores, bags: [0, 1], bag_limit: 10, bag_penalty: 100,
+        target_score: 500, hand_number: 2, bids: [null, null, null, null], bid_words: [null, null, null, null],
+        tricks_won: [0, 0, 0, 0], phase: 'bidding'}).innerText""", hand)
+    assert "bid 3 + blind nil" in text, text
+    assert "South's nil broken" in text and "nil -200" in text and "bag penalty -100" in text, text
+    assert "0/10 bags" in text, text
+    page.close()
+
+
+def test_search_values_have_bars_next_to_their_cards(server, browser):
+    """Bug 14: the search's values were bare numbers about 850 px from their cards, no bars, no
+    uncertainty."""
+    url, records = server
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    _open_record(page, url, records, "search.json", heuristic_hand_record(4))
+    page.click("#next-trick")
+    page.fill("#analyse-agent", "search:worlds=64")
+    page.click("#analyse")
+    page.wait_for_selector("#analysis .bar", timeout=60000)
+    gaps = page.evaluate("""() => [...document.querySelectorAll('#analysis .bar')].map((b) =>
+        b.querySelector('.num').getBoundingClientRect().left - b.firstElementChild.getBoundingClientRect().right)""")
+    widths = page.evaluate("() => [...document.querySelectorAll('#analysis .bar .fill')].map((f) => f.getBoundingClientRect().width)")
+    assert gaps and max(gaps) < 400, gaps
+    assert max(widths) > 20, widths
+    page.close()
+
+
+def test_game_over_is_an_occasion(server, browser):
+    """Bug 15: the game's end was one line of small grey text."""
+    url, _ = server
+    page = browser.new_page(viewport={"width": 1000, "height": 900})
+    page.goto(url)
+    _start(page, 2, 5)
+    page.wait_for_selector("#hand .card", timeout=60000)
+    page.evaluate("""() => { stopPolling(); const s = structuredClone(play.state);
+        Object.assign(s, {over: true, winner: 0, scores: [512, 348], phase: 'game_over', to_act: null, version: s.version + 1,
+            hands: [{bids: [3, 3, 4, 2], blind: [false, false, false, false], bid_words: ['3', '3', '4', '2'],
+                     tricks_taken: [4, 3, 4, 2], score_change: [81, 50], scores: [512, 348],
+                     results: [{contract: 7, made: true, contract_points: 70, overtrick_points: 1, nil_points: 0,
+                                bags_taken: 1, bag_penalties: 0, nils: []}, {contract: 5, made: true, contract_points: 50,
+                                overtrick_points: 0, nil_points: 0, bags_taken: 0, bag_penalties: 0, nils: []}]}]});
+        play.state = s; renderPlay(); }""")
+    panel = page.locator("#hand-summary")
+    sync_api.expect(panel).to_be_visible()
+    assert "North-South win 512 to 348" in panel.inner_text()
+    size = page.evaluate("() => parseFloat(getComputedStyle(document.querySelector('#hand-summary .big')).fontSize)")
+    assert size >= 20
+    assert panel.locator("button", has_text="New game").count() == 1
+    page.close()
+
+
+def test_reduced_motion_is_respected(server, browser):
+    """Cards slide into the middle, unless the person's system asks for reduced motion."""
+    url, _ = server
+    for reduce, expected in (("reduce", {"none"}), ("no-preference", None)):
+        page = browser.new_page(viewport={"width": 1000, "height": 900})
+        page.emulate_media(reduced_motion=reduce)
+        page.goto(url)
+        _start(page, 2, 21)
+        page.wait_for_selector("#hand .card.legal, #controls [data-action]", timeout=60000)
+        if page.locator("#controls [data-action]").count():
+            page.locator("#controls [data-action]").nth(3).click()
+            page.wait_for_selector("#hand .card.legal", timeout=20000)
+        if not page.locator("#center .card").count():
+            page.locator("#hand .card.legal").first.click()
+        page.wait_for_selector("#center .card", timeout=20000)
+        names = set(page.evaluate("() => [...document.querySelectorAll('#center .card')].map((c) => getComputedStyle(c).animationName)"))
+        if expected:
+            assert names == expected, names
+        else:
+            page.wait_for_function("() => [...document.querySelectorAll('#center .card.enter')].length > 0", timeout=20000)
+        page.close()
