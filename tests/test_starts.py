@@ -148,6 +148,8 @@ def test_the_trainer_takes_start_real(tmp_path):
         load_config(None, ["start=middle"])
     with pytest.raises(ConfigError, match="varied_start: true and start: real"):
         load_config(None, ["start=real", "varied_start=true"])
+    with pytest.raises(ConfigError, match="start='real' under rules 'openspiel'"):
+        load_config(None, ["start=real", "rules=openspiel"])
     gen = torch.Generator().manual_seed(0)
     starts = StartingScores("real", 1.0, make_rules("standard"), 500, gen, torch.device("cpu"))
     scores, bags = starts.sample()

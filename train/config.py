@@ -491,6 +491,8 @@ class TrainConfig:
             raise ConfigError(f"start={self.start!r}: expected one of {', '.join(repr(k) for k in START_KINDS)}")
         if self.varied_start and self.start == "real":
             raise ConfigError("varied_start: true and start: real name two different starts; give one of them")
+        if self.start == "real":
+            self._check_real_start()
         if self.critic not in ("local", "central"):
             raise ConfigError(f"critic={self.critic!r}: expected 'local' or 'central'")
         if self.policy_parts not in ("all", "cards", "bids"):
@@ -522,6 +524,15 @@ class TrainConfig:
         try:
             refuse_held_out(self)
         except HeldOutError as exc:
+            raise ConfigError(str(exc)) from None
+
+    def _check_real_start(self) -> None:
+        """start: real draws from a table recorded under the standard rules: the run's rules must fit it."""
+        from spades_env.rules import RulesError, make_rules
+        from spades_env.starts import StartError, check_rules, load_table
+        try:
+            check_rules(load_table(), make_rules(self.rules))
+        except (StartError, RulesError) as exc:
             raise ConfigError(str(exc)) from None
 
     def _check_expert_specs(self) -> None:
