@@ -32,9 +32,9 @@ def add_progress_flags(parser: argparse.ArgumentParser) -> None:
                         help="no progress bar (none is drawn either when stderr is not a terminal)")
 
 
-def show_progress(wanted: bool) -> bool:
-    """tqdm's ``disable`` for a bar the caller wants (or not): a bar steps aside when stderr is not
-    a terminal, so a redirected log holds no bar frames (180 KB of them in one log)."""
+def progress_disabled(wanted: bool) -> bool:
+    """tqdm's ``disable=`` for a bar the caller wants (or not): True also when stderr is not a
+    terminal, so that a redirected log holds no bar frames (180 KB of them in one log)."""
     if not wanted:
         return True
     isatty = getattr(sys.stderr, "isatty", None)
@@ -107,5 +107,5 @@ def fail_line(prog: str, exc: BaseException) -> int:
     return 2
 
 
-__all__ = ["OneLineParser", "add_progress_flags", "show_progress", "check_output_file", "write_text_file",
-           "fail_line", "writable"]
+__all__ = ["OneLineParser", "add_progress_flags", "progress_disabled", "check_output_file",
+           "write_text_file", "fail_line", "writable"]

@@ -578,7 +578,7 @@ def play_matches(configs: Sequence[MatchConfig], workers: Optional[int] = None, 
     """
     from tqdm import tqdm
 
-    from .cli_common import show_progress
+    from .cli_common import progress_disabled
     workers = check_workers(workers)
     if check_agents:
         check_agents_build(configs)
@@ -591,8 +591,8 @@ def play_matches(configs: Sequence[MatchConfig], workers: Optional[int] = None, 
     unit = "deal" if configs[0].mode == "hands" else "game"
     total = sum(config.units for config in configs)
     try:
-        with tqdm(total=total, initial=total - len(tasks), disable=show_progress(progress), file=sys.stderr, unit=unit,
-                  desc=desc, dynamic_ncols=True) as bar:
+        with tqdm(total=total, initial=total - len(tasks), disable=progress_disabled(progress), file=sys.stderr,
+                  unit=unit, desc=desc, dynamic_ncols=True) as bar:
 
             def finished(m: int, u: int, outcomes: list[PlayOutcome]) -> None:
                 results[m][u] = outcomes

@@ -272,8 +272,9 @@ def listening(player, opponent, rules, deals: int, seed: int, progress: bool = F
     on_rng = np.random.default_rng(derive_seed("spades-coop", "listening-on-distribution", seed))
     kl_by_deal = np.zeros(deals)
     with_probabilities = hasattr(probe, "action_probabilities")
-    from .cli_common import show_progress
-    for k in tqdm(range(deals), desc="listening", unit="deal", disable=show_progress(progress), dynamic_ncols=True):
+    from .cli_common import progress_disabled
+    for k in tqdm(range(deals), desc="listening", unit="deal", disable=progress_disabled(progress),
+                  dynamic_ncols=True):
         deal, dealer = make_deal(seed, k, rules)
         options = {"deal": deal} if dealer is None else {"deal": deal, "dealer": dealer}
         env.reset(seed=derive_seed("spades-coop", "listening-env", seed, k), options=options)

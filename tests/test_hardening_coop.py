@@ -163,13 +163,13 @@ def test_every_command_takes_no_progress_and_quiet(monkeypatch):
 
 
 def test_progress_bars_step_aside_when_stderr_is_not_a_terminal(monkeypatch):
-    from evaluation.cli_common import show_progress
+    from evaluation.cli_common import progress_disabled
     from train.fitting import progress_bar
     monkeypatch.setattr(sys, "stderr", SimpleNamespace(isatty=lambda: False, write=lambda s: None, flush=lambda: None))
-    assert show_progress(True) and show_progress(False)
+    assert progress_disabled(True) and progress_disabled(False)
     assert progress_bar(10, "x", True).disable
     monkeypatch.setattr(sys, "stderr", SimpleNamespace(isatty=lambda: True, write=lambda s: None, flush=lambda: None))
-    assert not show_progress(True) and show_progress(False)
+    assert not progress_disabled(True) and progress_disabled(False)
 
 
 def test_spades_train_no_progress_sets_the_field(monkeypatch):

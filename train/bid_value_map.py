@@ -168,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[list[str]] = None) -> int:
     args = build_parser().parse_args(argv)
-    from evaluation.cli_common import check_output_file, show_progress
+    from evaluation.cli_common import check_output_file, progress_disabled
     from evaluation.coop_common import write_json
     from agents.specs import AgentSpecError
     bars: list = []
@@ -177,7 +177,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         if not bars:
             from tqdm import tqdm
             bars.append(tqdm(total=args.deals, desc="bid values", unit="deal", file=sys.stderr,
-                             disable=show_progress(True)))
+                             disable=progress_disabled(True)))
         bars[0].update(deals)
 
     try:

@@ -69,6 +69,6 @@ def progress_bar(total: int, desc: str, enabled: bool, initial: int = 0, unit: s
     """The tqdm bar every training phase shows (on stderr; ``enabled`` False: none)."""
     from tqdm import tqdm
 
-    from evaluation.cli_common import show_progress       # no bar frames in a redirected log
-    return tqdm(total=total, initial=initial, desc=desc, unit=unit, unit_scale=True, disable=show_progress(enabled),
-                dynamic_ncols=True, file=sys.stderr)
+    from evaluation.cli_common import progress_disabled       # no bar frames in a redirected log
+    return tqdm(total=total, initial=initial, desc=desc, unit=unit, unit_scale=True,
+                disable=progress_disabled(enabled), dynamic_ncols=True, file=sys.stderr)

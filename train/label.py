@@ -566,8 +566,8 @@ def label(settings: dict, progress: bool = True, log=print) -> Path:
     if len(todo) < shards:
         log(f"spades-label: {shards - len(todo)} of {shards} shards already in {out}; labelling the other {len(todo)}")
     from tqdm import tqdm
-    from evaluation.cli_common import show_progress
-    bar = tqdm(total=len(todo), desc="labelling shards", unit="shard", disable=show_progress(progress),
+    from evaluation.cli_common import progress_disabled
+    bar = tqdm(total=len(todo), desc="labelling shards", unit="shard", disable=progress_disabled(progress),
                file=sys.stderr)
     labelled = 0
     threads = torch.get_num_threads()                # labelling here sets 1; the caller's is restored
