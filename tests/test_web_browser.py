@@ -997,3 +997,41 @@ def test_reduced_motion_is_respected(server, browser):
         else:
             page.wait_for_function("() => [...document.querySelectorAll('#center .card.enter')].length > 0", timeout=20000)
         page.close()
+
+
+def test_the_table_works_under_a_strict_content_security_policy(server, browser):
+    """No inline script, no style attribute from HTML, no eval: under a strict policy the page
+    plays a bid and a card, analyses a position, and the browser reports no violation."""
+    url, records = server
+    policy = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
+              "font-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+    page = browser.new_page(viewport={"width": 1000, "height": 900})
+    problems = []
+    page.on("console", lambda m: m.type == "error" and problems.append(m.text))
+    page.on("pageerror", lambda e: problems.append(str(e)))
+
+    def strict(route):
+        response = route.fetch()
+        route.fulfill(response=response, headers={**response.headers, "content-security-policy": policy})
+    page.route("**/*", strict)
+    seed = 4
+    first, _ = _first_bidder(seed)
+    page.goto(url)
+    _start(page, first, seed)
+    _wait_for_bid_buttons(page, timeout=60000)
+    page.locator("#controls [data-action]").nth(3).click()
+    page.wait_for_selector("#hand .card.legal", timeout=20000)
+    page.locator("#hand .card.legal").first.click()
+    page.wait_for_function("() => document.querySelectorAll('#center .card').length > 0")
+    (records / "csp.json").write_text(json.dumps(heuristic_hand_record(4)))
+    page.click("#tab-inspect")
+    page.wait_for_selector("#record-list option[value='csp.json']", state="attached")
+    page.select_option("#record-list", "csp.json")
+    page.click("#open-record")
+    page.wait_for_selector("#viewer:not(.hidden)")
+    page.click("#next-trick")
+    page.fill("#analyse-agent", "heuristic")
+    page.click("#analyse")
+    page.wait_for_function("() => document.querySelector('#analysis').innerText.includes('would play')")
+    assert problems == [], problems
+    page.close()
