@@ -13,7 +13,7 @@ from typing import Any, Optional, Sequence
 from spades_env.rules import RulesError
 from spades_env.starts import hand_start_names
 
-from .cli_common import OneLineParser, add_progress_flags
+from .cli_common import OneLineParser, add_progress_flags, check_output_file, write_text_file
 from .outcomes import EvaluationError
 from .report import plot_crossplay
 from .results import compare, crossplay, evaluate
@@ -113,11 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _write_json(path: str, data: Any) -> None:
-    target = Path(path)
-    if target.parent and not target.parent.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(data, indent=1))
+def _write_json(path: str, data: Any, flag: str = "--json") -> None:
+    write_text_file(path, json.dumps(data, indent=1), flag)     # a failed write is one line too
 
 
 def _stop(signum, frame) -> None:
@@ -151,6 +148,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     # workers stopped (they also die with this process: evaluation.matches.die_with_parent).
     previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
+        for flag, value in (("--json", args.json), ("--records", args.records), ("--plot", args.plot)):
+            if value:                           # a folder, `out/`, an unwritable place: refused before play
+                check_output_file(value, flag)
         n = args.games if args.games is not None else (args.hands if args.hands is not None else args.deals)
         mode = "games" if args.games is not None else "hands"
         common = dict(deals=None if mode == "games" else n, games=n if mode == "games" else None,
@@ -184,16 +184,19 @@ def main(argv: Optional[list[str]] = None) -> int:
             signal.signal(sig, handler)
 
     print(result.format())
-    if args.json:
-        _write_json(args.json, result.to_dict())
-        print(f"\nwrote {args.json}")
-    if args.crossplay:
-        plot = args.plot or (str(Path(args.json).with_suffix(".png")) if args.json else "crossplay.png")
-        plot_crossplay(result, plot)
-        print(f"wrote {plot}")
-    elif args.records:
-        _write_json(args.records, result.records)
-        print(f"wrote {args.records}")
+    try:
+        if args.json:
+            _write_json(args.json, result.to_dict())
+            print(f"\nwrote {args.json}")
+        if args.crossplay:
+            plot = args.plot or (str(Path(args.json).with_suffix(".png")) if args.json else "crossplay.png")
+            plot_crossplay(result, plot)
+            print(f"wrote {plot}")
+        elif args.records:
+            _write_json(args.records, result.records, "--records")
+            print(f"wrote {args.records}")
+    except EvaluationError as exc:              # the disk filled, or the folder changed, since the check
+        return fail(str(exc))
     return 0
 
 

@@ -48,7 +48,11 @@ def check_output_file(path: Any, flag: str) -> Path:
     """``path`` as a file this command may write (created with its folders when missing), or an
     :class:`EvaluationError` naming the flag: a folder, a path under a file, a folder that cannot
     be written, or something that is not a regular file (``/dev/full``) are refused here, before
-    any work starts. Nothing is created."""
+    any work starts. Nothing is created. A path written with a trailing slash names a folder
+    (``--json out/`` wrote a file named ``out``: ``Path`` drops the slash)."""
+    if isinstance(path, str) and path.endswith(("/", os.sep)):
+        raise EvaluationError(f"{flag} {path}: ends in a slash, so it names a folder: expected a file to write, "
+                              f"e.g. {path.rstrip('/' + os.sep) or '.'}/result.json")
     path = Path(path)
     try:
         info = path.stat()

@@ -27,6 +27,7 @@ CLIENT_PORT = 10001      # the same for ray://HOST (Ray Client)
 # How long ``--ray ADDRESS`` waits for the cluster: ray.init with nothing listening retried for
 # over 200 s (the environment variable sets another wait, in seconds).
 CONNECT_TIMEOUT_S = 20.0
+LOCAL_START_TIMEOUT_S = 180.0    # starting a local instance takes longer on a busy machine
 TIMEOUT_VARIABLE = "SPADES_RAY_CONNECT_TIMEOUT"
 
 
@@ -37,7 +38,7 @@ class RayUnavailable(RuntimeError):
 def connect(address: Optional[str], num_cpus: Optional[int] = None):
     """``ray`` initialised: a new local instance (``address`` None or ``"local"``; ``num_cpus``
     workers) or the cluster at ``address``. Returns the module."""
-    timeout = connect_timeout()
+    timeout = connect_timeout(LOCAL_START_TIMEOUT_S if address in (None, LOCAL) else CONNECT_TIMEOUT_S)
     if address not in (None, LOCAL):
         probe_address(address, timeout)           # nothing listening: refused now, not after minutes
     try:
@@ -77,12 +78,12 @@ def connect(address: Optional[str], num_cpus: Optional[int] = None):
     return ray
 
 
-def connect_timeout() -> float:
-    """Seconds ``--ray`` waits for a cluster: :data:`CONNECT_TIMEOUT_S`, or the environment's
+def connect_timeout(default: float = CONNECT_TIMEOUT_S) -> float:
+    """Seconds ``--ray`` waits for a cluster: ``default``, or the environment's
     :data:`TIMEOUT_VARIABLE` (a number of seconds above 0)."""
     text = os.environ.get(TIMEOUT_VARIABLE)
     if text is None or not text.strip():
-        return CONNECT_TIMEOUT_S
+        return default
     try:
         value = float(text)
     except ValueError:

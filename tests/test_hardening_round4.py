@@ -423,3 +423,11 @@ def test_the_page_works_under_its_policy_and_refuses_to_be_framed(tmp_path):
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@pytest.mark.parametrize("flag", ["--json", "--records"])
+def test_an_output_path_ending_in_a_slash_is_refused_before_play(tmp_path, flag):
+    status, err, _ = run_command("spades-eval", "--team-a", "random", "--team-b", "random", "--deals", "1", "--quiet",
+                                 flag, f"{tmp_path}/out/")
+    assert_refused("spades-eval", status, err, rf"{flag} .*out/: ends in a slash, so it names a folder")
+    assert not (tmp_path / "out").exists()
