@@ -74,7 +74,10 @@ def load_yaml_text(text: str, where: str, max_depth: int = MAX_YAML_DEPTH) -> An
     except ValueError as exc:                  # e.g. an integer of 5,000 digits
         if isinstance(exc, YamlLimitError):
             raise
-        raise YamlLimitError(f"{where}: a value cannot be read ({str(exc).splitlines()[0]})") from None
+        reason = str(exc).splitlines()[0]
+        if "integer string conversion" in reason:       # Python's advice (set_int_max_str_digits) is not ours
+            reason = "a number of more than 4,300 digits; expected a number of a few digits"
+        raise YamlLimitError(f"{where}: a value cannot be read ({reason})") from None
 
 
 def load_yaml_file(path: str | os.PathLike, what: str = "file", max_bytes: int = MAX_YAML_BYTES,

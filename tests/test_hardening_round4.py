@@ -122,7 +122,7 @@ RULES_CASES = [
     ("bomb", r"YAML anchors and aliases .* are not accepted"),
     ("zero", r"rules file /dev/zero is not a regular file"),
     ("deep", r"nested too deeply \(at most 16 levels\)"),
-    ("digits", r"a value cannot be read"),
+    ("digits", r"a value cannot be read \(a number of more than 4,300 digits"),
     ("folder", r"is a (directory|folder): expected a YAML file"),
 ]
 
