@@ -192,6 +192,33 @@ def _digest(path: str, size: int, mtime_ns: int) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def weights_digest(path: str | Path) -> Optional[str]:
+    """SHA-256 of a model file's policy weights (names, shapes and values), None for a file that
+    is no spades model: the same policy saved again (another name, other bytes) has the same."""
+    try:
+        stat = Path(path).stat()
+        return _weights_digest(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=256)
+def _weights_digest(path: str, size: int, mtime_ns: int) -> Optional[str]:
+    from agents.neural import read_checkpoint
+    try:
+        policy = read_checkpoint(path).get("policy")
+    except Exception:                      # not a model file: nothing to compare
+        return None
+    if not isinstance(policy, dict):
+        return None
+    digest = hashlib.sha256()
+    for name in sorted(policy):
+        tensor = policy[name]
+        digest.update(f"{name}:{tuple(tensor.shape)}:{tensor.dtype}".encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
 _SPLIT_RANK = {split: rank for rank, split in enumerate(SPLITS)}     # held-out the most protected
 
 
@@ -200,16 +227,18 @@ def _most_protected(found: list[Partner]) -> Optional[Partner]:
 
 
 def partner_of_file(path: str | Path) -> Optional[Partner]:
-    """The zoo partner whose model has exactly this file's bytes, whatever the file is called
-    (the most protected split if several share them); None for any other file."""
+    """The zoo partner whose model this file is, whatever the file is called: the same bytes, or
+    the same policy weights saved again (the most protected split if several share them); None
+    for any other file."""
     digest = file_digest(path)
     if digest is None:
         return None
-    found = []
-    for p in PARTNERS:
-        model = model_file(p.spec)
-        if model is not None and file_digest(model) == digest:
-            found.append(p)
+    models = [(p, model_file(p.spec)) for p in PARTNERS]
+    models = [(p, m) for p, m in models if m is not None]
+    found = [p for p, m in models if file_digest(m) == digest]
+    if not found:
+        weights = weights_digest(path)
+        found = [p for p, m in models if weights is not None and weights_digest(m) == weights]
     return _most_protected(found)
 
 
@@ -235,7 +264,7 @@ def refuse_for_training(what: str, *, spec: Optional[str] = None, path: Optional
     found = partner_of_file(path) if path is not None else partner_of_spec(spec)
     if found is None or found.split not in splits:
         return
-    how = "the same bytes as" if path is not None or model_file(found.spec) is not None else "the same partner as"
+    how = "the same model as" if path is not None or model_file(found.spec) is not None else "the same partner as"
     kept_for = {"held-out": "evaluation only", "validation": "choosing settings and checkpoints, not training"}
     raise HeldOutError(f"{what} is zoo partner {found.name!r} of the {found.split} split ({how} "
                        f"{found.spec}): the {found.split} split is for {kept_for[found.split]}; set "
@@ -303,4 +332,4 @@ def format_zoo() -> str:
 
 __all__ = ["ZOO_VERSION", "SPLITS", "PARTNERS", "Partner", "HeldOutError", "partners", "partner", "groups",
            "partner_hash", "model_file", "zoo_listing", "zoo_hash", "format_zoo", "canonical_spec", "file_digest",
-           "partner_of_file", "partner_of_spec", "refuse_for_training"]
+           "partner_of_file", "partner_of_spec", "refuse_for_training", "weights_digest"]

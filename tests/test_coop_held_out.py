@@ -65,6 +65,19 @@ def test_a_held_out_model_copied_under_a_new_name_is_refused(held_out_copy, tmp_
         assert config_from_dict({**fields, "allow_held_out": True}).allow_held_out     # on purpose
 
 
+def test_a_held_out_policy_saved_again_under_another_name_is_refused(tmp_path):
+    """Other bytes (torch.save names its archive after the file), the same policy weights."""
+    from agents.neural import read_checkpoint
+    source = zoo.model_file("neural:model=zoo_scratch_s3")
+    resaved = tmp_path / "fresh_start.pt"
+    torch.save(read_checkpoint(source), resaved)
+    assert zoo.file_digest(resaved) != zoo.file_digest(source)
+    assert zoo.weights_digest(resaved) == zoo.weights_digest(source)
+    with pytest.raises(ConfigError, match="'scratch-s3' of the held-out split"):
+        config_from_dict({"init_from": str(resaved)})
+    assert zoo.weights_digest(tmp_path / "nothing.pt") is None
+
+
 def test_held_out_specs_spelt_otherwise_and_validation_models_are_refused(tmp_path):
     with pytest.raises(ConfigError, match="'bold' of the held-out split"):
         config_from_dict({"partner_population": ["heuristic:nil=eager,cover=strong,bidding=aggressive"]})
