@@ -85,6 +85,8 @@ def test_held_out_specs_spelt_otherwise_and_validation_models_are_refused(tmp_pa
         config_from_dict({"partner_population": ["heuristic:nil=never,bidding=conservative"]})
     with pytest.raises(ConfigError, match="'search-32' of the held-out split"):
         config_from_dict({"expert_opponents": {"search:worlds=32,seed=1": 1.0}})
+    with pytest.raises(ConfigError, match="expert_teacher=.*'low-asks' of the held-out split"):
+        config_from_dict({"expert_teacher": "heuristic:discards=low_asks"})
     validation = tmp_path / "v.pt"
     shutil.copyfile(zoo.model_file("neural:model=zoo_scratch_s2"), validation)
     with pytest.raises(ConfigError, match="'scratch-s2' of the validation split"):

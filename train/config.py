@@ -166,11 +166,11 @@ class CooperationSection:
     partner_population_share: float = _f(0.5, "with partner_population, the share of episodes (drawn per table and "
                                               "episode) whose learner's partner seat a member plays (drawn "
                                               "uniformly); the other side is drawn from opponents as usual")
-    allow_held_out: bool = _f(False, "let held-out zoo partners into training on purpose: init_from a file with a "
-                                     "held-out partner's bytes, partner_population files or specs that are a "
-                                     "held-out or validation partner, expert_opponents that are held out (refused "
-                                     "by content, whatever the path or spelling, unless this is true; a run trained "
-                                     "so is no test with strangers)")
+    allow_held_out: bool = _f(False, "let held-out zoo partners into training on purpose: init_from a held-out "
+                                     "partner's model (its bytes or weights under any name), partner_population "
+                                     "files or specs that are a held-out or validation partner, an expert_teacher "
+                                     "or expert_opponents that are held out (refused by content, whatever the path "
+                                     "or spelling, unless this is true; a run trained so is no test with strangers)")
 
 
 @dataclass

@@ -10,7 +10,8 @@ study's runs are spades-train configs, so they pass here too) and refuses, in on
 - ``partner_population``: any file a glob or path matches with the bytes of a held-out or
   validation partner's model (validation partners are refused by name there too), and entries
   that are specs meaning a held-out or validation partner (:func:`evaluation.zoo.canonical_spec`);
-- ``expert_opponents``: specs that are a held-out partner (by meaning or model bytes).
+- ``expert_teacher`` and ``expert_opponents``: specs that are a held-out partner (by meaning or
+  model).
 
 ``allow_held_out: true`` in a config lets them in on purpose (its results are then no test with
 strangers). No torch here: the config's ``validate`` calls it.
@@ -61,8 +62,10 @@ def refuse_held_out(cfg) -> None:
             check_files(what, matched_files(entry))      # files that exist now; the run checks again
         elif entry not in names:                         # names are checked by split where members are built
             zoo.refuse_for_training(what, spec=entry, splits=POPULATION_SPLITS)
+    if isinstance(cfg.expert_teacher, str):
+        zoo.refuse_for_training(f"expert_teacher={cfg.expert_teacher!r}", spec=cfg.expert_teacher, splits=INIT_SPLITS)
     for spec in (cfg.expert_opponents or {}):
-        if spec not in ("self", "pool"):
+        if spec not in ("self", "previous"):
             zoo.refuse_for_training(f"expert_opponents: {spec!r}", spec=spec, splits=INIT_SPLITS)
 
 
