@@ -76,6 +76,7 @@ def record_frames(record: Any) -> dict:
         players = None
     return {"rules": rules.name, "players": rules.players, "seat_names": list(SEAT_NAMES[:rules.players]),
             "side_names": side_names(rules), "target_score": rules.target_score,
+            "bag_limit": rules.bag_limit if rules.bags else None, "bag_penalty": rules.bag_penalty,
             "partnerships": rules.partnerships, "frames": frames, "in_progress": in_progress,
             "seat_players": None if players is None else [p[:80] for p in players],
             # scored hands only: the hand in progress has its own row

@@ -710,6 +710,7 @@ function renderFrame() {
   const at = positions(bottom, data.players);
   const state = { ...frame, seat_names: data.seat_names, side_names: data.side_names, partnerships: data.partnerships, seat: bottom,
                   agents: {}, thinking: null, players: data.players, last_trick: null, target_score: data.target_score,
+                  bag_limit: data.bag_limit, bag_penalty: data.bag_penalty,
                   hands: data.hands.slice(0, frame.action || data.in_progress ? frame.hand_number - 1 : frame.hand_number) };
   for (const where of ["top", "left", "right", "bottom"]) $(`ipos-${where}`).replaceChildren();
   for (let s = 0; s < data.players; s++) {
