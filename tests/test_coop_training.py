@@ -45,8 +45,10 @@ def test_bad_settings_are_refused_naming_the_field(field, value, expected):
 
 
 def test_a_held_out_population_partner_is_refused_before_training(tmp_path):
-    with pytest.raises(ConfigError, match="is held out"):
+    with pytest.raises(ConfigError, match="'low-asks' of the held-out split"):
         Trainer(tiny(tmp_path, "held", partner_population=["low-asks"]), log=lambda line: None)
+    with pytest.raises(ConfigError, match="'never-nil' of the validation split"):
+        tiny(tmp_path, "validation", partner_population=["never-nil"])
     assert not (tmp_path / "held" / "checkpoints").exists()
 
 

@@ -60,8 +60,9 @@ def refuse_held_out(cfg) -> None:
         what = f"partner_population[{i}]={entry!r}"
         if is_path_entry(entry):
             check_files(what, matched_files(entry))      # files that exist now; the run checks again
-        elif entry not in names:                         # names are checked by split where members are built
-            zoo.refuse_for_training(what, spec=entry, splits=POPULATION_SPLITS)
+        else:                                            # a zoo name (by its partner's spec) or a spec
+            spec = zoo.partner(entry, purpose="evaluation").spec if entry in names else entry
+            zoo.refuse_for_training(what, spec=spec, splits=POPULATION_SPLITS)
     if isinstance(cfg.expert_teacher, str):
         zoo.refuse_for_training(f"expert_teacher={cfg.expert_teacher!r}", spec=cfg.expert_teacher, splits=INIT_SPLITS)
     for spec in (cfg.expert_opponents or {}):
