@@ -239,9 +239,9 @@ def _check_keys(settings: Mapping[str, Any], source: str) -> None:
             raise RulesError(f"unknown rule {key!r} in {source}{hint}; known rules: {', '.join(RULE_NAMES)}")
 
 
-# A rules file from the command line is read within the web's limits for an uploaded one
-# (web/limits.py: MAX_RULES_YAML, MAX_YAML_DEPTH): a 400-byte alias bomb, /dev/zero, 5,000 nested
-# brackets or a 5,000-digit number used to end in MemoryError, RecursionError or ValueError.
+# The bounds of a rules file, from the command line or uploaded to the web table (web/limits.py
+# takes them from here): a 400-byte alias bomb, /dev/zero, 5,000 nested brackets or a 5,000-digit
+# number used to end in MemoryError, RecursionError or ValueError.
 MAX_RULES_FILE_BYTES = 65_536       # a rules file is a few hundred bytes
 MAX_RULES_FILE_DEPTH = 16           # it nests 1 or 2 levels
 

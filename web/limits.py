@@ -28,12 +28,15 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from spades_env.rules import MAX_RULES_FILE_BYTES, MAX_RULES_FILE_DEPTH
+
 MAX_BODY = 4_000_000            # bytes of a request body
 MAX_JSON_DEPTH = 32             # nesting of a JSON body (a game record needs about 6)
 MAX_INT_DIGITS = 40             # digits of a JSON integer
 MAX_JSON_CONTAINERS = 400_000   # objects and lists in a body (4 MB of records hold ~150,000)
-MAX_RULES_YAML = 65_536         # characters of an uploaded rules file
-MAX_YAML_DEPTH = 16             # nesting of a rules file (one needs 1 or 2)
+# A rules file has one set of bounds, from the command line or uploaded (spades_env.rules)
+MAX_RULES_YAML = MAX_RULES_FILE_BYTES   # characters of an uploaded rules file (65,536)
+MAX_YAML_DEPTH = MAX_RULES_FILE_DEPTH   # nesting of a rules file (16; one needs 1 or 2)
 MAX_MESSAGE = 500               # characters of an error message sent back
 MAX_NAME = 255                  # characters of a record file name
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
