@@ -141,6 +141,10 @@ class ExperienceSection:
                          "(self-play: both sides learn), a past policy from the pool, or the heuristic")
     pool_size: int = _f(8, "past policies kept as opponents")
     pool_every: int = _f(10, "updates between snapshots added to the pool")
+    blind_nil_explore: float = _f(0.0, "share of the learner's blind-nil decisions (blind nil offered) where it bids "
+                                       "blind nil whatever it would have chosen, stored with the policy's own "
+                                       "probability of it: its card play then meets the blind-nil hands (passing, "
+                                       "ducking, covering) that a policy which never bids one never learns; 0: off")
 
 
 @dataclass
@@ -441,7 +445,7 @@ class TrainConfig:
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected a positive number")
         for name in ("gamma", "gae_lambda", "varied_start_share", "bid_value_heuristic_share",
-                     "partner_population_share"):
+                     "partner_population_share", "blind_nil_explore"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected a number in [0, 1]")
         if self.bid_entropy_coef is not None and not self.bid_entropy_coef >= 0:

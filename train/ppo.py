@@ -117,7 +117,8 @@ class Trainer:
                                        cfg.card_features)
         self.opponents = OpponentPool(cfg.opponents, cfg.pool_size, cfg.num_envs, new_policy, self.generator, dev)
         self.collector = Collector(self.env, self.opponents, self.heuristic, self.starts, cfg.rollout_steps,
-                                   cfg.critic == "central", self.generator, dev)
+                                   cfg.critic == "central", self.generator, dev,
+                                   blind_nil_explore=cfg.blind_nil_explore)
         state_size = self.collector.state_size
         self.policy = new_policy().to(dev)
         self.critic = ValueNet(self.obs_size + (state_size or 0), cfg.hidden, cfg.layers).to(dev)

@@ -17,6 +17,8 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
+from spades_env.game import BLIND_NIL_ACTION
+
 # Who chooses a seat's action on a table (a code per (table, seat)): the learning policy, a
 # past policy from the pool, or the heuristic.
 LEARNER, POOL, HEURISTIC = 0, 1, 2
@@ -207,10 +209,12 @@ class Collector:
     RECENT_EPISODES = 2000
 
     def __init__(self, env, opponents, heuristic, starts: StartingScores, steps: int, central_critic: bool,
-                 generator: torch.Generator, device: torch.device, cooperation=None) -> None:
+                 generator: torch.Generator, device: torch.device, cooperation=None,
+                 blind_nil_explore: float = 0.0) -> None:
 
         self.env, self.opponents, self.heuristic, self.starts = env, opponents, heuristic, starts
         self.cooperation = cooperation       # train.cooperation.Cooperation, or None (every setting off)
+        self.blind_nil_explore = blind_nil_explore   # share of offered blind nils bid whatever the policy says
         self.steps, self.generator, self.device = steps, generator, device
         self.obs, self.mask = starts.reset(env)
         self.obs_size = env.obs_size
@@ -218,6 +222,14 @@ class Collector:
         self.storage: Optional[Rollout] = None          # reused by every collect()
         # the learner's side's points minus the other side's, per finished episode, by opponent kind
         self.recent = {kind: deque(maxlen=self.RECENT_EPISODES) for kind in KINDS}
+
+    def explore_blind_nil(self, sampled: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``sampled`` with blind nil put in, where it is legal, on a ``blind_nil_explore`` share of
+        the rows: a policy that never bids blind nil never learns to play one, so it could never
+        find out what one is worth (as DouZero's epsilon-greedy, for the one action that matters)."""
+        offered = mask[:, BLIND_NIL_ACTION].bool()
+        coin = torch.rand(sampled.shape[0], generator=self.generator, device=sampled.device) < self.blind_nil_explore
+        return torch.where(offered & coin, torch.full_like(sampled, BLIND_NIL_ACTION), sampled)
 
     @torch.no_grad()
     def choose(self, policy, critic, obs: torch.Tensor, mask: torch.Tensor, controller: torch.Tensor,
@@ -232,6 +244,8 @@ class Collector:
             logp_all = F.log_softmax(logits, 1)
             # softmax, not logp_all.exp(): exp is ten times slower on the masked -1e9 entries
             a = sample_actions(torch.softmax(logits, 1), self.generator)
+            if self.blind_nil_explore > 0:       # draws nothing when off: runs without it repeat exactly
+                a = self.explore_blind_nil(a, mask[rows])
             actions[rows] = a
             buf.logp[t, rows] = logp_all.gather(1, a[:, None])[:, 0]
             buf.value[t, rows] = critic(critic_input(obs[rows], None if state is None else state[rows]))

@@ -1,0 +1,54 @@
+"""``blind_nil_explore``: the learner bids blind nil on a share of the decisions where it is
+offered, so its card play meets blind-nil hands (train/rollout.py, Collector.explore_blind_nil)."""
+
+import pytest
+import torch
+
+from spades_env.game import BLIND_NIL_ACTION, LOOK_ACTION
+from train.config import ConfigError, load_config
+from train.rollout import Collector
+
+
+def explorer(share: float, seed: int = 0) -> Collector:
+    collector = Collector.__new__(Collector)          # the one method needs only these two
+    collector.blind_nil_explore = share
+    collector.generator = torch.Generator().manual_seed(seed)
+    return collector
+
+
+def masks(rows: int, offered: bool) -> torch.Tensor:
+    mask = torch.zeros(rows, 68, dtype=torch.bool)
+    if offered:
+        mask[:, BLIND_NIL_ACTION] = mask[:, LOOK_ACTION] = True
+    else:
+        mask[:, 52:66] = True
+    return mask
+
+
+def test_blind_nil_is_put_in_on_the_share_of_offered_rows_only():
+    sampled = torch.full((4000,), LOOK_ACTION)
+    chosen = explorer(0.5).explore_blind_nil(sampled, masks(4000, offered=True))
+    share = (chosen == BLIND_NIL_ACTION).float().mean().item()
+    assert 0.46 < share < 0.54
+    assert set(chosen.tolist()) == {BLIND_NIL_ACTION, LOOK_ACTION}
+    bids = torch.full((4000,), 55)
+    assert torch.equal(explorer(1.0).explore_blind_nil(bids, masks(4000, offered=False)), bids)
+
+
+def test_every_offered_row_with_share_one_and_the_policy_choice_kept_by_the_rest():
+    sampled = torch.tensor([LOOK_ACTION, BLIND_NIL_ACTION, LOOK_ACTION])
+    assert explorer(1.0).explore_blind_nil(sampled, masks(3, offered=True)).tolist() == [BLIND_NIL_ACTION] * 3
+    assert explorer(0.0).explore_blind_nil(sampled, masks(3, offered=True)).tolist() == sampled.tolist()
+
+
+@pytest.mark.parametrize("value", [-0.1, 1.5])
+def test_a_share_outside_zero_to_one_is_refused(value):
+    with pytest.raises(ConfigError, match="blind_nil_explore"):
+        load_config("configs/quickstart.yaml", overrides=[f"blind_nil_explore={value}"])
+
+
+def test_the_game_configs_load():
+    for name in ("neural_game", "neural_game_bids", "neural_game_blind"):
+        cfg = load_config(f"configs/{name}.yaml")
+        assert cfg.bag_cost == 10.0
+    assert load_config("configs/neural_game_blind.yaml").blind_nil_explore == 0.5
