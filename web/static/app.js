@@ -482,6 +482,12 @@ function renderPlay() {
         : say($("message"), reason && myTurn && !holding ? reason : waitReason(), "warn"),
     });
   });
+  // a fanned hand: each card tilted by its place (CSS custom properties, set from JS: no inline style in HTML)
+  cards.forEach((card, i) => {
+    const off = i - (cards.length - 1) / 2;
+    card.style.setProperty("--tilt", `${(off * 1.6).toFixed(1)}deg`);
+    card.style.setProperty("--drop", `${(off * off * 0.45).toFixed(1)}px`);
+  });
   $("hand").replaceChildren(...(state.hand_hidden
     ? [el("span", { class: "or" }, `${state.hand_size} cards face down: decide on blind nil before you look`)] : cards));
   // roving focus: one card of the hand is reached with Tab, the arrows move within the hand
