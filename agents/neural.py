@@ -24,9 +24,9 @@ from .networks import NUM_ACTIONS, PolicyNet
 
 MODEL_FORMAT = "spades-neural-policy"
 CHECKPOINT_FORMAT = "spades-train-checkpoint"
-# The shipped policy (docs/shipped_model.md). The ones it replaced stay loadable:
-# agents.make("neural_v2"), expert iteration's round 4, shipped 2026-11-26 until 2026-11-27, and
-# agents.make("neural_v1"), shipped until 2026-11-26.
+# The shipped policy (docs/shipped_model.md): expert iteration's round 4, shipped 2026-11-26, also
+# loadable under its own name as agents.make("neural_v2") (a copy of its file, so that it stays
+# the same when `neural` moves on); agents.make("neural_v1") is the one shipped until 2026-11-26.
 MODELS_DIR = Path(__file__).parent / "models"
 DEFAULT_MODEL = MODELS_DIR / "neural_standard.pt"
 PREVIOUS_MODEL = MODELS_DIR / "neural_standard_v1.pt"

@@ -53,7 +53,7 @@ def match_key(configs: Sequence[Any]) -> list[dict]:
                     "duplicate": config.duplicate, "seed": config.seed,
                     "start_scores": list(config.start_scores) if config.start_scores is not None else None,
                     "keep_records": config.keep_records})
-        if getattr(config, "start", "zero") != "zero":   # journals of 0-0 matches from before still resume
+        if getattr(config, "start", "zero") != "zero":   # a 0-0 match's key stays as it was
             key[-1]["start"] = config.start
     return json.loads(json.dumps(key))
 
@@ -76,8 +76,8 @@ def model_hashes(configs: Sequence[Any]) -> dict[str, str]:
                 if name.startswith("neural") or "checkpoint" in options or "model" in options:
                     files.append(model_file(player.label))        # (imports torch: only when a model is named)
                 guide = options.get("guide")
-                if isinstance(guide, str) and guide != "neural":  # the search's guiding policy
-                    files.append(Path(guide))
+                if isinstance(guide, str):                       # the search's guiding policy
+                    files.append(model_file("neural") if guide == "neural" else Path(guide))
                 for number, path in enumerate(f for f in files if f is not None):
                     key = player.label if number == 0 else f"{player.label} (guide)"
                     hashes[key] = file_digest(path) or "missing"
@@ -141,7 +141,7 @@ class Journal:
         self._file = None
         header = {"format": FORMAT, "version": VERSION, "match": match_key(configs)}
         models = model_hashes(configs)
-        if models:                       # journals of matches without models read as before
+        if models:                       # matches without models keep the header they had
             header["models"] = models
         keep = self._read(header) if exists else None
         try:

@@ -237,15 +237,18 @@ def plot_league(result: dict, path) -> Any:
     names = [r["agent"] for r in ratings]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 1.2 + 0.4 * len(names)), sharey=True)
     y = range(len(names))
-    left.errorbar([r["rating"] for r in ratings], y, xerr=[[r["rating"] - r["low"] for r in ratings],
-                                                          [r["high"] - r["rating"] for r in ratings]], fmt="o")
+    # a bootstrap percentile interval need not hold its point estimate (a Nash average is not
+    # smooth in the data), and matplotlib refuses negative error bars: clip them at 0
+    left.errorbar([r["rating"] for r in ratings], y, xerr=[[max(0.0, r["rating"] - r["low"]) for r in ratings],
+                                                          [max(0.0, r["high"] - r["rating"]) for r in ratings]],
+                  fmt="o")
     left.set_yticks(list(y), names)
     left.invert_yaxis()
     left.set_xlabel("Bradley-Terry rating (Elo, 95% bootstrap)")
     bounds = {r["agent"]: (r.get("low", r["nash_average"]), r.get("high", r["nash_average"]))
               for r in result["nash"]["ratings"]}
-    right.barh(list(y), [nash[n] for n in names], xerr=[[nash[n] - bounds[n][0] for n in names],
-                                                        [bounds[n][1] - nash[n] for n in names]])
+    right.barh(list(y), [nash[n] for n in names], xerr=[[max(0.0, nash[n] - bounds[n][0]) for n in names],
+                                                        [max(0.0, bounds[n][1] - nash[n]) for n in names]])
     right.set_xlabel("Nash average (points per hand, 95% bootstrap)")
     fig.suptitle(f"league over {result['deals']} duplicate deals per pair")
     fig.tight_layout()

@@ -450,9 +450,12 @@ class TrainConfig:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected a number in [0, 1]")
         if self.bid_entropy_coef is not None and not self.bid_entropy_coef >= 0:
             raise ConfigError(f"bid_entropy_coef={self.bid_entropy_coef!r}: expected 0 or more, or null")
-        for name in ("entropy_coef", "value_coef", "shaping", "win_bonus"):
+        for name in ("entropy_coef", "value_coef", "shaping", "win_bonus", "bag_cost"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected 0 or more")
+        if self.expert_rounds and self.start_kind == "real":
+            raise ConfigError("start: real is not taken by expert iteration's labelling yet (its deals start "
+                              "from 0-0 or, with start: varied, from random scores); use start: varied there")
         for name in ("expert_rounds", "expert_workers"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected 0 or more")
@@ -670,12 +673,13 @@ def load_config(path: Optional[str | Path] = None, overrides: Sequence[str] = ()
     source = "defaults"
     if path is not None:
         source = str(path)
-        try:
-            text = Path(path).read_text()
+        from spades_env.safe_yaml import YamlLimitError, load_yaml_file
+        try:                  # within bounds: size, UTF-8, no aliases, nesting (as rules and study files)
+            values = load_yaml_file(path, "config") or {}
+        except YamlLimitError as exc:
+            raise ConfigError(str(exc)) from None
         except OSError as exc:
             raise ConfigError(f"cannot read config {path}: {exc.strerror or exc}") from None
-        try:
-            values = yaml.safe_load(text) or {}
         except yaml.YAMLError as exc:
             raise ConfigError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
         if not isinstance(values, dict):
