@@ -271,6 +271,7 @@ def listening(player, opponent, rules, deals: int, seed: int, progress: bool = F
     unstable = asked = 0
     on_rng = np.random.default_rng(derive_seed("spades-coop", "listening-on-distribution", seed))
     kl_by_deal = np.zeros(deals)
+    probes_by_deal = np.zeros(deals)     # on-distribution probes per deal: the KL's denominators
     with_probabilities = hasattr(probe, "action_probabilities")
     from .cli_common import progress_disabled
     for k in tqdm(range(deals), desc="listening", unit="deal", disable=progress_disabled(progress),
@@ -311,6 +312,7 @@ def listening(player, opponent, rules, deals: int, seed: int, progress: bool = F
                         probe.reset(probe_seed)
                         answers.append(probe.act({"observation": observation, "action_mask": mask}, info))
                     counts["on"][0] += 1
+                    probes_by_deal[k] += 1
                     counts["on"][1] += int(answers[1] != answers[0])
                     if with_probabilities:
                         kl_by_deal[k] += _kl_bits(probe.action_probabilities({"observation": vector, "action_mask": mask}),
@@ -327,18 +329,22 @@ def listening(player, opponent, rules, deals: int, seed: int, progress: bool = F
             "listening_on_distribution": _rate(counts["on"][1], counts["on"][0],
                                                method="share of choices changed by the partner's bid swapped for "
                                                       "one its copy makes on similar hands; Wilson"),
-            "listening_kl": _kl_summary(kl_by_deal, counts["on"][0], with_probabilities,
+            "listening_kl": _kl_summary(kl_by_deal, probes_by_deal, with_probabilities,
                                         derive_seed("spades-coop", "listening-kl", seed))}
 
 
-def _kl_summary(kl_by_deal: np.ndarray, probes: int, available: bool, seed: int, resamples: int = 1000) -> dict:
-    """Mean KL per probe (bits) with a percentile bootstrap over deals; None where the agent
-    exposes no probabilities or nothing was probed."""
+def _kl_summary(kl_by_deal: np.ndarray, probes_by_deal: np.ndarray, available: bool, seed: int,
+                resamples: int = 1000) -> dict:
+    """Mean KL per probe (bits) with a percentile bootstrap over deals (each resample's KL over
+    its own probes: deals hold different numbers of them); None where the agent exposes no
+    probabilities or nothing was probed."""
     method = "mean KL(policy with the real bid || with an on-distribution swap), bits; percentile bootstrap over deals"
+    probes = int(probes_by_deal.sum())
     if not available or probes == 0:
         return value_dict(None, None, None, n=probes, method=method)
     draws = np.random.default_rng(seed).integers(0, len(kl_by_deal), (resamples, len(kl_by_deal)))
-    low, high = np.percentile(kl_by_deal[draws].sum(1) / probes, [2.5, 97.5])
+    resampled = kl_by_deal[draws].sum(1) / np.maximum(probes_by_deal[draws].sum(1), 1)
+    low, high = np.percentile(resampled, [2.5, 97.5])
     return value_dict(float(kl_by_deal.sum() / probes), float(low), float(high), n=probes, method=method)
 
 

@@ -122,3 +122,14 @@ def test_listening_on_the_partners_own_bids_and_the_size_of_the_change(monkeypat
     assert kl["value"] > 0 and kl["low"] <= kl["value"] <= kl["high"] and kl["n"] == on["n"], kl
     rand = measure_signals("random", deals=4, workers=1)
     assert rand["listening_on_distribution"]["value"] == 0.0 and rand["listening_kl"]["value"] is None
+
+
+def test_the_listening_kl_interval_divides_each_resample_by_its_own_probes():
+    """Deals hold different numbers of probes: a resample's mean KL is its KL over its probes, so
+    no resample can exceed the largest per-deal mean (1.0 here; over all probes it is 10/11)."""
+    import numpy as np
+
+    from evaluation.signals import _kl_summary
+    summary = _kl_summary(np.array([10.0, 0.0]), np.array([10.0, 1.0]), True, seed=0)
+    assert summary["value"] == 10 / 11
+    assert 0.0 <= summary["low"] <= summary["high"] <= 1.0
