@@ -148,7 +148,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     # workers stopped (they also die with this process: evaluation.matches.die_with_parent).
     previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        for flag, value in (("--json", args.json), ("--records", args.records), ("--plot", args.plot)):
+        # --crossplay draws its table to --plot, or beside --json, or to crossplay.png
+        plot = (args.plot or (str(Path(args.json).with_suffix(".png")) if args.json else "crossplay.png")
+                if args.crossplay else args.plot)
+        for flag, value in (("--json", args.json), ("--records", args.records), ("--plot", plot)):
             if value:                           # a folder, `out/`, an unwritable place: refused before play
                 check_output_file(value, flag)
         n = args.games if args.games is not None else (args.hands if args.hands is not None else args.deals)
@@ -189,7 +192,6 @@ def main(argv: Optional[list[str]] = None) -> int:
             _write_json(args.json, result.to_dict())
             print(f"\nwrote {args.json}")
         if args.crossplay:
-            plot = args.plot or (str(Path(args.json).with_suffix(".png")) if args.json else "crossplay.png")
             plot_crossplay(result, plot)
             print(f"wrote {plot}")
         elif args.records:
@@ -197,6 +199,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"wrote {args.records}")
     except EvaluationError as exc:              # the disk filled, or the folder changed, since the check
         return fail(str(exc))
+    except OSError as exc:                      # the same, met by the plot's own write
+        return fail(f"cannot write {exc.filename or 'the plot'}: {exc.strerror or exc}")
     return 0
 
 

@@ -582,3 +582,14 @@ def test_rules_from_a_yaml_file(tmp_path):
     r = evaluate("random", "random:seed=1", games=2, rules=str(rules), workers=1)
     assert r.rules == "short" and r.rules_settings["target_score"] == 150
     assert r.teams["A"].nil_bids == 0 and r.hands <= 6   # basic: no nil; at most 3 hands a game
+
+
+def test_the_crossplay_plot_beside_json_is_checked_before_any_play(tmp_path, capsys):
+    """--crossplay draws its table beside --json (out.png): a folder there is refused at once."""
+    (tmp_path / "out.png").mkdir()
+    code = main(["--crossplay", "random", "heuristic", "--reference", "random", "--deals", "2", "--workers", "1",
+                 "--json", str(tmp_path / "out.json"), "--no-progress"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--plot" in err and "out.png" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out.json").exists()

@@ -113,30 +113,18 @@ def json_depth(data: Any) -> int:
 def load_rules_yaml(text: Any) -> dict:
     """An uploaded rules file's settings: at most :data:`MAX_RULES_YAML` characters and
     :data:`MAX_YAML_DEPTH` levels, no aliases or anchors (a few hundred bytes of nested aliases
-    expand to gigabytes), Python tags refused (``safe_load``)."""
-    import yaml
+    expand to gigabytes), Python tags refused: the checks of :mod:`spades_env.safe_yaml`, which
+    rules files from the command line get too."""
+    from spades_env.safe_yaml import YamlLimitError, load_yaml_text
 
     if not isinstance(text, str):
         raise Refused(400, f"rules_yaml: expected the text of a rules file, got {type(text).__name__}")
     if len(text) > MAX_RULES_YAML:
         raise Refused(400, f"rules_yaml: {len(text):,} characters; a rules file has at most {MAX_RULES_YAML:,}")
     try:
-        depth = 0
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
-            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-                raise Refused(400, "rules_yaml: YAML anchors and aliases (&name, *name) are not accepted; "
-                                   "write each setting out")
-            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-                depth += 1
-                if depth > MAX_YAML_DEPTH:
-                    raise Refused(400, f"rules_yaml: nested too deeply (at most {MAX_YAML_DEPTH} levels)")
-            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-                depth -= 1
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise Refused(400, f"rules_yaml: not valid YAML ({str(exc).splitlines()[0] if str(exc) else exc})") from None
-    except (ValueError, OverflowError, RecursionError) as exc:   # e.g. an integer of 5,000 digits
-        raise Refused(400, f"rules_yaml: a value cannot be read ({type(exc).__name__}: {exc})") from None
+        data = load_yaml_text(text, "rules_yaml", MAX_YAML_DEPTH)
+    except YamlLimitError as exc:
+        raise Refused(400, str(exc)) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
