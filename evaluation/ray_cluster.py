@@ -27,7 +27,6 @@ CLIENT_PORT = 10001      # the same for ray://HOST (Ray Client)
 # How long ``--ray ADDRESS`` waits for the cluster: ray.init with nothing listening retried for
 # over 200 s (the environment variable sets another wait, in seconds).
 CONNECT_TIMEOUT_S = 20.0
-LOCAL_START_TIMEOUT_S = 180.0    # starting a local instance takes longer on a busy machine
 TIMEOUT_VARIABLE = "SPADES_RAY_CONNECT_TIMEOUT"
 
 
@@ -38,7 +37,7 @@ class RayUnavailable(RuntimeError):
 def connect(address: Optional[str], num_cpus: Optional[int] = None):
     """``ray`` initialised: a new local instance (``address`` None or ``"local"``; ``num_cpus``
     workers) or the cluster at ``address``. Returns the module."""
-    timeout = connect_timeout(LOCAL_START_TIMEOUT_S if address in (None, LOCAL) else CONNECT_TIMEOUT_S)
+    timeout = connect_timeout()
     if address not in (None, LOCAL):
         probe_address(address, timeout)           # nothing listening: refused now, not after minutes
     try:
@@ -54,6 +53,15 @@ def connect(address: Optional[str], num_cpus: Optional[int] = None):
     else:
         options["address"] = address
     verb = "start" if address in (None, LOCAL) else "reach"
+    if address in (None, LOCAL):
+        # a local instance starts in this (main) thread: Ray sets signal handlers there, and a
+        # local start run from a helper thread made spades-label exit silently
+        try:
+            ray.init(**options)
+        except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
+            raise RayUnavailable(f"--ray: could not {verb} a Ray cluster "
+                                 f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+        return ray
     outcome: dict[str, BaseException] = {}
 
     def init() -> None:
@@ -62,7 +70,8 @@ def connect(address: Optional[str], num_cpus: Optional[int] = None):
         except BaseException as exc:             # noqa: BLE001 (handed to the caller's thread)
             outcome["error"] = exc
 
-    # ray.init has no timeout of its own: it runs in a daemon thread the driver stops waiting for
+    # ray.init has no timeout of its own when it connects: it runs in a daemon thread the driver
+    # stops waiting for
     waiter = threading.Thread(target=init, name="ray-init", daemon=True)
     waiter.start()
     waiter.join(timeout)

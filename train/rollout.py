@@ -226,7 +226,9 @@ class Collector:
     def explore_blind_nil(self, sampled: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """``sampled`` with blind nil put in, where it is legal, on a ``blind_nil_explore`` share of
         the rows: a policy that never bids blind nil never learns to play one, so it could never
-        find out what one is worth (as DouZero's epsilon-greedy, for the one action that matters)."""
+        find out what one is worth (as DouZero's epsilon-greedy, for the one action that matters).
+        The forced bid is stored with the policy's own log-probability and no importance weight,
+        so the bidding gradient is biased: an exploration device for the card play that follows."""
         offered = mask[:, BLIND_NIL_ACTION].bool()
         coin = torch.rand(sampled.shape[0], generator=self.generator, device=sampled.device) < self.blind_nil_explore
         return torch.where(offered & coin, torch.full_like(sampled, BLIND_NIL_ACTION), sampled)
