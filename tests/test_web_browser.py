@@ -999,6 +999,89 @@ def test_reduced_motion_is_respected(server, browser):
         page.close()
 
 
+# The finished trick's cards, watched in the page: when the four appear (a MutationObserver), and
+# at each animation frame whether their slots have moved (a transform) and how they are animated.
+GATHER_WATCH = """() => {
+    window.__gather = null;
+    const look = () => {
+        const slots = [...document.querySelectorAll('#center > div')].filter((d) => d.querySelector('.card'));
+        if (!window.__gather && slots.length === 4 && document.querySelector('#center .trick-done')) {
+            window.__gather = { start: performance.now(), moved: null, classes: slots.map((s) => s.className),
+                                names: slots.map((s) => getComputedStyle(s).animationName) };
+        }
+    };
+    new MutationObserver(look).observe(document.querySelector('#center'), { childList: true, subtree: true });
+    const frame = () => {
+        const g = window.__gather;
+        if (g) {
+            const slots = [...document.querySelectorAll('#center > div.c-top, #center > div.c-left, #center > div.c-right, #center > div.c-bottom')];
+            if (g.moved === null && slots.some((s) => getComputedStyle(s).transform !== 'none')) g.moved = performance.now() - g.start;
+            g.seen = performance.now() - g.start;
+        }
+        requestAnimationFrame(frame);
+    };
+    requestAnimationFrame(frame);
+}"""
+
+
+def test_a_finished_trick_goes_to_its_winner_unless_motion_is_reduced(server, browser):
+    """The four cards stay still at least 0.7 s (the default pause is 1.2 s), then move to the
+    winner's seat; under reduced motion nothing moves and no gather is applied."""
+    url, _ = server
+    for reduce in ("no-preference", "reduce"):
+        page = browser.new_page(viewport={"width": 1000, "height": 900})
+        page.emulate_media(reduced_motion=reduce)
+        page.goto(url)
+        page.evaluate(GATHER_WATCH)
+        _start(page, 2, 21)
+        for _ in range(20):            # the person acts until a trick is finished in view
+            page.wait_for_function("() => window.__gather || document.querySelector('#controls [data-action]') "
+                                   "|| document.querySelector('#hand .card.legal')", timeout=30000)
+            if page.evaluate("() => window.__gather"):
+                break
+            shown = page.get_attribute("#controls", "data-version")
+            if page.locator("#controls [data-action]").count():
+                page.locator("#controls [data-action]").nth(3).click()
+            else:
+                page.locator("#hand .card.legal").first.click()
+            _wait_for_news(page, shown)
+        page.wait_for_function("() => window.__gather && window.__gather.seen > 1100", timeout=20000)
+        watched = page.evaluate("() => window.__gather")
+        if reduce == "reduce":
+            assert not any("gather" in c for c in watched["classes"]), watched
+            assert set(watched["names"]) == {"none"} and watched["moved"] is None, watched
+        else:
+            assert all("gather to-" in c for c in watched["classes"]) and set(watched["names"]) == {"gather"}, watched
+            assert watched["moved"] is not None and watched["moved"] >= 700, watched
+        page.close()
+
+
+def test_the_keep_switch_is_off_by_default_and_keeps_the_game_once_on(server, browser):
+    """People's games as data, by choice: the switch starts off and nothing is written; turned
+    on, the game on show is written to the keep folder, and Export downloads it."""
+    url, records = server
+    page = browser.new_page(viewport={"width": 1000, "height": 900})
+    page.goto(url)
+    switch = page.locator("#keep")
+    assert not switch.is_checked() and switch.get_attribute("role") == "switch"
+    _start(page, 2, 22)
+    _wait_for_bid_buttons(page, timeout=30000)
+    shown = page.get_attribute("#controls", "data-version")
+    page.locator("#controls [data-action]").nth(3).click()          # a move made while it is off
+    _wait_for_news(page, shown)
+    game = page.evaluate("() => play.id")
+    assert not (records / f"web-{game}.json").exists()
+    switch.check()
+    page.wait_for_function("() => play.state.keep === true && document.querySelector('#message').textContent.includes('kept')")
+    assert (records / f"web-{game}.json").is_file()
+    assert page.evaluate("() => localStorage.getItem('spades.keep')") == "on"
+    with page.expect_download() as download:
+        page.click("#export-kept")
+    lines = Path(download.value.path()).read_text().splitlines()
+    assert any(json.loads(line)["players"][2] == "person" for line in lines)
+    page.close()
+
+
 def test_the_table_works_under_a_strict_content_security_policy(server, browser):
     """No inline script, no style attribute from HTML, no eval: under a strict policy the page
     plays a bid and a card, analyses a position, and the browser reports no violation."""

@@ -2,6 +2,7 @@
 
     spades-web                         # http://127.0.0.1:8000, opens a browser
     spades-web --port 9000 --records runs/records --no-browser
+    spades-web --keep-games ~/spades-games     # where the games people choose to keep go
 
 The page (``web/static/``: plain HTML, CSS and JavaScript, nothing fetched from elsewhere)
 talks to a small JSON API:
@@ -12,7 +13,13 @@ talks to a small JSON API:
   ``POST /api/games/{id}/action`` {action} plays the person's action, refused with the reason
   when it is not legal; ``GET /api/games/{id}/record`` downloads the game record. Agents move
   in worker threads, so a slow one (``search``) never holds up the page or other games.
-  A finished game's record is saved in the records folder.
+- Keeping games is the person's choice, off by default: a game started with ``keep: true`` (and
+  ``player_name``: the record's ``players`` then says ``person:NAME`` for the person's seat), or
+  switched on by ``POST /api/games/{id}/keep`` {keep}, has its record written to the keep folder
+  (``--keep-games DIR``, by default the records folder) as ``web-<id>.json`` after every move of
+  the person's and at the end; nothing is written for a game whose switch is off.
+  ``GET /api/kept-games`` says how many are kept where; ``GET /api/kept-games/export`` downloads
+  them all as JSON lines (one record a line). No name or path from the client is opened.
 - ``GET /api/records`` lists the records folder; ``GET /api/records/{name}`` replays one into
   frames; ``POST /api/inspect`` does the same for an uploaded record; ``POST /api/analyse``
   {record_id, step, agent} asks an agent about the position at a frame (a neural policy's
@@ -32,6 +39,7 @@ import asyncio
 import json
 import re
 import secrets
+import stat
 import sys
 import threading
 import time
@@ -43,11 +51,11 @@ from typing import Any, Optional
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from spades_env.record import RECORD_FORMAT, ReplayError, save_record
+from spades_env.record import RECORD_FORMAT, ReplayError
 from spades_env.rules import PRESET_NAMES
 
 from .headers import SecurityHeaders
@@ -60,6 +68,8 @@ MAX_GAMES = 64               # games kept at once (the oldest finished ones make
 MAX_RECORDS = 32             # uploaded records kept for analysis
 MAX_RECORD_BYTES = 32_000_000   # ... and their JSON text in all (kept as text: parsed, 4 MB can be 100 MB)
 MAX_WAIT = 10.0              # seconds a view request may wait for news
+KEPT_NAME = re.compile(r"web-[0-9a-f]{12}\.json")    # a kept game's file (game ids are 12 hex digits)
+MAX_EXPORTED = 100_000       # kept games in one export (a game to 500 is about 30 KB)
 
 
 class ApiError(Refused):
@@ -69,8 +79,11 @@ class ApiError(Refused):
 class WebState:
     """The server's games and uploaded records, and the threads agents think in."""
 
-    def __init__(self, records_dir: Path, threads: int = 8, models: Optional[dict[str, Path]] = None) -> None:
+    def __init__(self, records_dir: Path, threads: int = 8, models: Optional[dict[str, Path]] = None,
+                 keep_dir: Optional[Path] = None) -> None:
         self.records_dir = Path(records_dir)
+        self.keep_dir = self.records_dir if keep_dir is None else Path(keep_dir)   # the games people keep
+        self.keep_lock = threading.Lock()      # one writer at a time (the person's request, the agents' thread)
         self.models = models_offered() if models is None else models   # what neural:checkpoint= may name
         self.games: "OrderedDict[str, TableGame]" = OrderedDict()
         self.records: "OrderedDict[str, str]" = OrderedDict()     # record id -> its compact JSON
@@ -104,8 +117,7 @@ class WebState:
         def run() -> None:
             try:
                 game.advance()
-                if game.over:
-                    self.save_finished(game)
+                self.keep(game)
             finally:
                 with self.lock:
                     self.advancing.discard(game.id)
@@ -114,11 +126,46 @@ class WebState:
 
         self.pool.submit(run)
 
-    def save_finished(self, game: TableGame) -> Optional[Path]:
+    def keep(self, game: TableGame) -> Optional[Path]:
+        """Write the game's record to the keep folder if, and only if, the person keeps it (its
+        switch is on) and something happened since the last write; atomically (a file of the
+        folder is always a whole record). A failure is told in the view (``keep_error``)."""
+        with self.keep_lock:
+            version = game.version
+            if not game.keep or version == game.kept_version:
+                return None
+            path = self.keep_dir / f"web-{game.id}.json"
+            part = self.keep_dir / f".web-{game.id}.json.part"      # not a kept name: never exported
+            try:
+                self.keep_dir.mkdir(parents=True, exist_ok=True)
+                part.write_text(json.dumps(game.record(), indent=1))
+                part.replace(path)
+            except OSError as exc:
+                game.keep_error = short(f"this game could not be kept: {exc.strerror or type(exc).__name__} "
+                                        "(the keep folder of spades-web --keep-games)")
+                return None
+            game.kept_version, game.keep_error = version, None
+            return path
+
+    def kept_files(self) -> list[Path]:
+        """The kept games' files (``web-<id>.json`` directly in the keep folder, plain files, no
+        links), oldest first."""
+        folder = self.keep_dir
+        found = []
         try:
-            return save_record(game.record(), self.records_dir / f"web-{game.id}.json")
+            entries = list(folder.iterdir()) if folder.is_dir() else []
         except OSError:
-            return None
+            return []
+        for path in entries:
+            if not KEPT_NAME.fullmatch(path.name):
+                continue
+            try:
+                info = path.lstat()
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode):
+                found.append((info.st_mtime, path.name, path))
+        return [path for _, _, path in sorted(found)[:MAX_EXPORTED]]
 
     def remember_record(self, record: dict) -> str:
         """Keep a record for analysis (the newest ones, within MAX_RECORDS and MAX_RECORD_BYTES)."""
@@ -179,16 +226,18 @@ async def options(request: Request) -> Response:
     from .table import SEAT_NAMES
     return JSONResponse({"rules": list(PRESET_NAMES), "agents": [a for a in registry.available() if a != "human"],
                          "seat_names": list(SEAT_NAMES), "records_dir": str(_state(request).records_dir),
+                         "keep_dir": str(_state(request).keep_dir),
                          "models": sorted(_state(request).models),
                          "agent_options": {name: allowed_options(name) for name in registry.available() if name != "human"}})
 
 
 async def new_game(request: Request) -> Response:
     data = await _json_body(request)
-    unknown = sorted(set(data) - {"seat", "agents", "rules", "rules_yaml", "seed", "pace", "trick_pause"})
+    unknown = sorted(set(data) - {"seat", "agents", "rules", "rules_yaml", "seed", "pace", "trick_pause", "keep",
+                                  "player_name"})
     if unknown:
         raise ApiError(400, f"unknown field(s) {unknown}: expected seat, agents, rules, rules_yaml, seed, pace, "
-                            "trick_pause")
+                            "trick_pause, keep, player_name")
     if "rules_yaml" in data:                 # the text of a rules file, uploaded by the page
         data["rules"] = load_rules_yaml(data["rules_yaml"])
     agents_by_seat = data.get("agents", {})
@@ -207,7 +256,8 @@ async def new_game(request: Request) -> Response:
         game = await asyncio.get_running_loop().run_in_executor(
             state.pool, lambda: TableGame(secrets.token_hex(6), data.get("seat", 2), seats,
                                           data.get("rules", "standard"), seed, data.get("pace", 0.0),
-                                          models=state.models, trick_pause=data.get("trick_pause", 0.0)))
+                                          models=state.models, trick_pause=data.get("trick_pause", 0.0),
+                                          keep=data.get("keep", False), player_name=data.get("player_name")))
     except TableError as exc:
         raise ApiError(400, str(exc))
     state.add_game(game)
@@ -238,10 +288,58 @@ async def game_action(request: Request) -> Response:
         game.play(data["action"])
     except TableError as exc:
         raise ApiError(409 if isinstance(exc, NotYourTurn) else 400, str(exc))
-    if game.over:
-        state.save_finished(game)
+    if game.keep:                         # the record written off the event loop
+        await asyncio.get_running_loop().run_in_executor(state.pool, state.keep, game)
     state.kick(game)
     return JSONResponse(game.view())
+
+
+async def game_keep(request: Request) -> Response:
+    """The person's "Keep my games" switch for this game: on writes its record now (and after
+    every move of theirs); off writes nothing more (a record already written stays)."""
+    state = _state(request)
+    game = state.game(request.path_params["game_id"])
+    data = await _json_body(request)
+    if set(data) != {"keep"}:
+        raise ApiError(400, "expected {\"keep\": true} or {\"keep\": false}")
+    try:
+        with state.keep_lock:                 # no write in flight decides on the old switch
+            game.set_keep(data["keep"])
+    except TableError as exc:
+        raise ApiError(400, str(exc))
+    await asyncio.get_running_loop().run_in_executor(state.pool, state.keep, game)
+    return JSONResponse(game.view())
+
+
+async def kept_games(request: Request) -> Response:
+    """How many games are kept, and where (the folder the server was given)."""
+    state = _state(request)
+    files = await asyncio.get_running_loop().run_in_executor(state.pool, state.kept_files)
+    return JSONResponse({"folder": str(state.keep_dir), "games": len(files)})
+
+
+async def export_kept_games(request: Request) -> Response:
+    """Every kept game as JSON lines (one record a line, oldest first), as a download. Only the
+    folder's ``web-<id>.json`` files are read (no name comes from the request); a file that is
+    not a readable JSON record of at most 4 MB is left out."""
+    state = _state(request)
+    files = await asyncio.get_running_loop().run_in_executor(state.pool, state.kept_files)
+
+    def lines():
+        for path in files:
+            try:
+                if path.stat().st_size > MAX_BODY:
+                    continue
+                record = parse_json(path.read_bytes(), path.name)
+            except (OSError, Refused):
+                continue
+            if isinstance(record, dict):
+                yield json.dumps(record, separators=(",", ":")) + "\n"
+
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return StreamingResponse(lines(), media_type="application/x-ndjson",
+                             headers={"Content-Disposition": f'attachment; filename="spades-kept-games-{stamp}.jsonl"',
+                                      "Cache-Control": "no-store"})
 
 
 async def game_record(request: Request) -> Response:
@@ -257,6 +355,8 @@ async def delete_game(request: Request) -> Response:
     with state.lock:
         state.games.pop(game.id, None)
     game.cancel()                         # its agents stop after the decision in progress
+    if game.keep:                         # a kept game abandoned: its record so far
+        await asyncio.get_running_loop().run_in_executor(state.pool, state.keep, game)
     return JSONResponse({"deleted": game.id})
 
 
@@ -362,10 +462,11 @@ async def api_error(request: Request, exc: Refused) -> Response:
 
 
 def create_app(records_dir: str | Path = "records", threads: int = 8, host: str = "127.0.0.1",
-               models_dir: Optional[str | Path] = None) -> Starlette:
+               models_dir: Optional[str | Path] = None, keep_dir: Optional[str | Path] = None) -> Starlette:
     """The ASGI app (for uvicorn, or Starlette's TestClient in the tests). ``host``: the address
     it is bound to (Host headers must name it or the loopback); ``models_dir``: more models a
-    page may name (``neural:checkpoint=NAME``) besides the shipped ones."""
+    page may name (``neural:checkpoint=NAME``) besides the shipped ones; ``keep_dir``: where the
+    games people choose to keep are written (default: ``records_dir``)."""
     routes = [
         Route("/", index),
         Route("/favicon.ico", favicon),
@@ -375,6 +476,9 @@ def create_app(records_dir: str | Path = "records", threads: int = 8, host: str 
         Route("/api/games/{game_id}", delete_game, methods=["DELETE"]),
         Route("/api/games/{game_id}/action", game_action, methods=["POST"]),
         Route("/api/games/{game_id}/record", game_record),
+        Route("/api/games/{game_id}/keep", game_keep, methods=["POST"]),
+        Route("/api/kept-games", kept_games),
+        Route("/api/kept-games/export", export_kept_games),
         Route("/api/records", list_records),
         Route("/api/records/{name}", open_record),
         Route("/api/inspect", inspect_upload, methods=["POST"]),
@@ -383,7 +487,8 @@ def create_app(records_dir: str | Path = "records", threads: int = 8, host: str 
     ]
     app = Starlette(routes=routes, exception_handlers={Refused: api_error},
                     middleware=[Middleware(SecurityHeaders), Middleware(BrowserGuard, host=host)])
-    app.state.web = WebState(Path(records_dir), threads, models_offered(models_dir))
+    app.state.web = WebState(Path(records_dir), threads, models_offered(models_dir),
+                             None if keep_dir is None else Path(keep_dir))
     return app
 
 
@@ -392,8 +497,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = OneLineParser(prog="spades-web", description="The Spades table and game inspector in a browser.")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    parser.add_argument("--records", default="records", help="folder of game records to inspect; finished web "
-                                                             "games are saved there (default ./records)")
+    parser.add_argument("--records", default="records", help="folder of game records to inspect (default "
+                                                             "./records)")
+    parser.add_argument("--keep-games", metavar="DIR", default=None,
+                        help="where the games are written that people choose to keep (the page's 'Keep my "
+                             "games' switch, off by default; nothing is written while it is off); default: "
+                             "the --records folder, so the inspector lists them")
     parser.add_argument("--models", default=None, help="folder of more neural models (*.pt) the page may "
                                                         "name, by file name (the shipped ones always)")
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
@@ -402,19 +511,23 @@ def main(argv: Optional[list[str]] = None) -> int:
         parser.error(f"--models {args.models}: not a folder (expected a folder of neural models, *.pt)")
     if not 0 < args.port < 65536:
         parser.error(f"--port {args.port}: expected 1..65535")
+    if args.keep_games is not None and Path(args.keep_games).exists() and not Path(args.keep_games).is_dir():
+        parser.error(f"--keep-games {args.keep_games}: not a folder (expected a folder for the kept games' records)")
+    keep_dir = Path(args.keep_games if args.keep_games is not None else args.records)
     try:
         import uvicorn
     except ImportError:
         print("spades-web: error: uvicorn is not installed (pip install 'spades-rl[web]')", file=sys.stderr)
         return 2
     url = f"http://{'127.0.0.1' if args.host in ('0.0.0.0', '::') else args.host}:{args.port}/"
-    print(f"spades-web: serving the table at {url} (records: {Path(args.records).resolve()}); Ctrl-C stops it",
-          flush=True)
+    print(f"spades-web: serving the table at {url} (records: {Path(args.records).resolve()}; games that people "
+          f"choose to keep: {keep_dir.resolve()}); Ctrl-C stops it", flush=True)
     if not args.no_browser:
         import webbrowser
         threading.Timer(1.0, lambda: webbrowser.open(url)).start()
     try:
-        uvicorn.run(create_app(args.records, host=args.host, models_dir=args.models), host=args.host, port=args.port, log_level="warning")
+        uvicorn.run(create_app(args.records, host=args.host, models_dir=args.models, keep_dir=keep_dir),
+                    host=args.host, port=args.port, log_level="warning")
     except KeyboardInterrupt:
         pass
     except OSError as exc:

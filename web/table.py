@@ -10,6 +10,7 @@ holds up the server). A lock keeps each game consistent; games share nothing.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from typing import Any, Optional
@@ -27,6 +28,10 @@ from spades_env.names import SEAT_NAMES, bid_word, side_name   # the page's word
 from spades_env.rules import make_rules
 
 from .limits import browser_agent, models_offered, short
+
+
+# the person's name in a record's ``players`` (``person:NAME``), for telling people apart in kept games
+PLAYER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}")
 
 
 class TableError(ValueError):
@@ -126,7 +131,7 @@ class TableGame:
 
     def __init__(self, game_id: str, seat: int, seats: dict[int, str], rules: Any = "standard",
                  seed: Optional[int] = None, pace: float = 0.0, models: Optional[dict] = None,
-                 trick_pause: float = 0.0) -> None:
+                 trick_pause: float = 0.0, keep: bool = False, player_name: Optional[str] = None) -> None:
         self.rules = table_rules(rules)
         n = self.rules.players
         if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < n:
@@ -135,7 +140,17 @@ class TableGame:
             raise TableError(f"pace={pace!r}: expected seconds between agents' moves, 0 to 5")
         if not isinstance(trick_pause, (int, float)) or isinstance(trick_pause, bool) or not 0 <= trick_pause <= 5:
             raise TableError(f"trick_pause={trick_pause!r}: expected seconds a finished trick stays in view, 0 to 5")
+        if not isinstance(keep, bool):
+            raise TableError(f"keep={str(keep)[:40]!r}: expected true (keep this game's record) or false")
+        if player_name is not None and not (isinstance(player_name, str) and PLAYER_NAME.fullmatch(player_name)):
+            raise TableError(f"player_name={str(player_name)[:40]!r}: expected up to 40 letters, digits, '_' or '-' "
+                             "(the name the kept records give the person's seat), or null")
+        self.player_name = player_name
         self.id, self.seat, self.pace = game_id, seat, float(pace)
+        # the person chose to keep this game as data (off by default): the server writes its record
+        self.keep = keep
+        self.keep_error: Optional[str] = None   # why the record could not be written, if it could not
+        self.kept_version = 0                    # the version last written (0: nothing to write yet)
         # the agents wait this long after a trick is finished, so that people see its four cards
         self.trick_pause = float(trick_pause)
         self.last_move = time.monotonic()     # when the last action was applied (the pace counts from it)
@@ -182,6 +197,15 @@ class TableGame:
         """Stop the agents: :meth:`advance` returns after the decision in progress (whose
         budget :data:`web.limits.AGENT_OPTIONS` keeps short) and never starts another."""
         self.cancelled.set()
+
+    def set_keep(self, keep: Any) -> None:
+        """The person's switch: keep this game's record (True) or not (False, the default)."""
+        if not isinstance(keep, bool):
+            raise TableError(f"keep={str(keep)[:40]!r}: expected true (keep this game's record) or false")
+        with self.lock:
+            if keep != self.keep:
+                self.keep, self.keep_error = keep, None
+                self.version += 1                 # other tabs on this game see the switch too
 
     @property
     def over(self) -> bool:
@@ -332,6 +356,7 @@ class TableGame:
                 "passes_left": sum(1 for s, _ in game.pass_queue if s == self.seat),
                 "received": [int(c) for c in range(52) if game.received[self.seat] >> c & 1],
                 "trick_pause": self.trick_pause, "pace": self.pace,
+                "keep": self.keep, "keep_error": self.keep_error,
                 "tricks_won": list(game.tricks_taken),
                 "scores": list(game.scores), "bags": list(game.bags),
                 "spades_broken": bool(game.spades_broken),
@@ -372,11 +397,12 @@ class TableGame:
         return {"cards": list(reversed(cards)), "winner": winner, "fresh": fresh, "hand": self.log[-1]["hand"] if fresh else None}
 
     def record(self) -> dict:
-        """The game record, with who sat in each seat (``players``: the agents' specs, "person";
-        a replay ignores it)."""
+        """The game record, with who sat in each seat (``players``: the agents' specs, and
+        "person" or "person:NAME" for the person; a replay ignores it)."""
+        person = "person" if self.player_name is None else f"person:{self.player_name}"
         with self.lock:
             record = self.env.game_record()
-        record["players"] = [self.specs.get(s, "person") for s in range(self.rules.players)]
+        record["players"] = [self.specs.get(s, person) for s in range(self.rules.players)]
         return record
 
     def describe(self, action: int) -> str:

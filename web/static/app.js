@@ -156,6 +156,7 @@ function trickWinner(cards) {
 const prefs = {
   get trickPause() { const v = Number(localStorage.getItem("spades.trickPause")); return Number.isFinite(v) && localStorage.getItem("spades.trickPause") !== null ? v : 1.2; },
   get sounds() { return localStorage.getItem("spades.sounds") === "on"; },
+  get keep() { return localStorage.getItem("spades.keep") === "on"; },      // keeping games: off unless chosen
 };
 let audio = null;
 function beep(frequency, ms = 120) {
@@ -179,11 +180,12 @@ function beep(frequency, ms = 120) {
 // pauses the agents the same way); `shownTrick`: the finished trick already held.
 const play = { id: null, state: null, poller: null, acting: false, starting: false, holdUntil: 0, shownTrick: null,
                holdTimer: null, focus: null, summaryClosed: null, review: false, seenCards: new Set(), wasMyTurn: false };
-const meta = { seatNames: null };           // the seat names, as the server says them (/api/options)
+const meta = { seatNames: null, keepDir: null };   // the seat names and the keep folder, as the server says them
 
 async function loadOptions() {
   const options = await api("GET", "/api/options");
   meta.seatNames = options.seat_names;
+  meta.keepDir = options.keep_dir;
   const seat = $("seat");
   const chosen = seat.value || "2";
   seat.replaceChildren(...meta.seatNames.map((name, s) => el("option", { value: s }, name)));
@@ -229,7 +231,8 @@ async function startGame(event) {
   agents[(seat + 3) % players] = $("agent-right").value.trim() || "heuristic";
   const seedText = $("seed").value.trim();
   const request = { seat, agents, seed: seedText === "" ? null : Number(seedText), pace: Number($("pace").value),
-                    trick_pause: Number($("trick-pause").value) };
+                    trick_pause: Number($("trick-pause").value), keep: $("keep").checked,
+                    player_name: $("player-name").value.trim() || null };
   const rulesFile = $("rules-file").files[0];
   play.starting = true;
   $("start").disabled = true;
@@ -255,6 +258,36 @@ async function startGame(event) {
   } finally {
     play.starting = false;
     $("start").disabled = false;
+  }
+}
+
+// The "Keep my games" switch: remembered in the browser, and applied to the game on show (the
+// server writes its record from now on, or nothing more).
+async function setKeep(keep) {
+  localStorage.setItem("spades.keep", keep ? "on" : "off");
+  const where = meta.keepDir || "the keep folder";
+  try {
+    if (play.id) accept(await api("POST", `/api/games/${play.id}/keep`, { keep }));
+    const kept = await api("GET", "/api/kept-games");
+    say($("message"), keep ? `Your games are kept in ${where} (${kept.games} so far); Export downloads them.`
+      : `Your games are not kept: nothing more is written (games kept before stay in ${where}).`);
+  } catch (error) {
+    say($("message"), error.message, "error");
+  }
+}
+
+// The game on show in the inspector (its record so far, kept or not).
+async function inspectGame(id) {
+  showTab("inspect");
+  say($("inspect-message"), "Replaying…");
+  try {
+    const record = await api("GET", `/api/games/${id}/record`);
+    view.source = null;
+    showRecord(await api("POST", "/api/inspect", { record }));
+    view.loaded = `this game: ${view.data.frames.length - 1} actions`;
+    say($("inspect-message"), view.loaded);
+  } catch (error) {
+    say($("inspect-message"), error.message, "error");
   }
 }
 
@@ -359,8 +392,10 @@ function seatBox(state, seat, where, prefix = "pos") {
 }
 
 // The middle of the table: the trick (who led, whose card wins so far), else the trick just
-// finished with its winner, else what the phase is.
-function renderCenter(center, state, at, finished = null, seen = null) {
+// finished with its winner, else what the phase is. `seen`: the cards already on show (the others
+// slide in from their seat); `gather`: {at, ms}, when (performance.now()) the finished trick's
+// cards go to its winner's seat and for how long (none in the inspector, a review, or reduced motion).
+function renderCenter(center, state, at, finished = null, seen = null, gather = null) {
   const items = [];
   if (state.trick.length) {
     const winning = state.trick_winning ?? trickWinner(state.trick);
@@ -374,8 +409,9 @@ function renderCenter(center, state, at, finished = null, seen = null) {
     items.push(el("div", { class: "c-note" }, `${state.seat_names[winning]} winning`));
   } else if (finished) {
     for (const played of finished.cards) {
-      items.push(el("div", { class: `c-${at[played.seat]}` },
-        cardNode(played.card, played.seat === finished.winner ? "winner" : "", "span",
+      const fresh = seen && !finished.review && !seen.has(played.card.id);     // the trick's last card comes in too
+      items.push(el("div", { class: `c-${at[played.seat]} ${gather ? `gather to-${at[finished.winner]}` : ""}` },
+        cardNode(played.card, `${played.seat === finished.winner ? "winner" : ""} ${fresh ? `enter from-${at[played.seat]}` : ""}`, "span",
                  { title: `${state.seat_names[played.seat]}${played.seat === finished.winner ? " wins" : ""}` })));
     }
     items.push(el("div", { class: "c-note trick-done" }, `${finished.review ? "last trick: " : ""}${state.seat_names[finished.winner]} wins the trick`));
@@ -383,7 +419,27 @@ function renderCenter(center, state, at, finished = null, seen = null) {
     items.push(el("div", { class: "c-note" }, state.phase === "play" ? "" : `${state.phase.replaceAll("_", " ")}`));
   }
   center.replaceChildren(...items);
+  if (gather) gatherTo(center, $(`pos-${at[finished.winner]}`), gather);
 }
+
+// The finished trick's cards move to the winner's seat box: each slot gets the offset to it and
+// the animation's delay (negative when re-drawn part-way: it resumes where it was), as custom
+// properties that style.css's `gather` keyframes read.
+function gatherTo(center, box, gather) {
+  if (!box) return;
+  const target = box.getBoundingClientRect();
+  const now = performance.now();
+  for (const slot of center.querySelectorAll(".gather")) {
+    const r = slot.getBoundingClientRect();
+    slot.style.setProperty("--dx", `${(target.left + target.width / 2 - (r.left + r.width / 2)).toFixed(0)}px`);
+    slot.style.setProperty("--dy", `${(target.top + target.height / 2 - (r.top + r.height / 2)).toFixed(0)}px`);
+    slot.style.setProperty("--gather-delay", `${(gather.at - now).toFixed(0)}ms`);
+    slot.style.setProperty("--gather-time", `${gather.ms.toFixed(0)}ms`);
+  }
+}
+
+// The system asks for reduced motion: no card moves (style.css stops every animation too).
+const reducedMotion = () => window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches;
 
 // The hand just scored: each side's bid, tricks and what made its score change.
 function handSummaryPanel(state) {
@@ -403,7 +459,7 @@ function handSummaryPanel(state) {
     state.over ? el("div", { class: "actions" },
       el("button", { type: "button", class: "primary", onclick: () => { $("setup-box").open = true; $("start").focus(); } }, "New game"),
       el("a", { href: `/api/games/${state.id}/record`, download: `spades-${state.id}.json` }, "Download the record"),
-      el("button", { type: "button", onclick: () => { showTab("inspect"); openRecordFile(`web-${state.id}.json`); } }, "Inspect it"))
+      el("button", { type: "button", onclick: () => inspectGame(state.id) }, "Inspect it"))
       : el("div", { class: "actions" }, el("button", { type: "button", id: "summary-close", onclick: () => {
           play.summaryClosed = hands.length; renderPlay(); focusTable(); } }, "Continue (Enter)")));
 }
@@ -445,14 +501,21 @@ function renderPlay() {
   const trickKey = finished && !finished.review ? `${(state.hands || []).length}:${state.tricks_won.reduce((a, b) => a + b, 0)}` : null;
   if (trickKey && trickKey !== play.shownTrick) {
     play.shownTrick = trickKey;
-    play.holdUntil = performance.now() + 1000 * Number($("trick-pause").value);
+    const pause = 1000 * Number($("trick-pause").value);
+    play.holdUntil = performance.now() + pause;
+    // the cards stay still most of the pause (0.77 s of the default 1.2 s), then go to the winner,
+    // a little before the next lead can come (the agents wait the same pause from the last card)
+    play.gatherMs = Math.min(350, 0.3 * pause);
+    play.gatherAt = play.holdUntil - play.gatherMs - 80;
     clearTimeout(play.holdTimer);
     play.holdTimer = setTimeout(renderPlay, 1000 * Number($("trick-pause").value) + 20);
     if (state.last_trick.winner !== null) beep(state.last_trick.winner % 2 === state.seat % 2 ? 880 : 440);
   }
   const holding = performance.now() < play.holdUntil;
-  renderCenter($("center"), state, at, finished, play.seenCards);
-  play.seenCards = new Set(state.trick.map((p) => p.card.id));
+  const gather = finished && !finished.review && trickKey === play.shownTrick && !reducedMotion()
+    ? { at: play.gatherAt, ms: play.gatherMs } : null;
+  renderCenter($("center"), state, at, finished, play.seenCards, gather);
+  play.seenCards = new Set((state.trick.length ? state.trick : (finished ? finished.cards : [])).map((p) => p.card.id));
   // the hand just scored (or the game's end) over the table until dismissed or the next card is played
   const scored = (state.hands || []).length;
   const showSummary = scored && (state.over || (play.summaryClosed !== scored && state.tricks_won.every((t) => t === 0)
@@ -526,10 +589,12 @@ function renderPlay() {
     controls.push(el("span", { class: "or to-act-note" }, `${state.seat_names[state.to_act]} to act`));
   }
   if (state.error) say($("message"), state.error, "error");
+  else if (state.keep_error) say($("message"), state.keep_error, "warn");
+  if (typeof state.keep === "boolean") $("keep").checked = state.keep;     // the switch shows the game on show
   if (state.over) {
     controls.push(el("span", { class: "or" }, `Game over: ${winnerText(state.winner, state)} won. `),
       el("a", { href: `/api/games/${state.id}/record`, download: `spades-${state.id}.json`, id: "download" }, "Download the record"),
-      el("button", { type: "button", onclick: () => { showTab("inspect"); openRecordFile(`web-${state.id}.json`); } }, "Inspect it"));
+      el("button", { type: "button", onclick: () => inspectGame(state.id) }, "Inspect it"));
   } else {
     controls.push(el("button", { type: "button", id: "review", class: "small", "aria-pressed": play.review ? "true" : "false",
       disabled: !state.last_trick, onclick: () => { play.review = !play.review; renderPlay(); } }, play.review ? "Hide last trick" : "Last trick"),
@@ -813,6 +878,10 @@ document.addEventListener("DOMContentLoaded", () => {
   if ($("trick-pause").value === "") $("trick-pause").value = "1.2";
   $("trick-pause").addEventListener("change", (e) => localStorage.setItem("spades.trickPause", e.target.value));
   $("sounds").checked = prefs.sounds;
+  $("keep").checked = prefs.keep;
+  $("player-name").value = localStorage.getItem("spades.playerName") || "";
+  $("player-name").addEventListener("change", (e) => localStorage.setItem("spades.playerName", e.target.value.trim()));
+  $("keep").addEventListener("change", (e) => setKeep(e.target.checked));
   $("sounds").addEventListener("change", (e) => localStorage.setItem("spades.sounds", e.target.checked ? "on" : "off"));
   $("hand").addEventListener("keydown", handKeys);
   document.addEventListener("keydown", shortcutKeys);
