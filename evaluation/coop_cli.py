@@ -6,6 +6,7 @@
     spades-coop signals SPEC [--deals N] [--seed S] [--workers N] [--json FILE]
     spades-coop study --config FILE [--stage train|evaluate|all] [--jobs N] [--resume] [--report]
     spades-coop bid-values SPEC [--deals N] [--seed S] [--json FILE]
+    spades-coop clone RECORDS [--player NAME] [--out MODEL] [--name NAME] [--json FILE]
     spades-league SPEC SPEC ... [--deals N] [--seed S] [--workers N] [--json FILE] [--plot FILE]
                                [--ray [ADDRESS]] [--journal FILE]
 
@@ -44,9 +45,10 @@ def _add_common(parser: argparse.ArgumentParser, deals: int, ray: bool) -> None:
 def _coop_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="spades-coop", description="The cooperation lab: the partner zoo, "
                                      "the ad-hoc teamwork suite and signalling measures (docs/cooperation.md).")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{zoo,run,signals,study,bid-values}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{zoo,run,signals,study,bid-values,clone}")
     sub.add_parser("study", help="train seeds of each training method and measure them (--help: its options)")
     sub.add_parser("bid-values", help="which bid pays under a policy's own card play (--help: its options)")
+    sub.add_parser("clone", help="fit a partner to people's game records and name it in the zoo (--help: its options)")
     zoo = sub.add_parser("zoo", help="list the partner zoo", description="List the partner zoo: name, spec, "
                          "split (train, validation, held-out), group and hash.")
     zoo.add_argument("--json", metavar="FILE", help="write the list as JSON")
@@ -109,9 +111,9 @@ def _guarded(prog: str, body: Callable[[], int]) -> int:
 def main(argv: Optional[list[str]] = None) -> int:
     """``spades-coop``."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["study"]:          # it trains: train.coop_study, reached through train.coop_cli
-        print("spades-coop: error: study trains agents, so it is reached through the command itself "
-              "(`spades-coop study ...`, i.e. `python -m train.coop_cli study ...`), not this module",
+    if argv[:1] in (["study"], ["bid-values"], ["clone"]):   # they train: reached through train.coop_cli
+        print(f"spades-coop: error: {argv[0]} trains agents, so it is reached through the command itself "
+              f"(`spades-coop {argv[0]} ...`, i.e. `python -m train.coop_cli {argv[0]} ...`), not this module",
               file=sys.stderr)
         return 2
     args = _coop_parser().parse_args(argv)

@@ -98,7 +98,7 @@ class Suite:
 
 def resolve_spec(entry: str) -> str:
     """A zoo partner's spec by name (held-out ones included: this is evaluation), else the entry."""
-    for p in zoo.PARTNERS:
+    for p in zoo.all_partners():
         if p.name == entry:
             return zoo.partner(entry, purpose="evaluation").spec
     return entry
@@ -115,7 +115,7 @@ def standard_suite() -> Suite:
     scenarios = [Scenario("held-out", held_out, focal_seats=(0, 2),
                           about="the zoo's held-out partners, the focal agent on either seat")]
     for group in zoo.groups():
-        members = tuple(p.name for p in zoo.PARTNERS if p.group == group)
+        members = tuple(p.name for p in zoo.all_partners() if p.group == group)
         scenarios.append(Scenario(f"group:{group}", members, about=f"every partner of the {group} group"))
     scenarios.append(Scenario("partner-nil", ("eager-nil", "bold"), hands="partner_nil", deals_factor=5,
                               about="the hands where a partner that bids nil often bid nil: covering it"))

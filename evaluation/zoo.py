@@ -20,6 +20,13 @@ and named by ``neural:model=NAME`` so that a spec means the same file on every m
 seeds imitating the heuristic and then improving by PPO (``configs/zoo_imitation.yaml``) and three
 seeds of plain self-play from scratch (``configs/zoo_scratch.yaml``). Seed 1 of each is a training
 partner, seed 2 a validation one, seed 3 held out.
+
+People's partners: a policy cloned from people's games (``spades-coop clone RECORDS --name NAME``
+writes ``agents/models/human_NAME.pt``) is the partner ``human-NAME`` (``neural:model=human_NAME``)
+of the group ``human``, always held out: people's games are for testing with, never for training,
+so where people's games exist a human proxy joins the held-out scenarios (as in Overcooked-AI).
+They are found by their files (:func:`people_partners`) and listed after :data:`PARTNERS`, the
+versioned zoo; :func:`all_partners` is both, and every function here reads it.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
@@ -100,6 +108,29 @@ PARTNERS: tuple[Partner, ...] = (
     *_trained_seeds("imitation", "imitates the heuristic, then PPO (configs/zoo_imitation.yaml, seed 1)"),
     *_trained_seeds("scratch", "self-play from scratch, 12M decisions (configs/zoo_scratch.yaml, seed 1)"),
 )
+
+PEOPLE_GROUP = "human"
+PEOPLE_PREFIX = "human_"            # agents/models/human_NAME.pt is the partner human-NAME
+PEOPLE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}")
+
+
+def people_partners() -> tuple[Partner, ...]:
+    """The partners cloned from people's games: each ``agents/models/human_NAME.pt`` (written by
+    ``spades-coop clone --name NAME``), held out, in name order."""
+    from agents import neural                       # its MODELS_DIR, read now (tests point it elsewhere)
+    found = []
+    for path in sorted(Path(neural.MODELS_DIR).glob(f"{PEOPLE_PREFIX}*.pt")):
+        name = path.stem[len(PEOPLE_PREFIX):]
+        if PEOPLE_NAME.fullmatch(name) and path.is_file():
+            found.append(_h(f"human-{name}", f"neural:model={path.stem}", "held-out", PEOPLE_GROUP,
+                            "cloned from people's games (spades-coop clone)"))
+    return tuple(found)
+
+
+def all_partners() -> tuple[Partner, ...]:
+    """The versioned zoo (:data:`PARTNERS`) and the partners cloned from people's games."""
+    return PARTNERS + people_partners()
+
 
 def model_file(spec: str) -> Optional[Path]:
     """The checkpoint a spec loads (``checkpoint=`` or a registered neural agent's), else None."""
@@ -233,7 +264,7 @@ def partner_of_file(path: str | Path) -> Optional[Partner]:
     digest = file_digest(path)
     if digest is None:
         return None
-    models = [(p, model_file(p.spec)) for p in PARTNERS]
+    models = [(p, model_file(p.spec)) for p in all_partners()]
     models = [(p, m) for p, m in models if m is not None]
     found = [p for p, m in models if file_digest(m) == digest]
     if not found:
@@ -253,7 +284,7 @@ def partner_of_spec(spec: str) -> Optional[Partner]:
         return None
     if path is not None:
         return partner_of_file(path)
-    return _most_protected([p for p in PARTNERS if model_file(p.spec) is None and canonical_spec(p.spec) == meaning])
+    return _most_protected([p for p in all_partners() if model_file(p.spec) is None and canonical_spec(p.spec) == meaning])
 
 
 def refuse_for_training(what: str, *, spec: Optional[str] = None, path: Optional[str | Path] = None,
@@ -293,26 +324,27 @@ def partners(splits: Sequence[str] | str = ("train",), *, purpose: str = "traini
                            "(training code must use the train and validation splits)")
     if group is not None and group not in groups():
         raise ValueError(f"group {group!r}: expected one of {', '.join(groups())}")
-    return [p for p in PARTNERS if p.split in splits and (group is None or p.group == group)]
+    return [p for p in all_partners() if p.split in splits and (group is None or p.group == group)]
 
 
 def partner(name: str, *, purpose: str = "training") -> Partner:
     """One partner by name (a held-out one only with ``purpose="evaluation"``)."""
-    for p in PARTNERS:
+    every = all_partners()
+    for p in every:
         if p.name == name:
             partners(p.split, purpose=purpose)          # refuses a held-out partner for training
             return p
-    raise KeyError(f"no partner {name!r} in the zoo; partners: {', '.join(p.name for p in PARTNERS)}")
+    raise KeyError(f"no partner {name!r} in the zoo; partners: {', '.join(p.name for p in every)}")
 
 
 def groups() -> list[str]:
     """The convention groups, in zoo order."""
-    return list(dict.fromkeys(p.group for p in PARTNERS))
+    return list(dict.fromkeys(p.group for p in all_partners()))
 
 
 def zoo_listing() -> list[dict]:
     """What ``spades-coop zoo --json`` writes: every partner's name, spec, split, group and hash."""
-    return [p.to_dict() for p in PARTNERS]
+    return [p.to_dict() for p in all_partners()]
 
 
 def zoo_hash() -> str:
@@ -323,13 +355,17 @@ def zoo_hash() -> str:
 
 def format_zoo() -> str:
     rows = [("name", "split", "group", "spec", "hash")]
-    rows += [(p.name, p.split, p.group, p.spec, p.hash[:12]) for p in PARTNERS]
+    every = all_partners()
+    rows += [(p.name, p.split, p.group, p.spec, p.hash[:12]) for p in every]
     widths = [max(len(r[k]) for r in rows) for k in range(5)]
-    lines = [f"partner zoo, version {ZOO_VERSION}: {len(PARTNERS)} partners"]
+    people = len(every) - len(PARTNERS)
+    lines = [f"partner zoo, version {ZOO_VERSION}: {len(PARTNERS)} partners"
+             + (f" and {people} cloned from people's games (held out)" if people else "")]
     lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
     return "\n".join(lines)
 
 
-__all__ = ["ZOO_VERSION", "SPLITS", "PARTNERS", "Partner", "HeldOutError", "partners", "partner", "groups",
+__all__ = ["ZOO_VERSION", "SPLITS", "PARTNERS", "PEOPLE_GROUP", "PEOPLE_PREFIX", "people_partners", "all_partners",
+           "Partner", "HeldOutError", "partners", "partner", "groups",
            "partner_hash", "model_file", "zoo_listing", "zoo_hash", "format_zoo", "canonical_spec", "file_digest",
            "partner_of_file", "partner_of_spec", "refuse_for_training", "weights_digest"]

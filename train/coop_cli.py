@@ -1,9 +1,10 @@
 """``spades-coop``: the cooperation lab's commands.
 
 ``zoo``, ``run`` and ``signals`` measure (:mod:`evaluation.coop_cli`); ``study`` trains seeds of
-each cooperation method and measures them (:mod:`train.coop_study`) and ``bid-values`` plays every
-bid out under a policy's own play (:mod:`train.bid_value_map`), so the command lives on the
-training floor, which may use evaluation, and not the other way round.
+each cooperation method and measures them (:mod:`train.coop_study`), ``bid-values`` plays every
+bid out under a policy's own play (:mod:`train.bid_value_map`) and ``clone`` fits a partner to
+people's games (:mod:`train.behaviour_cloning`), so the command lives on the training floor,
+which may use evaluation, and not the other way round.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     if argv[:1] == ["bid-values"]:
         from .bid_value_map import main as bid_values_main
         return bid_values_main(argv[1:])
+    if argv[:1] == ["clone"]:
+        from .behaviour_cloning import main as clone_main
+        return clone_main(argv[1:])
     return measure_main(argv)
 
 

@@ -252,7 +252,7 @@ def resolve_population(entries: Sequence[str], seed: int, device: torch.device,
                     check_files(f"partner_population[{i}]={entry!r}", files)
                 members += [_checkpoint_member(f, device) for f in files]
             else:
-                if not allow_held_out and entry not in {p.name for p in zoo.PARTNERS}:
+                if not allow_held_out and entry not in {p.name for p in zoo.all_partners()}:
                     zoo.refuse_for_training(f"partner_population[{i}]={entry!r}", spec=entry, splits=POPULATION_SPLITS)
                 members.append(_zoo_member(entry, seed + 7919 * len(members), device, allow_held_out))
         except zoo.HeldOutError as exc:

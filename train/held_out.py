@@ -55,7 +55,7 @@ def refuse_held_out(cfg) -> None:
         return
     if cfg.init_from:
         zoo.refuse_for_training(f"init_from={str(cfg.init_from)!r}", path=cfg.init_from, splits=INIT_SPLITS)
-    names = {p.name for p in zoo.PARTNERS}
+    names = {p.name for p in zoo.all_partners()}
     for i, entry in enumerate(cfg.partner_population):
         what = f"partner_population[{i}]={entry!r}"
         if is_path_entry(entry):
