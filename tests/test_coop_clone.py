@@ -114,15 +114,15 @@ def _game(key, players):
 def test_the_split_is_by_game_and_by_player():
     games = [_game(f"a{i}", ["person:ana"]) for i in range(10)] + [_game(f"b{i}", ["person:bo"]) for i in range(5)]
     games += [_game(f"c{i}", ["person:cy"]) for i in range(3)]
-    split_games(games, held_out_players=["cy"] and ["person:cy"])
+    split_games(games, held_out_players=["cy"])                           # cy: person:cy
     by = {}
     for g in games:
         by.setdefault((g.seats[0], g.split), []).append(g.key)
     assert len(by[("person:ana", "test")]) == 2 and len(by[("person:ana", "validation")]) == 1
     assert len(by[("person:bo", "test")]) == 1 and len(by[("person:bo", "validation")]) == 1
-    assert len(by[("person:cy", "test")]) == 3                              # a held-out player: never trained on
+    assert len(by[("person:cy", "unseen")]) == 3                            # a held-out player: never trained on
     again = [_game(g.key, [g.seats[0]]) for g in reversed(games)]
-    split_games(again, held_out_players=["person:cy"])
+    split_games(again, held_out_players=["cy"])
     assert {g.key: g.split for g in again} == {g.key: g.split for g in games}   # by content, not by order
 
 

@@ -64,7 +64,7 @@ class Game:
     split: str = "train"
 
 
-@dataclass
+@dataclass(eq=False)
 class Decisions:
     """The decisions of one split, as tensors (observations, masks, actions) and labels."""
 
@@ -142,6 +142,11 @@ def chosen_seats(record: dict, player: Optional[str]) -> dict[int, str]:
     return {s: p for s, p in enumerate(players) if p in (player, f"person:{player}")}
 
 
+def players_named(names: Iterable[str]) -> set[str]:
+    """The ``players`` entries that names stand for: ``ana`` is ``ana`` and ``person:ana``."""
+    return {entry for name in names for entry in (name, f"person:{name}")}
+
+
 def game_key(record: dict) -> str:
     """A hash of what was played (rules, start, deals and actions): the same game in two files
     is one game, and the split does not depend on file names."""
@@ -173,13 +178,13 @@ def collect_games(paths: Iterable[str | Path], player: Optional[str]) -> tuple[l
 
 def split_games(games: list[Game], held_out_players: Iterable[str] = ()) -> None:
     """Each game's split (``train``, ``validation``, ``test``), by game and per player (see the
-    module's docstring); whole players in ``held_out_players`` are tested only."""
-    unseen = set(held_out_players)
+    module's docstring); the games of whole players in ``held_out_players`` only: ``unseen``."""
+    unseen = players_named(held_out_players)
     by_player: dict[str, list[Game]] = {}
     for game in games:
         first = sorted(p for p in game.seats.values() if p not in unseen)
-        if not first:
-            game.split = "test"
+        if not first:                      # only held-out players learnt from here: tested apart
+            game.split = "unseen"
             continue
         by_player.setdefault(first[0], []).append(game)
     for player in sorted(by_player):
@@ -200,7 +205,7 @@ def replay_decisions(games: list[Game], held_out_players: Iterable[str] = (), he
     import agents
     from spades_env.record import ReplayError, iter_replay, record_rules
 
-    unseen = set(held_out_players)
+    unseen = players_named(held_out_players)
     parts = {name: Decisions() for name in ("train", "validation", "test", "unseen")}
     rules, rules_entry = None, None
     for game in games:
@@ -226,7 +231,7 @@ def replay_decisions(games: list[Game], held_out_players: Iterable[str] = (), he
                 part.mask.append(np.asarray(obs["action_mask"], dtype=bool))
                 part.action.append(int(action))
                 part.player.append(player)
-                if helper is not None and part in (parts["test"], parts["unseen"]):
+                if helper is not None and (part is parts["test"] or part is parts["unseen"]):
                     part.heuristic.append(int(helper.act(obs, env.infos[agent])))
         except ReplayError as exc:
             raise CloneError(f"{game.source}: not a replayable game record: {exc}") from None
@@ -321,7 +326,7 @@ def _clone(paths, player, init, epochs, learning_rate, minibatch_size, seed, hel
     if not len(train):
         raise CloneError(f"no decision to fit: all {len(games)} games are held out (--held-out-players)")
     if not len(test):
-        raise CloneError("no held-out game to test on: give at least 2 games of a player")
+        raise CloneError("no held-out game to test on: give at least 2 games of a player who is not held out")
     torch.manual_seed(seed)
     obs, mask, action = train.tensors()
     policy = starting_policy(init, obs.shape[1])
@@ -340,7 +345,7 @@ def _clone(paths, player, init, epochs, learning_rate, minibatch_size, seed, hel
         loss, hits = accuracy(policy, val_obs, val_mask, val_action)
         return loss, float(hits.float().mean())
 
-    counts = {name: sum(g.split == name for g in games) for name in ("train", "validation", "test")}
+    counts = {name: sum(g.split == name for g in games) for name in ("train", "validation", "test", "unseen")}
     log(f"clone: {len(train):,} decisions of {counts['train']} games to fit, {len(validation):,} of "
         f"{counts['validation']} to choose the epoch, {len(test):,} of {counts['test']} held out")
     generator = torch.Generator().manual_seed(seed)
@@ -401,7 +406,8 @@ def format_report(report: dict) -> str:
         for name, part in held["players"].items():
             lines.append(f"  {name}: {part['decisions']:,} decisions, accuracy {pct(part['accuracy'])}")
     if "unseen_players" in report:
-        lines.append(f"held-out players: {report['unseen_players']['decisions']:,} decisions, accuracy "
+        lines.append(f"held-out players ({report['games']['unseen']} games): {report['unseen_players']['decisions']:,} "
+                     "decisions, accuracy "
                      f"{pct(report['unseen_players']['accuracy'])}")
     return "\n".join(lines)
 
