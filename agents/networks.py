@@ -144,6 +144,16 @@ class PolicyNet(nn.Module):
             nn.init.orthogonal_(layer.weight, gain=0.01)
             nn.init.zeros_(layer.bias)
 
+    @torch.no_grad()
+    def reset_bid_head(self) -> None:
+        """The bidding head's weights drawn again as a new policy's are (default init, small last
+        layer): bids near uniform again, everything else kept."""
+        for layer in self.bid_head:
+            if isinstance(layer, nn.Linear):
+                layer.reset_parameters()
+        nn.init.orthogonal_(self.bid_head[-1].weight, gain=0.01)
+        nn.init.zeros_(self.bid_head[-1].bias)
+
     def part_parameters(self, part: str) -> list[nn.Parameter]:
         """The weights of one part of the policy: ``all``, ``cards`` (the card head alone: what
         follows the trunk for the 52 cards) or ``bids`` (the bidding head alone)."""

@@ -145,6 +145,10 @@ class ExperienceSection:
                                        "blind nil whatever it would have chosen, stored with the policy's own "
                                        "probability of it: its card play then meets the blind-nil hands (passing, "
                                        "ducking, covering) that a policy which never bids one never learns; 0: off")
+    desync_tables: bool = _f(False, "before the first rollout the tables play part of a hand (a number of steps drawn "
+                                    "per table, nothing learnt), so that they do not all bid in the same steps: hand "
+                                    "episodes last 56 steps each, and tables reset together stay in step, so a short "
+                                    "rollout may hold no bidding decision at all")
 
 
 @dataclass
@@ -206,12 +210,35 @@ class PPOSection:
     bid_entropy_coef: Optional[float] = _f(None, "entropy bonus on bidding decisions alone (null: entropy_coef); "
                                                  "a larger one keeps a from-scratch run's bids from settling on "
                                                  "one bid for every hand before the play is any good")
+    bid_gae_lambda: Optional[float] = _f(None, "GAE lambda of the bidding decisions (null: gae_lambda): 1.0 gives a "
+                                               "bid the Monte-Carlo return of its hand, the whole outcome (DouZero's "
+                                               "targets) instead of 0.95^13 of it and the critic's guesses")
+    bid_learning: str = _f("ppo", "how the bids are learnt: 'ppo' (the clipped policy gradient, as the cards), "
+                                  "'values' (DouZero-style Monte-Carlo values: the bidding head's output for a bid "
+                                  "is its value, fitted by squared error to the hand's return after the bid "
+                                  "(lambda 1), and the bids are drawn from the softmax of the values over "
+                                  "bid_temperature) or 'counterfactual' (as 'values', but every bid nil..13 is "
+                                  "valued from each finished hand by scoring it again with that bid and the "
+                                  "tricks as taken: train/bid_counterfactual.py; hand episodes)")
+    bid_fit_passes: int = _f(2, "bid_learning: counterfactual: passes over the kept valued bids at each update "
+                                "(minibatches of 512, bid_value_learning_rate, an Adam of their own)")
+    bid_replay_updates: int = _f(4, "bid_learning: counterfactual: the valued bids of this many latest rollouts are "
+                                    "fitted at each update")
+    bid_temperature: float = _f(10.0, "bid_learning: values: points of value per unit of bidding logit (the "
+                                      "softmax's temperature: a bid worth 10 points less is e times less likely)")
+    bid_value_coef: float = _f(1.0, "bid_learning: values: weight of the bids' squared error in the loss")
+    bid_advantage_norm: str = _f("joint", "'joint': a minibatch's advantages are normalised together; 'separate': "
+                                          "the bidding decisions' by their own mean and spread, so the one bid per "
+                                          "hand is not drowned by its 13 card decisions' scale")
     value_coef: float = _f(0.5, "weight of the value loss")
     max_grad_norm: float = _f(0.5, "gradient clipping (global norm)")
     target_kl: Optional[float] = _f(None, "stop an update's epochs early once the approximate KL exceeds this")
     policy_parts: str = _f("all", "what of the policy PPO trains: 'all', 'cards' (the card head alone: the trunk "
                                   "and the bidding head stay as they are, so the bids do not change) or 'bids' (the "
                                   "bidding head alone); the critic always trains")
+    reset_bid_head: bool = _f(False, "after init_from, the bidding head starts again from random weights (with "
+                                     "policy_parts: bids, the ablation's control: a trained card play kept, the "
+                                     "bid learnt from nothing)")
     critic_warmup_updates: int = _f(0, "first updates of PPO train only the critic, the policy frozen (for "
                                        "init_from a model without a critic that fits, e.g. a new central one)")
 
@@ -502,6 +529,24 @@ class TrainConfig:
             self._check_real_start()
         if self.critic not in ("local", "central"):
             raise ConfigError(f"critic={self.critic!r}: expected 'local' or 'central'")
+        if self.bid_gae_lambda is not None and not 0.0 <= self.bid_gae_lambda <= 1.0:
+            raise ConfigError(f"bid_gae_lambda={self.bid_gae_lambda!r}: expected 0..1, or null")
+        if self.bid_learning not in ("ppo", "values", "counterfactual"):
+            raise ConfigError(f"bid_learning={self.bid_learning!r}: expected 'ppo', 'values' or 'counterfactual'")
+        if self.bid_learning == "counterfactual" and (self.episode != "hand" or self.reward == "win"):
+            raise ConfigError("bid_learning: counterfactual values a bid by its hand's score: it needs episode: "
+                              "hand and reward team_diff or team_score")
+        for name in ("bid_replay_updates", "bid_fit_passes"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name}={getattr(self, name)!r}: expected a positive integer")
+        if not self.bid_temperature > 0:
+            raise ConfigError(f"bid_temperature={self.bid_temperature!r}: expected a positive number of points")
+        if not self.bid_value_coef >= 0:
+            raise ConfigError(f"bid_value_coef={self.bid_value_coef!r}: expected 0 or more")
+        if self.bid_advantage_norm not in ("joint", "separate"):
+            raise ConfigError(f"bid_advantage_norm={self.bid_advantage_norm!r}: expected 'joint' or 'separate'")
+        if self.reset_bid_head and not self.init_from:
+            raise ConfigError("reset_bid_head: true needs init_from (from scratch the bidding head is new anyway)")
         if self.policy_parts not in ("all", "cards", "bids"):
             raise ConfigError(f"policy_parts={self.policy_parts!r}: expected 'all', 'cards' or 'bids'")
         if self.distill_keep not in ("score", "loss", "last"):
@@ -570,7 +615,8 @@ FIELDS = {f.name: f for cls in SECTIONS.values() for f in dataclasses.fields(cls
 
 
 _OPTIONAL_FIELDS = {"target_kl": float, "init_from": str, "max_updates": int, "distill_data": str,
-                    "distill_value_temperature": float, "bid_entropy_coef": float}   # null allowed
+                    "distill_value_temperature": float, "bid_entropy_coef": float,
+                    "bid_gae_lambda": float}   # null allowed
 
 
 def _check_type(name: str, value: Any) -> Any:

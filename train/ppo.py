@@ -119,11 +119,18 @@ class Trainer:
         self.collector = Collector(self.env, self.opponents, self.heuristic, self.starts, cfg.rollout_steps,
                                    cfg.critic == "central", self.generator, dev,
                                    blind_nil_explore=cfg.blind_nil_explore)
+        if cfg.bid_learning == "counterfactual":
+            from .bid_counterfactual import CounterfactualBids
+            self.collector.counterfactual = CounterfactualBids(self.env, self.env.obs_size, cfg.bid_replay_updates,
+                                                               dev)
         state_size = self.collector.state_size
         self.policy = new_policy().to(dev)
         self.critic = ValueNet(self.obs_size + (state_size or 0), cfg.hidden, cfg.layers).to(dev)
         self.optimizer = torch.optim.Adam(list(self.policy.parameters()) + list(self.critic.parameters()),
                                           lr=cfg.learning_rate, eps=1e-5)
+        self.bid_optimizer = None             # bid_learning: counterfactual: the bids' fit has its own Adam
+        if cfg.bid_learning == "counterfactual":
+            self.bid_optimizer = torch.optim.Adam(self.policy.parameters(), lr=cfg.bid_value_learning_rate, eps=1e-5)
         self.update = 0
         self.decisions = 0
         self.wall_s = 0.0
@@ -165,6 +172,8 @@ class Trainer:
         columns = ["wall_s", "decisions_per_s", "rollout_s", "learn_s", "learning_rate", "loss__policy",
                    "loss__value", "loss__entropy_bid", "loss__entropy_card", "loss__approx_kl",
                    "loss__clip_fraction", "loss__explained_variance", "pool_size"]
+        if cfg.bid_learning == "counterfactual":
+            columns.append("loss__bid_values")
         columns += [f"train__points_vs_{k}" for k in KINDS] + eval_columns(
             cfg.eval_opponents, games=cfg.eval_games > 0 or cfg.final_eval_games > 0)
         self.metrics = MetricsLog(self.run_path, columns, cfg.tensorboard, resume_update)
@@ -187,6 +196,9 @@ class Trainer:
             self.critic.load_state_dict(data["critic"])
         else:
             self.log(f"init_from: {path} has no critic of this shape; the critic starts from scratch")
+        if self.config.reset_bid_head:
+            self.policy.reset_bid_head()
+            self.log("reset_bid_head: the bidding head starts from random weights")
         self.imitated = True
         return data["arch"]
 
@@ -202,8 +214,11 @@ class Trainer:
             cfg, policy, device = self.config, self.policy, self.device
             augment = functools.partial(self.cooperation.augment, generator=self.generator,
                                         logits_of=lambda obs, mask: learner_logits(policy, obs, mask, cfg, device))
+        counterfactual = self.collector.counterfactual
         return ppo_update(self.policy, self.critic, self.optimizer, buf, self.collector.bootstrap(self.critic),
-                          self.config, self.update, self.generator, self.device, augment)
+                          self.config, self.update, self.generator, self.device, augment,
+                          bid_records=None if counterfactual is None else counterfactual.records(),
+                          bid_optimizer=self.bid_optimizer)
 
     # ------------------------------------------------------------------ warm starts
     def imitate(self) -> dict:
@@ -243,6 +258,9 @@ class Trainer:
             "provenance": {"trained_by": "spades-train", "config_name": cfg.name, "init_from": cfg.init_from},
             "start_policy": self.start_policy,
             **({} if self.cooperation is None else {"cooperation": self.cooperation.state_dict()}),
+            **({} if self.collector.counterfactual is None
+               else {"bid_counterfactual": self.collector.counterfactual.state_dict(),
+                     "bid_optimizer": self.bid_optimizer.state_dict()}),
         }
 
     def save_checkpoint(self) -> Path:
@@ -272,6 +290,10 @@ class Trainer:
             self.start_policy = data.get("start_policy")
             if self.cooperation is not None:
                 self.cooperation.load_state_dict(data.get("cooperation"))
+            if self.collector.counterfactual is not None:
+                self.collector.counterfactual.load_state_dict(data.get("bid_counterfactual"))
+                if "bid_optimizer" in data:
+                    self.bid_optimizer.load_state_dict(data["bid_optimizer"])
         except (KeyError, RuntimeError, ValueError, TypeError) as exc:
             raise ModelError(f"{path}: incomplete or corrupt training checkpoint ({type(exc).__name__}: "
                              f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
@@ -301,6 +323,8 @@ class Trainer:
         eval_seed = cfg.seed + 1_000_003
         if self.start_policy is None and self.update == 0:
             self.start_policy = copy.deepcopy(self.policy.state_dict())
+        if cfg.desync_tables and self.update == 0:
+            self.collector.desynchronise(self.policy, self.critic)
         while self.update < cfg.last_update:
             row = self._one_update()
             if self.update == cfg.last_update:

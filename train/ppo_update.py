@@ -2,7 +2,10 @@
 PPO over the learner's decisions in minibatches. The loss is :func:`ppo_loss`, in one place:
 
     ratio         = pi(a | s) / pi_old(a | s)
-    policy loss   = mean(max(-A * ratio, -A * clip(ratio, 1 - clip, 1 + clip)))   (A normalised per minibatch)
+    policy loss   = mean(max(-A * ratio, -A * clip(ratio, 1 - clip, 1 + clip)))   (A normalised per minibatch,
+                    bids and cards apart with bid_advantage_norm: separate; the bids' A with their own
+                    lambda, bid_gae_lambda; with bid_learning: values the bids are not in the policy
+                    loss: their logits x bid_temperature are fitted to their hands' Monte-Carlo returns)
     value loss    = 0.5 * mean((V(s) - return)^2)
     loss          = value_coef * value loss + policy loss - entropy_coef * mean(entropy)
                     (with bid_entropy_coef set, bidding decisions weigh their entropy by it instead)
@@ -10,6 +13,8 @@ PPO over the learner's decisions in minibatches. The loss is :func:`ppo_loss`, i
 (the critic warm-up, ``critic_warmup_updates``, keeps only the value term). The inputs are
 explicit: the networks, their optimizer, the rollout and its bootstrap values, the config, the
 update's index (for the learning-rate schedule) and the random stream of the minibatch order.
+With ``bid_learning: counterfactual`` the bidding head is then fitted to the valued bids of the
+latest rollouts (:func:`fit_bid_values`, train/bid_counterfactual.py).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from agents.networks import NUM_CARDS, masked_entropy
+from spades_env.game import BID_ACTION_BASE
 
 from .rollout import Rollout, critic_input, seat_advantages
 
@@ -63,19 +69,92 @@ def ppo_loss(policy, critic, mb: dict, cfg: Any, critic_only: bool, device: torc
     logp_all = F.log_softmax(logits, 1)
     logp = logp_all.gather(1, mb["action"][:, None])[:, 0]
     log_ratio = logp - mb["logp"]
+    bid_learning = getattr(cfg, "bid_learning", "ppo")
+    bid_values = bid_learning in ("values", "counterfactual")
+    if bid_values:            # the bids are fitted as values below: no ratio, no clipped gradient for them
+        log_ratio = log_ratio.masked_fill(mb["action"] >= NUM_CARDS, 0.0)
     ratio = log_ratio.exp()
-    adv = mb["advantage"]
-    adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-    policy_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip, 1 + cfg.clip)).mean()
+    adv = normalised_advantages(mb["advantage"], mb["action"], getattr(cfg, "bid_advantage_norm", "joint"))
+    surrogate = torch.max(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip, 1 + cfg.clip))
     entropy = masked_entropy(logp_all, torch.softmax(logits, 1))
+    if bid_values:
+        is_bid = mb["action"] >= NUM_CARDS
+        cards = ~is_bid
+        policy_loss = surrogate[cards].mean() if bool(cards.any()) else surrogate.sum() * 0.0
+        if bid_learning == "values":          # counterfactual: fitted apart (fit_bid_values)
+            policy_loss = policy_loss + cfg.bid_value_coef * bid_value_loss(logits, mb, cfg)
+        entropy_term = entropy_bonus(entropy[cards], mb["action"][cards], cfg) if bool(cards.any()) else 0.0
+    else:
+        policy_loss = surrogate.mean()
+        entropy_term = entropy_bonus(entropy, mb["action"], cfg)
     with learner_precision(cfg, device):
         value = critic(critic_input(obs, mb.get("state")))
     value = value.float()
     value_loss = 0.5 * (value - mb["ret"]).pow(2).mean()
     loss = cfg.value_coef * value_loss
     if not critic_only:
-        loss = loss + policy_loss - entropy_bonus(entropy, mb["action"], cfg)
+        loss = loss + policy_loss - entropy_term
     return LossParts(loss, policy_loss, value_loss, entropy, ratio, log_ratio)
+
+
+def bid_value_loss(logits: torch.Tensor, mb: dict, cfg: Any) -> torch.Tensor:
+    """``bid_learning: values``: half the mean squared error between the chosen bids' values
+    (logit x temperature, in reward units) and their hands' returns ``ret`` (Monte-Carlo: the
+    bids' lambda is 1). Zero (with a gradient) in a minibatch without bids."""
+    is_bid = mb["action"] >= NUM_CARDS
+    if not bool(is_bid.any()):
+        return logits.sum() * 0.0
+    temperature = cfg.bid_temperature * cfg.reward_scale
+    value = logits[is_bid].gather(1, mb["action"][is_bid][:, None])[:, 0] * temperature
+    return 0.5 * (value - mb["ret"][is_bid]).pow(2).mean()
+
+
+BID_FIT_MINIBATCH = 512
+
+
+def fit_bid_values(policy, optimizer: torch.optim.Optimizer, records, cfg: Any, generator: torch.Generator,
+                   device: torch.device) -> dict:
+    """``bid_learning: counterfactual``: ``bid_fit_passes`` passes over the valued bids ``records``
+    (observation, mask, (n, 14) values with nan where illegal; train.bid_counterfactual) fitting
+    the bidding logits x temperature to every legal bid's value by squared error, with its own
+    ``optimizer`` (bid_value_learning_rate: the values must reach tens of logits)."""
+    obs, mask, target = records
+    n = obs.shape[0]
+    temperature = cfg.bid_temperature * cfg.reward_scale
+    losses = []
+    params = list(policy.parameters())
+    size = BID_FIT_MINIBATCH
+    for _ in range(cfg.bid_fit_passes):
+        order = torch.randperm(n, generator=generator, device=device)
+        for start in range(0, n, size):
+            rows = order[start:start + size]
+            logits = learner_logits(policy, obs[rows], mask[rows], cfg, device)
+            value = logits[:, BID_ACTION_BASE:BID_ACTION_BASE + target.shape[1]] * temperature
+            legal = ~torch.isnan(target[rows])
+            loss = cfg.bid_value_coef * 0.5 * (value[legal] - target[rows][legal]).pow(2).mean()
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+            optimizer.step()
+            losses.append(float(loss.detach()))
+    return {"loss__bid_values": sum(losses) / len(losses)} if losses else {}
+
+
+def normalised_advantages(adv: torch.Tensor, action: torch.Tensor, how: str = "joint") -> torch.Tensor:
+    """A minibatch's advantages over their spread: all together ('joint'), or the bidding
+    decisions and the card decisions each by their own mean and spread ('separate': a hand has
+    one bid and 13 cards, whose advantages need not share a scale)."""
+    if how == "joint":
+        return (adv - adv.mean()) / (adv.std() + 1e-8)
+    out = torch.empty_like(adv)
+    is_bid = action >= NUM_CARDS
+    for rows in (is_bid, ~is_bid):
+        part = adv[rows]
+        if part.numel() == 1:
+            out[rows] = 0.0
+        elif part.numel():
+            out[rows] = (part - part.mean()) / (part.std() + 1e-8)
+    return out
 
 
 def entropy_bonus(entropy: torch.Tensor, action: torch.Tensor, cfg: Any) -> torch.Tensor:
@@ -106,11 +185,17 @@ def policy_parts_only(policy, part: str):
 
 
 def ppo_update(policy, critic, optimizer: torch.optim.Optimizer, buf: Rollout, bootstrap: torch.Tensor, cfg: Any,
-               update: int, generator: torch.Generator, device: torch.device, augment=None) -> dict:
+               update: int, generator: torch.Generator, device: torch.device, augment=None,
+               bid_records=None, bid_optimizer=None) -> dict:
     """One update from the rollout ``buf`` (``bootstrap``: (B, 4) values where it stops);
     ``update`` is the number of updates made before this one; ``augment`` (symmetry_augment)
     maps the learner's flat batch before the first gradient step. Returns the metrics' loss columns."""
     advantages = seat_advantages(buf.reward, buf.done, buf.seat, buf.value, bootstrap, cfg.gamma, cfg.gae_lambda)
+    bid_lambda = 1.0 if getattr(cfg, "bid_learning", "ppo") == "values" else getattr(cfg, "bid_gae_lambda", None)
+    if bid_lambda is not None and bid_lambda != cfg.gae_lambda:
+        # the bidding decisions' advantages along the same chains with their own lambda
+        bid_advantages = seat_advantages(buf.reward, buf.done, buf.seat, buf.value, bootstrap, cfg.gamma, bid_lambda)
+        advantages = torch.where(buf.action >= NUM_CARDS, bid_advantages, advantages)
     returns = advantages + buf.value
     data = buf.flat(buf.learner, advantage=advantages, ret=returns)
     if augment is not None:
@@ -128,6 +213,9 @@ def ppo_update(policy, critic, optimizer: torch.optim.Optimizer, buf: Rollout, b
     with policy_parts_only(policy, cfg.policy_parts):
         _epochs(policy, critic, optimizer, data, n, params, critic_only, cfg, generator, device, stats)
     out = {f"loss__{k}": sum(v) / len(v) for k, v in stats.items() if v}
+    if bid_records is not None and not critic_only and cfg.policy_parts in ("all", "bids"):
+        with policy_parts_only(policy, cfg.policy_parts):
+            out.update(fit_bid_values(policy, bid_optimizer, bid_records, cfg, generator, device))
     with torch.no_grad():
         var = data["ret"].var()
         out["loss__explained_variance"] = float(1 - (data["ret"] - data["value"]).var() / var) if var > 0 else 0.0

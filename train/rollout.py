@@ -25,6 +25,8 @@ LEARNER, POOL, HEURISTIC = 0, 1, 2
 # What plays the other side of a table (``table_kind``; index = the code): the learner itself,
 # a past policy from the pool, or the heuristic (:class:`train.opponents.OpponentPool` draws it).
 KINDS = ("self", "pool", "heuristic")
+# Steps of a hand without blind nil: four bids and 52 cards.
+HAND_STEPS = 56
 
 
 def agent_actions(agent, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -215,6 +217,7 @@ class Collector:
         self.env, self.opponents, self.heuristic, self.starts = env, opponents, heuristic, starts
         self.cooperation = cooperation       # train.cooperation.Cooperation, or None (every setting off)
         self.blind_nil_explore = blind_nil_explore   # share of offered blind nils bid whatever the policy says
+        self.counterfactual = None           # train.bid_counterfactual.CounterfactualBids, or None
         self.steps, self.generator, self.device = steps, generator, device
         self.obs, self.mask = starts.reset(env)
         self.obs_size = env.obs_size
@@ -232,6 +235,37 @@ class Collector:
         offered = mask[:, BLIND_NIL_ACTION].bool()
         coin = torch.rand(sampled.shape[0], generator=self.generator, device=sampled.device) < self.blind_nil_explore
         return torch.where(offered & coin, torch.full_like(sampled, BLIND_NIL_ACTION), sampled)
+
+    @torch.no_grad()
+    def desynchronise(self, policy, critic, steps: int = HAND_STEPS) -> None:
+        """Put the tables at different points of their hands before the first rollout
+        (``desync_tables``). Every hand episode lasts the same 56 steps, so tables reset together
+        stay in step for the whole run: they all bid in the same steps, and with short rollouts
+        whole updates hold no bidding decision. Here the tables play ``steps`` steps (nothing is
+        learnt from them) and each keeps its state after a number of them drawn uniformly from
+        0..steps; the engine then continues from that mixture."""
+        env = self.env
+        scratch = Rollout.empty(1, env.num_envs, self.obs_size, self.state_size, self.device)
+        snapshots = [env.state_dict()]
+        obs, mask = self.obs, self.mask
+        for _ in range(steps):
+            seat = env.to_act
+            controller = self.opponents.controller.gather(1, seat[:, None])[:, 0]
+            state = env.state_tensor() if self.state_size else None
+            actions = self.choose(policy, critic, obs, mask, controller, state, scratch, 0)
+            obs, mask, _, done, info = env.step(actions)
+            if bool(done.any()):
+                self._episodes_finished(done, info["final_scores"])
+                self.starts.renew(env, done)
+            snapshots.append(env.state_dict())
+        kept = torch.randint(0, steps + 1, (env.num_envs,), generator=self.generator, device=self.device).cpu()
+        tables = torch.arange(env.num_envs)
+        mixed = dict(snapshots[-1])
+        mixed["state"] = {name: torch.stack([snap["state"][name] for snap in snapshots])[kept, tables]
+                          for name in snapshots[-1]["state"]}
+        mixed["mask"] = torch.stack([snap["mask"] for snap in snapshots])[kept, tables]
+        env.load_state_dict(mixed)
+        self.obs, self.mask = env.observe()
 
     @torch.no_grad()
     def choose(self, policy, critic, obs: torch.Tensor, mask: torch.Tensor, controller: torch.Tensor,
@@ -284,12 +318,18 @@ class Collector:
                 buf.state[t] = state
             if self.cooperation is not None:      # ...and answer in them: back to the real game's actions
                 actions = self.cooperation.real_actions(seat, actions)
+            if self.counterfactual is not None:   # bid_learning: counterfactual
+                self.counterfactual.before_step(buf.obs[t], buf.mask[t], actions, buf.learner[t])
             obs, mask, rewards, done, info = env.step(actions)
+            if self.counterfactual is not None:
+                self.counterfactual.after_step(done)
             buf.reward[t], buf.done[t] = rewards.to(torch.float32), done
             if bool(done.any()):
                 self._episodes_finished(done, info["final_scores"])
                 self.starts.renew(env, done)
         self.obs, self.mask = obs, mask
+        if self.counterfactual is not None:
+            self.counterfactual.end_rollout()
         return buf
 
     def _episodes_finished(self, done: torch.Tensor, final_scores: torch.Tensor) -> None:
