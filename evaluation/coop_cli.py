@@ -1,9 +1,10 @@
-"""``spades-coop`` (zoo, run, signals) and ``spades-league``: the cooperation lab's commands.
+"""``spades-coop`` (zoo, run, signals, distance) and ``spades-league``: the cooperation lab's commands.
 
     spades-coop zoo [--json FILE]
     spades-coop run SPEC [--suite NAME] [--deals N] [--seed S] [--workers N] [--json FILE] [--plot FILE]
                          [--ray [ADDRESS]] [--journal FILE]
     spades-coop signals SPEC [--deals N] [--seed S] [--workers N] [--json FILE]
+    spades-coop distance SPEC... [--zoo] [--states N] [--seed S] [--driver SPEC] [--json FILE] [--plot FILE]
     spades-coop study --config FILE [--stage train|evaluate|all] [--jobs N] [--resume] [--report]
     spades-coop bid-values SPEC [--deals N] [--seed S] [--json FILE]
     spades-coop clone RECORDS [--player NAME] [--out MODEL] [--name NAME] [--json FILE]
@@ -44,8 +45,10 @@ def _add_common(parser: argparse.ArgumentParser, deals: int, ray: bool) -> None:
 
 def _coop_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="spades-coop", description="The cooperation lab: the partner zoo, "
-                                     "the ad-hoc teamwork suite and signalling measures (docs/cooperation.md).")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{zoo,run,signals,study,bid-values,clone}")
+                                     "the ad-hoc teamwork suite, signalling measures and the behavioural distance "
+                                     "(docs/cooperation.md).")
+    sub = parser.add_subparsers(dest="command", required=True,
+                                metavar="{zoo,run,signals,distance,study,bid-values,clone}")
     sub.add_parser("study", help="train seeds of each training method and measure them (--help: its options)")
     sub.add_parser("bid-values", help="which bid pays under a policy's own card play (--help: its options)")
     sub.add_parser("clone", help="fit a partner to people's game records and name it in the zoo (--help: its options)")
@@ -64,6 +67,22 @@ def _coop_parser() -> argparse.ArgumentParser:
     signals.add_argument("spec", metavar="SPEC", help="the agent (any spades-eval spec)")
     signals.add_argument("--opponent", default="heuristic", help="the opponent team (default heuristic)")
     _add_common(signals, 100, ray=False)
+    distance = sub.add_parser("distance", help="how alike agents play: action agreement on shared states",
+                              description="The share of decisions at which two agents choose the same action, on "
+                                          "one shared set of states (bids, card play, nil and partner-nil hands), "
+                                          "with bootstrap intervals over deals; each held-out zoo partner's "
+                                          "nearest train-split partner.")
+    distance.add_argument("specs", nargs="*", metavar="SPEC", help="agents: zoo partner names or spades-eval specs")
+    distance.add_argument("--zoo", action="store_true",
+                          help="add the zoo's train and held-out partners to the roster")
+    distance.add_argument("--states", type=int, default=2000, help="decision states to ask about (default 2000; "
+                          f"at most {MAX_DEALS:,})")
+    distance.add_argument("--seed", type=int, default=0, help="the seed the deals, drivers and answers derive from")
+    distance.add_argument("--driver", default="mix", help="who plays the hands the states come from: mix (the "
+                          "roster, a member per seat drawn per deal; default) or one agent's spec")
+    distance.add_argument("--json", metavar="FILE", help="write the result as JSON")
+    distance.add_argument("--plot", metavar="FILE", help="the heat map (default: beside --json, .png)")
+    add_progress_flags(distance)
     return parser
 
 
@@ -126,6 +145,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             if args.json:
                 write_json(args.json, zoo_listing(), "--json")
             return 0
+        if args.command == "distance":
+            return _distance(args)
         if args.command == "run":
             from .scenarios import format_suite_result, plot_suite_result, run_suite
             result = run_suite(args.spec, args.suite, deals=args.deals, seed=args.seed, workers=args.workers,
@@ -146,6 +167,25 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 0
 
     return _guarded("spades-coop", body)
+
+
+def _distance(args: argparse.Namespace) -> int:
+    from .coop_common import check_positive
+    from .distance import format_distance, measure_distance, plot_distance, zoo_roster
+    check_positive(args.states, "--states")
+    roster = list(args.specs) + [name for name in (zoo_roster() if args.zoo else []) if name not in args.specs]
+    if len(roster) < 2:
+        raise EvaluationError(f"distance needs at least two agents (SPEC... or --zoo); got {roster or 'none'}")
+    result = measure_distance(roster, states=args.states, seed=args.seed, driver=args.driver,
+                              progress=not args.no_progress)
+    print(format_distance(result))
+    if args.json:
+        write_json(args.json, result, "--json")
+    figure = plot_path(args.json, args.plot)
+    if figure is not None:
+        plot_distance(result, figure)
+        print(f"heat map: {figure}")
+    return 0
 
 
 def league_main(argv: Optional[list[str]] = None) -> int:

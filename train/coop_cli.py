@@ -1,6 +1,6 @@
 """``spades-coop``: the cooperation lab's commands.
 
-``zoo``, ``run`` and ``signals`` measure (:mod:`evaluation.coop_cli`); ``study`` trains seeds of
+``zoo``, ``run``, ``signals`` and ``distance`` measure (:mod:`evaluation.coop_cli`); ``study`` trains seeds of
 each cooperation method and measures them (:mod:`train.coop_study`), ``bid-values`` plays every
 bid out under a policy's own play (:mod:`train.bid_value_map`) and ``clone`` fits a partner to
 people's games (:mod:`train.behaviour_cloning`), so the command lives on the training floor,
