@@ -29,7 +29,9 @@ of the card play, ``nil`` (the seat on turn bid nil) and ``partner_nil`` (its pa
 share of those states where the two agree, with a 95% percentile bootstrap over deals (a deal's
 states move together). ``nearest``: for each held-out zoo partner in the roster, the train-split
 zoo partner it agrees with most on all decisions (the issue's goal: at most 80%), recognised by
-content (:func:`evaluation.zoo.partner_of_spec`), not only by name.
+content (:func:`evaluation.zoo.partner_of_spec`), not only by name; ``ceiling`` is the lower of
+the two agents' agreement with themselves, and a pair at or above it (``as_alike_as_themselves``)
+cannot be told apart by this measure, however low its agreement (two samplers).
 """
 
 from __future__ import annotations
@@ -225,9 +227,11 @@ def nearest_partners(labels: Sequence[str], zoo_of: Sequence[Optional[dict]], va
                         "goal": GOAL, "within_goal": None})
             continue
         j = max(train, key=lambda t: (value[i, t], -t))
+        ceiling = float(min(value[i, i], value[j, j]))
         out.append({"held_out": labels[i], "nearest_train": labels[j], "value": float(value[i, j]),
                     "low": float(low[i, j]), "high": float(high[i, j]), "goal": GOAL,
-                    "within_goal": bool(value[i, j] <= GOAL)})
+                    "within_goal": bool(value[i, j] <= GOAL), "ceiling": ceiling,
+                    "as_alike_as_themselves": bool(value[i, j] >= ceiling)})
     return out
 
 
@@ -304,8 +308,12 @@ def format_distance(result: dict) -> str:
             if n["nearest_train"] is None:
                 lines.append(f"  {n['held_out']}: no train-split partner in the roster")
                 continue
+            note = "" if n["within_goal"] else "  above the goal"
+            if n["ceiling"] < 1:
+                note += (f"  (each agrees with itself on {_pct(n['ceiling'])}% at most"
+                         + (": as alike as with itself)" if n["as_alike_as_themselves"] else ")"))
             lines.append(f"  {n['held_out']:<14} {n['nearest_train']:<14} {_pct(n['value'])}% "
-                         f"[{_pct(n['low'])}, {_pct(n['high'])}]" + ("" if n["within_goal"] else "  above the goal"))
+                         f"[{_pct(n['low'])}, {_pct(n['high'])}]" + note)
     return "\n".join(lines)
 
 

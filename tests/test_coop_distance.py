@@ -92,6 +92,9 @@ def test_nearest_partner_is_the_train_partner_agreeing_most():
     found = nearest_partners(labels, zoo_of, value, value - 0.05, value + 0.05)
     assert [(n["held_out"], n["nearest_train"], n["value"], n["within_goal"]) for n in found] == [
         ("h1", "b", 0.9, False), ("h2", "b", 0.75, True)]
+    value[4, 4] = 0.7                       # h2 a sampler: agrees with b more than with itself
+    assert [(n["ceiling"], n["as_alike_as_themselves"]) for n in
+            nearest_partners(labels, zoo_of, value, value, value)] == [(1.0, False), (0.7, True)]
 
 
 def test_the_command_writes_json_and_a_heat_map(tmp_path, capsys):
