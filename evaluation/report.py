@@ -150,6 +150,9 @@ def format_crossplay(c: CrossplayResult) -> str:
     if c.cross_play is not None:
         lines.append(f"cross-play (off-diagonal)  {_signed(c.cross_play)}")
         lines.append(_interval_line("self-play minus cross-play", c.gap, level=first.confidence))
+    if c.cooperative_rating is not None:
+        from .cooperative_rating import format_cooperative_rating
+        lines += ["", format_cooperative_rating(c.cooperative_rating)]
     if c.elapsed_s is not None:
         hands = sum(r.hands for row in c.cells for r in row)
         lines.append(f"\n{hands} hands in {c.elapsed_s:.2f} s ({hands / c.elapsed_s:,.0f} hands/s, "

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
 from .matches import (MatchConfig, Player, Team, TeamSpec, check_agents_build, check_workers, default_reference,
-                      match_config, play_matches)
+                      derive_seed, match_config, play_matches)
 from .outcomes import HAND_KINDS, TEAMS, EvaluationError, PlayOutcome, TeamTally, points_by_kind
 from .report import format_comparison, format_crossplay, format_match, plot_crossplay
 from .statistics import Interval, contrast_interval, mean_interval, ratio_interval, wilson_interval
@@ -289,6 +289,7 @@ class CrossplayResult:
     gap: Optional[Interval]            # self-play minus cross-play, paired by deal (game)
     elapsed_s: Optional[float] = None
     workers: Optional[int] = None
+    cooperative_rating: Optional[dict] = None   # who helps whom (evaluation.cooperative_rating); 3+ agents
 
     def matrix(self, metric: str = "score_diff") -> list[list[Optional[float]]]:
         """``score_diff`` (points per hand vs the reference) or ``win_rate`` (games mode)."""
@@ -312,6 +313,7 @@ class CrossplayResult:
             "win_rate": self.matrix("win_rate") if first.mode == "games" else None,
             "self_play": self.self_play, "cross_play": self.cross_play,
             "gap": self.gap.to_dict() if self.gap else None,
+            "cooperative_rating": self.cooperative_rating,
             "cells": [[r.to_dict(timing=timing, unit_diffs=False) for r in row] for row in self.cells],
             "elapsed_s": self.elapsed_s, "workers": self.workers,
         }
@@ -363,8 +365,12 @@ def crossplay(agents: Sequence[Any], reference: Any = None, deals: Optional[int]
         terms += [(-1 / len(off), r.unit_points, r.unit_hands) for r in off]
         unit = "deal" if configs[0].mode == "hands" else "game"
         gap = contrast_interval(terms, confidence, method=f"paired by {unit}, delta method")
+    from .cooperative_rating import cooperative_rating
+    rating = cooperative_rating([[r.unit_points for r in row] for row in cells],
+                                [[r.unit_hands for r in row] for row in cells], [p.label for p in players],
+                                seed=derive_seed("crossplay", "cooperative-rating", seed))
     return CrossplayResult([p.label for p in players], ref_team.label, cells, self_play, cross_play, gap,
-                           elapsed, min(workers, sum(c.units for c in configs)))
+                           elapsed, min(workers, sum(c.units for c in configs)), rating)
 
 
 @dataclass
