@@ -17,10 +17,12 @@ from different rosters compare. On one deal in four one seat (in turn) bids nil 
 driver would bid, so that a nil bidder's play and its partner's cover are asked about even
 with drivers that seldom bid nil.
 
-**The question.** At every kept state every agent is reset with a seed derived from the state
-(the same for every agent, folded with the agent's own ``seed=`` option) and asked for its action
-from exactly what its seat observes (its greedy action where the agent has one: ``neural`` is
-greedy by default). The matrix's diagonal asks each agent again with another seed: 1 for an agent
+**The question.** At every kept state every agent is asked for its action from exactly what its
+seat observes (its greedy action where the agent has one: ``neural`` is greedy by default),
+reset first with a seed derived from the state and the agent's spec (its own ``seed=`` option
+included): copies of one spec get the same seed and agree everywhere, different agents draw
+independently (two samplers sharing a seed share their samples and agree more than their
+policies do: search-8 and search-32 by 5 points). The matrix's diagonal asks each agent again with another seed: 1 for an agent
 whose choice depends on the state only, lower for one that samples (``random``'s is its chance
 level), a ceiling for the others' agreement with it.
 
@@ -30,8 +32,9 @@ share of those states where the two agree, with a 95% percentile bootstrap over 
 states move together). ``nearest``: for each held-out zoo partner in the roster, the train-split
 zoo partner it agrees with most on all decisions (the issue's goal: at most 80%), recognised by
 content (:func:`evaluation.zoo.partner_of_spec`), not only by name; ``ceiling`` is the lower of
-the two agents' agreement with themselves, and a pair at or above it (``as_alike_as_themselves``)
-cannot be told apart by this measure, however low its agreement (two samplers).
+the two agents' agreement with themselves, and a pair whose interval reaches it
+(``as_alike_as_themselves``) cannot be told apart by this measure from one agent asked twice,
+however low its agreement (two samplers).
 """
 
 from __future__ import annotations
@@ -231,7 +234,7 @@ def nearest_partners(labels: Sequence[str], zoo_of: Sequence[Optional[dict]], va
         out.append({"held_out": labels[i], "nearest_train": labels[j], "value": float(value[i, j]),
                     "low": float(low[i, j]), "high": float(high[i, j]), "goal": GOAL,
                     "within_goal": bool(value[i, j] <= GOAL), "ceiling": ceiling,
-                    "as_alike_as_themselves": bool(value[i, j] >= ceiling)})
+                    "as_alike_as_themselves": bool(high[i, j] >= ceiling)})
     return out
 
 
@@ -259,7 +262,7 @@ def measure_distance(roster: Sequence[Any], *, states: int = 2000, seed: int = 0
             drivers, driver_label = [_build(label, spec)[1]], label
         except EvaluationError as exc:
             raise EvaluationError(f"driver {driver!r}: {exc}") from None
-    data = collect(agents, labels, [p.salt for p in players], drivers, states, seed, rules, progress)
+    data = collect(agents, labels, [f"{p.label}/{p.salt}" for p in players], drivers, states, seed, rules, progress)
     agree, count = agreement_counts(data)
     totals = count.sum(0)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -311,7 +314,7 @@ def format_distance(result: dict) -> str:
             note = "" if n["within_goal"] else "  above the goal"
             if n["ceiling"] < 1:
                 note += (f"  (each agrees with itself on {_pct(n['ceiling'])}% at most"
-                         + (": as alike as with itself)" if n["as_alike_as_themselves"] else ")"))
+                         + (": as alike as each with itself)" if n["as_alike_as_themselves"] else ")"))
             lines.append(f"  {n['held_out']:<14} {n['nearest_train']:<14} {_pct(n['value'])}% "
                          f"[{_pct(n['low'])}, {_pct(n['high'])}]" + note)
     return "\n".join(lines)

@@ -92,9 +92,10 @@ def test_nearest_partner_is_the_train_partner_agreeing_most():
     found = nearest_partners(labels, zoo_of, value, value - 0.05, value + 0.05)
     assert [(n["held_out"], n["nearest_train"], n["value"], n["within_goal"]) for n in found] == [
         ("h1", "b", 0.9, False), ("h2", "b", 0.75, True)]
-    value[4, 4] = 0.7                       # h2 a sampler: agrees with b more than with itself
+    value[4, 4] = 0.77                      # h2 a sampler: its interval with b reaches its own level
     assert [(n["ceiling"], n["as_alike_as_themselves"]) for n in
-            nearest_partners(labels, zoo_of, value, value, value)] == [(1.0, False), (0.7, True)]
+            nearest_partners(labels, zoo_of, value, value - 0.05, value + 0.05)] == [(1.0, False), (0.77, True)]
+    assert not nearest_partners(labels, zoo_of, value, value - 0.01, value + 0.01)[1]["as_alike_as_themselves"]
 
 
 def test_the_command_writes_json_and_a_heat_map(tmp_path, capsys):
