@@ -29,7 +29,7 @@ def test_the_made_bids_value_is_the_reward_paid(backend, reward, bag_cost):
     """Random legal play from random scores and bags (blind nil offered, bag penalties met): for
     every bid, its counterfactual value at the bid made equals the seat's reward for the hand;
     illegal bids are nan, legal ones finite."""
-    tables = 48
+    tables = 32
     env = SpadesVectorEnv(tables, rules="standard", reward=reward, episode="hand", seed=5, bag_cost=bag_cost,
                           backend=backend)
     gen = torch.Generator().manual_seed(1)
@@ -39,7 +39,7 @@ def test_the_made_bids_value_is_the_reward_paid(backend, reward, bag_cost):
     made: dict[tuple[int, int], int] = {}
     paid = torch.zeros(tables, 4)
     checked = 0
-    for _ in range(300):
+    for _ in range(200):
         actions = torch.multinomial(mask.float(), 1, generator=gen)[:, 0]
         seat = env.to_act
         cf.before_step(obs, mask, actions, torch.ones(tables, dtype=torch.bool))
@@ -66,7 +66,7 @@ def test_the_made_bids_value_is_the_reward_paid(backend, reward, bag_cost):
             paid[t] = 0
             for s in range(4):
                 made.pop((t, s), None)
-    assert checked > 500
+    assert checked > 200
 
 
 def test_separate_normalisation_centres_bids_and_cards_apart():
@@ -84,7 +84,7 @@ def test_desynchronised_tables_bid_at_different_steps(tmp_path):
     """Without it every table bids in the same steps; with it the first rollout's bids are spread
     over its steps, and a run with it resumes as any other."""
     def bid_steps(desync: bool) -> set[int]:
-        trainer = Trainer(tiny(tmp_path, f"d{desync}", *SCRATCH, "num_envs=64", "rollout_steps=56",
+        trainer = Trainer(tiny(tmp_path, f"d{desync}", *SCRATCH, "num_envs=32", "rollout_steps=56",
                                f"desync_tables={str(desync).lower()}"), log=lambda line: None)
         try:
             if desync:
@@ -96,7 +96,7 @@ def test_desynchronised_tables_bid_at_different_steps(tmp_path):
         return set(torch.nonzero(is_bid.any(1))[:, 0].tolist())
 
     assert len(bid_steps(False)) == 4
-    assert len(bid_steps(True)) > 20
+    assert len(bid_steps(True)) > 15
 
 
 def test_counterfactual_run_learns_and_resumes_exactly(tmp_path):
@@ -104,7 +104,8 @@ def test_counterfactual_run_learns_and_resumes_exactly(tmp_path):
     and a run stopped at an update and resumed ends with the weights of one never stopped (the
     kept bids and their optimizer are in the checkpoint)."""
     settings = [*SCRATCH, "bid_learning=counterfactual", "desync_tables=true", "bag_cost=10",
-                "total_decisions=4096", "eval_every=0"]
+                "total_decisions=3072", "eval_every=0", "final_eval_deals=2",
+                "eval_opponents=[random]", "eval_against_start=false"]
     straight = Trainer(tiny(tmp_path, "straight", *settings), log=lambda line: None)
     straight.train()
     rows = list(csv.DictReader((tmp_path / "straight" / "metrics.csv").open()))
