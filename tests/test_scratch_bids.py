@@ -69,6 +69,34 @@ def test_the_made_bids_value_is_the_reward_paid(backend, reward, bag_cost):
     assert checked > 200
 
 
+def test_played_nil_is_valued_only_by_nil_hands():
+    """bid_counterfactual_nil: played: a nil bid's record values nil alone (the reward paid); any
+    other bid's record values every legal bid but nil."""
+    tables = 32
+    env = SpadesVectorEnv(tables, rules="standard", reward="team_diff", episode="hand", seed=9, bag_cost=10.0,
+                          backend="native")
+    gen = torch.Generator().manual_seed(2)
+    obs, mask = env.reset()
+    cf = CounterfactualBids(env, env.obs_size, keep_updates=100, device=torch.device("cpu"), nil="played")
+    chosen = torch.full((tables, 4), -1)
+    for _ in range(120):
+        actions = torch.multinomial(mask.float(), 1, generator=gen)[:, 0]
+        is_bid = (actions >= BID_ACTION_BASE) & (actions < BID_ACTION_BASE + NUM_BIDS)
+        cf.before_step(obs, mask, actions, torch.ones(tables, dtype=torch.bool))
+        chosen[is_bid, env.to_act[is_bid]] = actions[is_bid] - BID_ACTION_BASE
+        obs, mask, _, done, _ = env.step(actions)
+        cf.after_step(done)
+    cf.end_rollout()
+    _, bid_mask, target = cf.records()
+    legal = bid_mask[:, BID_ACTION_BASE:BID_ACTION_BASE + NUM_BIDS]
+    nil_rows = torch.isfinite(target[:, 0])
+    assert bool(nil_rows.any()) and bool((~nil_rows).any())
+    assert bool(torch.isnan(target[nil_rows, 1:]).all())
+    assert bool(torch.isfinite(target[~nil_rows][:, 1:][legal[~nil_rows][:, 1:]]).all())
+    with pytest.raises(ValueError, match="expected one of counterfactual, played"):
+        CounterfactualBids(env, env.obs_size, keep_updates=1, device=torch.device("cpu"), nil="guess")
+
+
 def test_separate_normalisation_centres_bids_and_cards_apart():
     adv = torch.tensor([10.0, 12.0, 14.0, -1.0, 0.0, 1.0, 2.0])
     action = torch.tensor([52, 55, 60, 3, 7, 9, 11])
@@ -140,6 +168,7 @@ def test_reset_bid_head_keeps_the_rest(tmp_path):
     ("bid_temperature=0", "bid_temperature=0"),
     ("bid_replay_updates=0", "bid_replay_updates=0: expected a positive integer"),
     ("reset_bid_head=true", "reset_bid_head: true needs init_from"),
+    ("bid_counterfactual_nil=maybe", "expected 'counterfactual' or 'played'"),
 ])
 def test_bad_bid_settings_are_refused(tmp_path, setting, words):
     with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)")):

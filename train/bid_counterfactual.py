@@ -12,9 +12,11 @@ play took with the bid actually made (a different bid might have been played dif
 that shrinks as the play learns to make what it bids; the outcome of the bid actually made is
 exact.
 
-Only the bids of the bidding phase (nil to 13) are valued so; the blind-nil decision (offered
-only to a side 100 behind) stays with PPO. Hand episodes only (a game's later hands would also
-depend on the bid).
+Scored again as a nil, a hand played to make a bid is nearly always a broken nil, so the values
+undervalue nil; with ``bid_counterfactual_nil: played`` nil is valued only by the hands where it
+was bid (and those hands value nothing else). Only the bids of the bidding phase (nil to 13) are
+valued so; the blind-nil decision (offered only to a side 100 behind) stays with PPO. Hand
+episodes only (a game's later hands would also depend on the bid).
 """
 
 from __future__ import annotations
@@ -27,6 +29,11 @@ import torch
 from spades_env.game import BID_ACTION_BASE, NUM_ACTIONS
 
 NUM_BIDS = 14                         # nil, 1..13: actions BID_ACTION_BASE .. BID_ACTION_BASE + 13
+# How nil is valued: "counterfactual" (as every bid: the hand scored again as a nil, with the tricks
+# the seat took playing to make its bid, so a nil looks broken almost always) or "played" (a nil
+# hand values nil alone, exactly; any other hand values every bid but nil: nil is then learnt
+# against the rest by the outcomes of the nils actually bid, Monte-Carlo).
+NIL_MODES = ("counterfactual", "played")
 CARDS_PER_SUIT, SPADES = 13, 3
 
 
@@ -37,9 +44,11 @@ class CounterfactualBids:
     tables that finished; :meth:`records` returns the valued bids of the latest ``keep_updates``
     rollouts (observation, mask, the 14 bids' values in reward units; nan where illegal)."""
 
-    def __init__(self, env, obs_size: int, keep_updates: int, device: torch.device) -> None:
+    def __init__(self, env, obs_size: int, keep_updates: int, device: torch.device, nil: str = "counterfactual") -> None:
         B = env.num_envs
-        self.env, self.device, self.keep_updates = env, device, keep_updates
+        if nil not in NIL_MODES:
+            raise ValueError(f"nil={nil!r}: expected one of {', '.join(NIL_MODES)}")
+        self.env, self.device, self.keep_updates, self.nil = env, device, keep_updates, nil
         scheme = env.reward_scheme
         if scheme.reward not in ("team_diff", "team_score"):
             raise ValueError(f"bid_learning: counterfactual needs reward team_diff or team_score, not "
@@ -83,6 +92,11 @@ class CounterfactualBids:
             obs, mask = self.pending_obs[tables][t, seat], self.pending_mask[tables][t, seat]
             legal = mask[:, BID_ACTION_BASE:BID_ACTION_BASE + NUM_BIDS]
             target = values[t, seat].masked_fill(~legal, float("nan"))
+            if self.nil == "played":       # nil against the rest only by hands played as nil
+                bid_nil = (pick.bids[t, seat] == 0)[:, None]
+                is_nil = torch.zeros_like(legal)
+                is_nil[:, 0] = True
+                target = target.masked_fill(bid_nil != is_nil, float("nan"))
             self._current.append((obs.clone(), mask.clone(), target))
         self.pending[tables] = False
 

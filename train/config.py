@@ -220,6 +220,11 @@ class PPOSection:
                                   "bid_temperature) or 'counterfactual' (as 'values', but every bid nil..13 is "
                                   "valued from each finished hand by scoring it again with that bid and the "
                                   "tricks as taken: train/bid_counterfactual.py; hand episodes)")
+    bid_counterfactual_nil: str = _f("counterfactual", "bid_learning: counterfactual: how nil is valued: "
+                                                       "'counterfactual' (every finished hand scored again as "
+                                                       "a nil: undervalued, the tricks were taken playing to "
+                                                       "make a bid) or 'played' (nil valued only by the hands "
+                                                       "where it was bid, which value nothing else)")
     bid_fit_passes: int = _f(2, "bid_learning: counterfactual: passes over the kept valued bids at each update "
                                 "(minibatches of 512, bid_value_learning_rate, an Adam of their own)")
     bid_replay_updates: int = _f(4, "bid_learning: counterfactual: the valued bids of this many latest rollouts are "
@@ -536,6 +541,9 @@ class TrainConfig:
         if self.bid_learning == "counterfactual" and (self.episode != "hand" or self.reward == "win"):
             raise ConfigError("bid_learning: counterfactual values a bid by its hand's score: it needs episode: "
                               "hand and reward team_diff or team_score")
+        if self.bid_counterfactual_nil not in ("counterfactual", "played"):
+            raise ConfigError(f"bid_counterfactual_nil={self.bid_counterfactual_nil!r}: expected 'counterfactual' "
+                              "or 'played'")
         for name in ("bid_replay_updates", "bid_fit_passes"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected a positive integer")

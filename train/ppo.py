@@ -122,7 +122,7 @@ class Trainer:
         if cfg.bid_learning == "counterfactual":
             from .bid_counterfactual import CounterfactualBids
             self.collector.counterfactual = CounterfactualBids(self.env, self.env.obs_size, cfg.bid_replay_updates,
-                                                               dev)
+                                                               dev, nil=cfg.bid_counterfactual_nil)
         state_size = self.collector.state_size
         self.policy = new_policy().to(dev)
         self.critic = ValueNet(self.obs_size + (state_size or 0), cfg.hidden, cfg.layers).to(dev)
