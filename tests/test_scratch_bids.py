@@ -97,6 +97,31 @@ def test_played_nil_is_valued_only_by_nil_hands():
         CounterfactualBids(env, env.obs_size, keep_updates=1, device=torch.device("cpu"), nil="guess")
 
 
+def test_bid_value_loss_fits_the_made_bids_logit_times_temperature():
+    """bid_learning: values: the made bid's value is its logit x bid_temperature x reward_scale,
+    fitted to the return; card rows do not count, a blind-nil decision (action 66) does."""
+    from types import SimpleNamespace
+    from train.ppo_update import bid_value_loss
+    cfg = SimpleNamespace(bid_temperature=10.0, reward_scale=0.01)
+    logits = torch.zeros(3, 68)
+    logits[0, 55], logits[2, 66] = 5.0, -2.0                 # values 0.5 and -0.2 reward units
+    mb = {"action": torch.tensor([55, 3, 66]), "ret": torch.tensor([0.5, 9.0, 0.2])}
+    assert float(bid_value_loss(logits, mb, cfg)) == pytest.approx(0.5 * (0.0 + 0.4 ** 2) / 2)
+    assert float(bid_value_loss(logits, {"action": torch.tensor([3]), "ret": torch.tensor([1.0])}, cfg)) == 0.0
+
+
+def test_values_and_lambda_runs_train(tmp_path):
+    """bid_learning: values and bid_gae_lambda with separate normalisation train end to end."""
+    for name, extra in (("values", ["bid_learning=values"]),
+                        ("lambda", ["bid_gae_lambda=1.0", "bid_advantage_norm=separate"])):
+        trainer = Trainer(tiny(tmp_path, name, *SCRATCH, *extra, "total_decisions=1024", "eval_every=0",
+                               "final_eval_deals=2", "eval_opponents=[random]", "eval_against_start=false"),
+                          log=lambda line: None)
+        before = {k: v.clone() for k, v in trainer.policy.state_dict().items()}
+        trainer.train()
+        assert not torch.equal(before["bid_head.2.weight"], trainer.policy.state_dict()["bid_head.2.weight"])
+
+
 def test_separate_normalisation_centres_bids_and_cards_apart():
     adv = torch.tensor([10.0, 12.0, 14.0, -1.0, 0.0, 1.0, 2.0])
     action = torch.tensor([52, 55, 60, 3, 7, 9, 11])

@@ -362,6 +362,16 @@ def train_stage(study: Study, jobs: int = 1, log: Callable[[str], None] = print,
     return status
 
 
+def train_runs(study: Study, jobs: int, resume: bool, log: Callable[[str], None] = print) -> tuple[list[str], int]:
+    """The train stage of a command: refuses a folder that already holds runs unless ``resume``,
+    trains what is not done; returns the runs that did not finish and how many runs there were."""
+    if any(r.started or r.done for r in study.runs()) and not resume:
+        raise StudyError(f"{study.folder} already holds runs of this study: continue it with --resume, "
+                         "or pick another --folder")
+    status = train_stage(study, jobs, log=log)
+    return sorted(n for n, s in status.items() if s != "done"), len(status)
+
+
 def cpu_hours(study: Study) -> float:
     """CPU hours of the finished runs (one thread each: their wall time)."""
     import json
@@ -421,12 +431,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"wrote {write_report(study)}")
             return 0
         if args.stage in ("train", "all"):
-            if any(r.started or r.done for r in study.runs()) and not args.resume:
-                raise StudyError(f"{study.folder} already holds runs of this study: continue it with --resume, "
-                                 "or pick another --folder")
-            status = train_stage(study, args.jobs, log=lambda line: print(line, flush=True))
-            failed = sorted(n for n, s in status.items() if s != "done")
-            print(f"train: {len(status) - len(failed)}/{len(status)} runs done, {cpu_hours(study):.3f} CPU hours "
+            failed, total = train_runs(study, args.jobs, args.resume, log=lambda line: print(line, flush=True))
+            print(f"train: {total - len(failed)}/{total} runs done, {cpu_hours(study):.3f} CPU hours "
                   "of training in all (the runs' training time, one thread each)")
             if failed:
                 print(f"spades-coop study: error: runs not finished: {', '.join(failed)}", file=sys.stderr)
@@ -445,4 +451,4 @@ def main(argv: Optional[list[str]] = None) -> int:
     return 0
 
 
-__all__ = ["Study", "Method", "Run", "StudyError", "load_study", "train_stage", "cpu_hours", "main"]
+__all__ = ["Study", "Method", "Run", "StudyError", "load_study", "train_stage", "train_runs", "cpu_hours", "main"]

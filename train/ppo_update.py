@@ -70,14 +70,14 @@ def ppo_loss(policy, critic, mb: dict, cfg: Any, critic_only: bool, device: torc
     logp = logp_all.gather(1, mb["action"][:, None])[:, 0]
     log_ratio = logp - mb["logp"]
     bid_learning = getattr(cfg, "bid_learning", "ppo")
-    bid_values = bid_learning in ("values", "counterfactual")
-    if bid_values:            # the bids are fitted as values below: no ratio, no clipped gradient for them
+    bids_apart = bid_learning in ("values", "counterfactual")
+    if bids_apart:            # the bids are fitted as values: no ratio, no clipped gradient for them
         log_ratio = log_ratio.masked_fill(mb["action"] >= NUM_CARDS, 0.0)
     ratio = log_ratio.exp()
     adv = normalised_advantages(mb["advantage"], mb["action"], getattr(cfg, "bid_advantage_norm", "joint"))
     surrogate = torch.max(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip, 1 + cfg.clip))
     entropy = masked_entropy(logp_all, torch.softmax(logits, 1))
-    if bid_values:
+    if bids_apart:
         is_bid = mb["action"] >= NUM_CARDS
         cards = ~is_bid
         policy_loss = surrogate[cards].mean() if bool(cards.any()) else surrogate.sum() * 0.0

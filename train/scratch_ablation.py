@@ -33,10 +33,9 @@ import sys
 from pathlib import Path
 from typing import Callable, Optional
 
-from .coop_study import Run, Study, StudyError, check_runs_unchanged, load_study, train_stage
+from .coop_study import Run, Study, StudyError, check_runs_unchanged, load_study, train_runs
 
 COLLAPSED_NATS = 0.1          # a bidding entropy under this: (nearly) one bid for every hand
-T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 
 
 def read_metrics(path: Path) -> list[dict]:
@@ -89,14 +88,10 @@ def measure_run(run: Run, deals: int, seed: int, workers: Optional[int]) -> dict
 
 
 def mean_interval(values: list[float]) -> dict:
-    """Mean over seeds and a 95% t-interval (the seeds are the units)."""
-    n = len(values)
-    mean = sum(values) / n
-    if n < 2:
-        return {"mean": mean, "low": None, "high": None, "n": n}
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    half = T_975.get(n - 1, 1.96) * sd / math.sqrt(n)
-    return {"mean": mean, "low": mean - half, "high": mean + half, "n": n}
+    """Mean over seeds and its 95% t-interval (the seeds are the units; no interval for one)."""
+    from evaluation.statistics import mean_interval as t_interval
+    iv = t_interval(values)
+    return {"mean": iv.mean, "low": iv.low, "high": iv.high, "n": iv.n}
 
 
 def summarise(study: Study, results: dict[str, dict]) -> list[dict]:
@@ -228,11 +223,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         study = load_study(args.config, args.folder)
         check_runs_unchanged(study)
         if args.stage in ("train", "all"):
-            if any(r.started or r.done for r in study.runs()) and not args.resume:
-                raise StudyError(f"{study.folder} already holds runs: continue with --resume, or pick another "
-                                 "--folder")
-            status = train_stage(study, args.jobs, log=lambda line: print(line, flush=True))
-            failed = sorted(n for n, s in status.items() if s != "done")
+            failed, _ = train_runs(study, args.jobs, args.resume, log=lambda line: print(line, flush=True))
             if failed:
                 print(f"scratch_ablation: error: runs not finished: {', '.join(failed)}", file=sys.stderr)
                 return 1
