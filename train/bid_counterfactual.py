@@ -44,11 +44,14 @@ class CounterfactualBids:
     tables that finished; :meth:`records` returns the valued bids of the latest ``keep_updates``
     rollouts (observation, mask, the 14 bids' values in reward units; nan where illegal)."""
 
-    def __init__(self, env, obs_size: int, keep_updates: int, device: torch.device, nil: str = "counterfactual") -> None:
+    def __init__(self, env, obs_size: int, keep_updates: int, device: torch.device, nil: str = "counterfactual",
+                 bid_offsets: Optional[torch.Tensor] = None) -> None:
         B = env.num_envs
         if nil not in NIL_MODES:
             raise ValueError(f"nil={nil!r}: expected one of {', '.join(NIL_MODES)}")
         self.env, self.device, self.keep_updates, self.nil = env, device, keep_updates, nil
+        # (14,) what each bid earns besides the score (reward_bias's bid and nil events), or None
+        self.bid_offsets = None if bid_offsets is None else bid_offsets.to(device)
         scheme = env.reward_scheme
         if scheme.reward not in ("team_diff", "team_score"):
             raise ValueError(f"bid_learning: counterfactual needs reward team_diff or team_score, not "
@@ -91,7 +94,10 @@ class CounterfactualBids:
             t, seat = torch.nonzero(waiting, as_tuple=True)
             obs, mask = self.pending_obs[tables][t, seat], self.pending_mask[tables][t, seat]
             legal = mask[:, BID_ACTION_BASE:BID_ACTION_BASE + NUM_BIDS]
-            target = values[t, seat].masked_fill(~legal, float("nan"))
+            target = values[t, seat]
+            if self.bid_offsets is not None:
+                target = target + self.bid_offsets
+            target = target.masked_fill(~legal, float("nan"))
             if self.nil == "played":       # nil against the rest only by hands played as nil
                 bid_nil = (pick.bids[t, seat] == 0)[:, None]
                 is_nil = torch.zeros_like(legal)

@@ -128,6 +128,10 @@ class GameSection:
     bag_cost: float = _f(0.0, "points charged per bag a side carries into later hands (spades_env.rewards): 10, "
                               "the standard rules' penalty over its limit, makes a hand's reward its worth in a "
                               "game (an overtrick nets -9 instead of +1); 0: the plain score change")
+    reward_bias: dict = _f({}, "a hidden utility (train.hidden_utility, hidden-utility self-play): points paid to the "
+                               "learner's seat for its own events besides the score, e.g. {ruff: 10, nil: 20}; "
+                               "events: bid (per trick bid), nil, lead_spade, ruff, overtake (beating a winning "
+                               "partner). For partners with conventions of their own; {}: off")
 
 
 @dataclass
@@ -482,6 +486,17 @@ class TrainConfig:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected a number in [0, 1]")
         if self.bid_entropy_coef is not None and not self.bid_entropy_coef >= 0:
             raise ConfigError(f"bid_entropy_coef={self.bid_entropy_coef!r}: expected 0 or more, or null")
+        from .hidden_utility import HiddenUtilityError, check_reward_bias
+        try:
+            check_reward_bias(self.reward_bias)
+        except HiddenUtilityError as exc:
+            raise ConfigError(str(exc)) from None
+        if self.reward_bias and self.expert_rounds:
+            raise ConfigError("reward_bias is paid by PPO's rollouts; expert iteration's labels come from search, "
+                              "which plays the plain game: set expert_rounds: 0 or reward_bias: {}")
+        if self.reward_bias and self.reward == "win":
+            raise ConfigError("reward_bias pays points besides the score: it needs reward team_score or team_diff, "
+                              "not win")
         for name in ("entropy_coef", "value_coef", "shaping", "win_bonus", "bag_cost"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected 0 or more")

@@ -52,6 +52,7 @@ from .config import ConfigError, TrainConfig, describe_fields, load_config
 from .cooperation import Cooperation
 from .expert_manifest import verify_finished_rounds
 from .fitting import progress_bar as _bar
+from .hidden_utility import HiddenUtility
 from .metrics import MetricsLog, plot_learning_curves
 from .opponents import KINDS, OpponentPool
 from .policy_eval import PolicyEvaluator, eval_columns, eval_line, format_games_table, format_table
@@ -119,10 +120,14 @@ class Trainer:
         self.collector = Collector(self.env, self.opponents, self.heuristic, self.starts, cfg.rollout_steps,
                                    cfg.critic == "central", self.generator, dev,
                                    blind_nil_explore=cfg.blind_nil_explore)
+        hidden_utility = HiddenUtility(cfg.reward_bias, cfg.reward_scale)
+        if hidden_utility:
+            self.collector.hidden_utility = hidden_utility
         if cfg.bid_learning == "counterfactual":
             from .bid_counterfactual import CounterfactualBids
-            self.collector.counterfactual = CounterfactualBids(self.env, self.env.obs_size, cfg.bid_replay_updates,
-                                                               dev, nil=cfg.bid_counterfactual_nil)
+            self.collector.counterfactual = CounterfactualBids(
+                self.env, self.env.obs_size, cfg.bid_replay_updates, dev, nil=cfg.bid_counterfactual_nil,
+                bid_offsets=hidden_utility.bid_offsets(dev) if hidden_utility else None)
         state_size = self.collector.state_size
         self.policy = new_policy().to(dev)
         self.critic = ValueNet(self.obs_size + (state_size or 0), cfg.hidden, cfg.layers).to(dev)

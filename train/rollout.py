@@ -218,6 +218,7 @@ class Collector:
         self.cooperation = cooperation       # train.cooperation.Cooperation, or None (every setting off)
         self.blind_nil_explore = blind_nil_explore   # share of offered blind nils bid whatever the policy says
         self.counterfactual = None           # train.bid_counterfactual.CounterfactualBids, or None
+        self.hidden_utility = None           # train.hidden_utility.HiddenUtility (reward_bias), or None
         self.steps, self.generator, self.device = steps, generator, device
         self.obs, self.mask = starts.reset(env)
         self.obs_size = env.obs_size
@@ -320,10 +321,15 @@ class Collector:
                 actions = self.cooperation.real_actions(seat, actions)
             if self.counterfactual is not None:   # bid_learning: counterfactual
                 self.counterfactual.before_step(buf.obs[t], buf.mask[t], actions, buf.learner[t])
+            bias = None
+            if self.hidden_utility is not None:   # reward_bias: the learner's own events, read before the step
+                bias = self.hidden_utility.rewards(env.state, seat, actions) * buf.learner[t]
             obs, mask, rewards, done, info = env.step(actions)
             if self.counterfactual is not None:
                 self.counterfactual.after_step(done)
             buf.reward[t], buf.done[t] = rewards.to(torch.float32), done
+            if bias is not None:
+                buf.reward[t].scatter_add_(1, seat[:, None], bias[:, None])
             if bool(done.any()):
                 self._episodes_finished(done, info["final_scores"])
                 self.starts.renew(env, done)
