@@ -210,3 +210,45 @@ def test_held_out_scores_compare_the_best_seeds_paired_by_deal(tmp_path):
         {"study": "t", "runs": [], "reference": "heuristic", "training_cpu_hours": 0.0,
          "crossplay": {"methods": [], "within": {}, "between": {}, "deals": 3}, "held_out": held, "signals": {},
          "hypotheses": []})
+
+
+def test_the_report_carries_intervals_for_every_normalised_score_rating_and_signal(tmp_path):
+    """Issue 48: each run's normalised held-out score with its bootstrap interval, each method's
+    over its seeds, the hand-based bits and the listening KL, the cooperative rating and the Nash
+    averages, each with its interval; run names, not specs, in the rating."""
+    import json
+
+    from train.coop_study_report import _named_rating, held_out_analysis
+    study = load_study(write_study(tmp_path, seeds=[1, 2]))
+    (study.results_dir / "scenarios").mkdir(parents=True)
+    normalised = {"selfplay_s1": 0.80, "selfplay_s2": 0.90}
+    for name, value in normalised.items():
+        scenario = {"score": -3.0, "low": -5.0, "high": -1.0, "normalised": value, "normalised_low": value - 0.1,
+                    "normalised_high": value + 0.05, "per_deal": [-3.0, -3.0], "partners": []}
+        (study.results_dir / "scenarios" / f"{name}.json").write_text(json.dumps({"scenarios": [scenario]}))
+    held = held_out_analysis(study, list(normalised), {n: "selfplay" for n in normalised})
+    assert held["methods"]["selfplay"]["normalised_seeds"]["mean"] == pytest.approx(0.85)
+    value = lambda v, lo, hi: {"value": v, "low": lo, "high": hi}       # noqa: E731
+    specs = {r.spec: r.name for r in study.runs()}
+    spec1, spec2 = list(specs)[:2]
+    rating = {"mean": -4.0, "mean_low": -6.0, "mean_high": -2.0, "interval": "bootstrap", "agents": [spec1, spec2],
+              "ratings": [{"agent": spec1, "best_fit": spec2, **{f"{k}{end}": v for k in
+                                                                  ("skill", "partner_score", "self_play_bonus")
+                                                                  for end, v in (("", 1.0), ("_low", 0.5),
+                                                                                 ("_high", 1.5))}}]}
+    summary = {"study": "t", "runs": list(normalised), "reference": "heuristic", "training_cpu_hours": 0.0,
+               "crossplay": {"methods": [], "within": {}, "between": {}, "deals": 2}, "held_out": held,
+               "signals": {"selfplay_s1": {"method": "selfplay", "bid_information_hand": value(0.91, 0.85, 0.97),
+                                           "bid_information": value(0.5, 0.4, 0.6), "listening": value(0.1, 0.05, 0.2),
+                                           "listening_kl": value(0.02, 0.01, 0.03), "nil_cover": value(0.5, 0.3, 0.7)}},
+               "cooperative_rating": _named_rating(rating, specs),
+               "league": {"ratings": [{"agent": "selfplay_s1", "rating": 10.0, "low": 0.0, "high": 20.0}],
+                          "nash": [{"agent": "selfplay_s1", "nash_average": 1.5, "low": 0.5, "high": 2.5}]},
+               "hypotheses": []}
+    text = report_markdown(summary)
+    assert "| selfplay_s1 | selfplay | -3.0 [-5.0, -1.0] | 0.80 [0.70, 0.85] |" in text
+    assert "| selfplay | -3.0 [-3.0, -3.0] | -3.0 | 0.85 [" in text
+    assert "| selfplay_s1 | selfplay | 0.910 [0.850, 0.970] | 0.500 [0.400, 0.600] | 0.100 [0.050, 0.200] | " \
+           "0.020 [0.010, 0.030] | 0.500 [0.300, 0.700] |" in text
+    assert f"| {specs[spec1]} | +1.0 [+0.5, +1.5] | +1.0 [+0.5, +1.5] | +1.0 [+0.5, +1.5] | {specs[spec2]} |" in text
+    assert "| selfplay_s1 | +10 [+0, +20] | +1.5 [+0.5, +2.5] |" in text

@@ -337,7 +337,8 @@ def held_out_analysis(study, names: list[str], methods: dict[str, str]) -> dict:
             data = read_piece(path, "scenario")
             s = data["scenarios"][0]
             rows[name] = {"method": methods[name], "score": s["score"], "low": s["low"], "high": s["high"],
-                          "normalised": s["normalised"], "per_deal": s.get("per_deal"),
+                          "normalised": s["normalised"], "normalised_low": s.get("normalised_low"),
+                          "normalised_high": s.get("normalised_high"), "per_deal": s.get("per_deal"),
                           "partners": {p["partner"]: (p["score"], p["copy"]) for p in s.get("partners", [])}}
     if not rows:
         return {"runs": {}, "methods": {}, "contrasts": []}
@@ -346,9 +347,11 @@ def held_out_analysis(study, names: list[str], methods: dict[str, str]) -> dict:
     for m in order:
         members = [r for r in rows.values() if r["method"] == m]
         if members:
+            normalised = [r["normalised"] for r in members if r["normalised"] is not None]
             per_method[m] = {"score": fmean([r["score"] for r in members]),
-                             "normalised": fmean([r["normalised"] for r in members if r["normalised"] is not None]
-                                                 or [float("nan")]),
+                             "score_seeds": _iv([r["score"] for r in members]),
+                             "normalised": fmean(normalised or [float("nan")]),
+                             "normalised_seeds": _iv(normalised) if normalised else None,
                              "best": max(r["score"] for r in members), "seeds": len(members)}
     # Beside each partner: every method's mean over its seeds, and the partner's own copy (the same
     # deals and seat for every run, so the copy's score is one number).
@@ -397,12 +400,16 @@ def analyse(study) -> dict:
         path = out / "signals" / f"{name}.json"
         if path.is_file():
             s = read_piece(path, "signals")
-            signals[name] = {"method": methods[name], **{k: s[k] for k in ("bid_information", "listening", "nil_cover")}}
+            signals[name] = {"method": methods[name], **{k: s[k] for k in ("bid_information", "listening", "nil_cover")},
+                             **{k: s[k] for k in ("bid_information_hand", "listening_kl") if s.get(k)}}
     summary = {"study": study.name, "runs": names, "methods": methods, "reference": cross_data["reference"],
                "training_cpu_hours": cpu_hours(study), "crossplay": cross, "held_out": held, "signals": signals,
                "hypotheses": hypotheses(cross, held)}
     for entry in summary["crossplay"]["within"].values():
         entry.pop("per_deal_gap", None)
+    rating = cross_data.get("cooperative_rating")
+    if rating:
+        summary["cooperative_rating"] = _named_rating(rating, {r.spec: r.name for r in study.runs()})
     league = out / "league.json"
     if league.is_file():
         data = read_piece(league, "league")
@@ -411,6 +418,13 @@ def analyse(study) -> dict:
     _plot_crossplay(names, methods, cross_data["score_diff"], out / "crossplay.png")
     _plot_gaps(cross, out / "gaps.png")
     return summary
+
+
+def _named_rating(rating: dict, names: dict[str, str]) -> dict:
+    """The cross-play's cooperative rating with each agent spec replaced by its run's name."""
+    name = lambda spec: names.get(spec, spec)     # noqa: E731
+    return {**rating, "agents": [name(a) for a in rating["agents"]],
+            "ratings": [{**r, "agent": name(r["agent"]), "best_fit": name(r["best_fit"])} for r in rating["ratings"]]}
 
 
 # ------------------------------------------------------------------ pictures and tables
@@ -465,6 +479,19 @@ def _fmt(v: Optional[float], digits: int = 1, signed: bool = True) -> str:
     return f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
 
 
+def _fmt_norm(value: Optional[float], low: Optional[float], high: Optional[float]) -> str:
+    if value is None or value != value:
+        return "-"
+    return f"{value:.2f}" + ("" if low is None or high is None else f" [{low:.2f}, {high:.2f}]")
+
+
+def _fmt_value(d: Optional[dict]) -> str:
+    """A signals measure (value, low, high) in three decimals; '-' where it was not measured."""
+    if not d or d.get("value") is None:
+        return "-"
+    return f"{_fmt(d['value'], 3, False)} [{_fmt(d['low'], 3, False)}, {_fmt(d['high'], 3, False)}]"
+
+
 def _fmt_iv(d: dict, digits: int = 1) -> str:
     return f"{_fmt(d['mean'], digits)} [{_fmt(d['low'], digits)}, {_fmt(d['high'], digits)}]"
 
@@ -491,10 +518,15 @@ def report_markdown(summary: dict) -> str:
                   "|---|---|---|---|"]
         for name, r in held["runs"].items():
             lines.append(f"| {name} | {r['method']} | {_fmt(r['score'])} [{_fmt(r['low'])}, {_fmt(r['high'])}] | "
-                         f"{_fmt(r['normalised'], 2, False)} |")
-        lines += ["", "| method | mean score | best seed | mean normalised |", "|---|---|---|---|"]
+                         f"{_fmt_norm(r.get('normalised'), r.get('normalised_low'), r.get('normalised_high'))} |")
+        lines += ["", "Per method, over its seeds (95% t intervals over the seeds; the normalised score weights every "
+                  "held-out partner alike):", "",
+                  "| method | mean score [95%] | best seed | mean normalised [95%] |", "|---|---|---|---|"]
         for m, r in held["methods"].items():
-            lines.append(f"| {m} | {_fmt(r['score'])} | {_fmt(r['best'])} | {_fmt(r['normalised'], 2, False)} |")
+            seeds, norm = r.get("score_seeds"), r.get("normalised_seeds")
+            score = _fmt_iv(seeds) if seeds else _fmt(r["score"])
+            normalised = _fmt_norm(norm["mean"], norm["low"], norm["high"]) if norm else _fmt(r["normalised"], 2, False)
+            lines.append(f"| {m} | {score} | {_fmt(r['best'])} | {normalised} |")
         if held.get("partners"):
             methods = list(held["methods"])
             lines += ["", "Beside each held-out partner: each method's mean over its seeds, and the partner's own copy in "
@@ -503,19 +535,36 @@ def report_markdown(summary: dict) -> str:
             for name, r in held["partners"].items():
                 lines.append(f"| {name} | {_fmt(r['copy'])} | " + " | ".join(_fmt(r.get(m)) for m in methods) + " |")
     if summary["signals"]:
-        lines += ["", "Signals (`spades-coop signals`; value [95%]):", "",
-                  "| run | method | bid information (bits) | listening | nil cover |", "|---|---|---|---|---|"]
+        lines += ["", "Signals (`spades-coop signals`; value [95%]; bits about the hand: what the bids tell about the "
+                  "hand itself, a decoder's information minus a shuffled control; about the trick estimate: about "
+                  "the heuristic's count of the hand's tricks; listening: the share of choices a partner's bid "
+                  "changes, and the mean KL when it is swapped for another it would make on a similar hand):", "",
+                  "| run | method | bits about the hand | about the trick estimate | listening | listening KL (bits) "
+                  "| nil cover |", "|---|---|---|---|---|---|---|"]
         for name, s in summary["signals"].items():
-            cells = [f"{_fmt(s[k]['value'], 3, False)} [{_fmt(s[k]['low'], 3, False)}, {_fmt(s[k]['high'], 3, False)}]"
-                     for k in ("bid_information", "listening", "nil_cover")]
+            cells = [_fmt_value(s.get(k)) for k in ("bid_information_hand", "bid_information", "listening",
+                                                   "listening_kl", "nil_cover")]
             lines.append(f"| {name} | {s['method']} | " + " | ".join(cells) + " |")
+    rating = summary.get("cooperative_rating")
+    if rating:
+        lines += ["", "Cooperative rating (from the cross-play matrix: the points a team gains with each agent as a "
+                  f"partner, additive model over the mixed teams; mean of mixed teams {rating['mean']:+.1f} "
+                  f"[{rating['mean_low']:+.1f}, {rating['mean_high']:+.1f}]; {rating['interval']}):", "",
+                  "| agent | skill [95%] | with others [95%] | self-play bonus [95%] | fits best with |",
+                  "|---|---|---|---|---|"]
+        for r in rating["ratings"]:
+            cells = [f"{r[k]:+.1f} [{r[k + '_low']:+.1f}, {r[k + '_high']:+.1f}]"
+                     for k in ("skill", "partner_score", "self_play_bonus")]
+            lines.append(f"| {r['agent']} | " + " | ".join(cells) + f" | {r['best_fit']} |")
     if "league" in summary:
         nash = {r["agent"]: r for r in summary["league"]["nash"]}
-        lines += ["", "League (Bradley-Terry Elo with 95% bootstrap intervals; Nash average in points per hand):", "",
-                  "| agent | Elo [95%] | Nash average |", "|---|---|---|"]
+        lines += ["", "League (Bradley-Terry Elo and Nash average in points per hand, each with its 95% bootstrap "
+                  "interval over deals):", "",
+                  "| agent | Elo [95%] | Nash average [95%] |", "|---|---|---|"]
         for r in summary["league"]["ratings"]:
-            lines.append(f"| {r['agent']} | {r['rating']:+.0f} [{r['low']:+.0f}, {r['high']:+.0f}] | "
-                         f"{nash[r['agent']]['nash_average']:+.1f} |")
+            n = nash[r["agent"]]
+            nash_cell = f"{n['nash_average']:+.1f}" + (f" [{n['low']:+.1f}, {n['high']:+.1f}]" if "low" in n else "")
+            lines.append(f"| {r['agent']} | {r['rating']:+.0f} [{r['low']:+.0f}, {r['high']:+.0f}] | {nash_cell} |")
     if summary["hypotheses"]:
         lines += ["", "Hypotheses (paired contrasts over deals):", "", "| hypothesis | contrast | value [95%] | supported |",
                   "|---|---|---|---|"]
