@@ -132,6 +132,12 @@ class GameSection:
                                "learner's seat for its own events besides the score, e.g. {ruff: 10, nil: 20}; "
                                "events: bid (per trick bid), nil, lead_spade, ruff, overtake (beating a winning "
                                "partner). For partners with conventions of their own; {}: off")
+    diversity_from: list = _f([], "earlier policies (checkpoint paths or zoo partner names of neural models; "
+                                  "held-out ones refused) the learner is paid to differ from, MEP-style "
+                                  "(train.diversity): diversity_coef points per nat of its action's surprise under "
+                                  "their mean policy; []: off")
+    diversity_coef: float = _f(0.0, "points per nat of surprise under diversity_from's mean policy (capped at "
+                                    "ln 1000 nats a decision); 0: off")
 
 
 @dataclass
@@ -491,12 +497,17 @@ class TrainConfig:
             check_reward_bias(self.reward_bias)
         except HiddenUtilityError as exc:
             raise ConfigError(str(exc)) from None
-        if self.reward_bias and self.expert_rounds:
-            raise ConfigError("reward_bias is paid by PPO's rollouts; expert iteration's labels come from search, "
-                              "which plays the plain game: set expert_rounds: 0 or reward_bias: {}")
-        if self.reward_bias and self.reward == "win":
-            raise ConfigError("reward_bias pays points besides the score: it needs reward team_score or team_diff, "
-                              "not win")
+        from .diversity import DiversityError, check_diversity
+        try:
+            check_diversity(self.diversity_from, self.diversity_coef)
+        except DiversityError as exc:
+            raise ConfigError(str(exc)) from None
+        if (self.reward_bias or self.diversity_from) and self.expert_rounds:
+            raise ConfigError("reward_bias and diversity_from are paid by PPO's rollouts; expert iteration's labels "
+                              "come from search, which plays the plain game: set expert_rounds: 0, or leave them off")
+        if (self.reward_bias or self.diversity_from) and self.reward == "win":
+            raise ConfigError("reward_bias and diversity_from pay points besides the score: they need reward "
+                              "team_score or team_diff, not win")
         for name in ("entropy_coef", "value_coef", "shaping", "win_bonus", "bag_cost"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected 0 or more")

@@ -11,7 +11,8 @@ study's runs are spades-train configs, so they pass here too) and refuses, in on
   validation partner's model (validation partners are refused by name there too), and entries
   that are specs meaning a held-out or validation partner (:func:`evaluation.zoo.canonical_spec`);
 - ``expert_teacher`` and ``expert_opponents``: specs that are a held-out partner (by meaning or
-  model).
+  model);
+- ``diversity_from``: a held-out partner's name or a file with its model's bytes.
 
 ``allow_held_out: true`` in a config lets them in on purpose (its results are then no test with
 strangers). No torch here: the config's ``validate`` calls it.
@@ -63,6 +64,13 @@ def refuse_held_out(cfg) -> None:
         else:                                            # a zoo name (by its partner's spec) or a spec
             spec = zoo.partner(entry, purpose="evaluation").spec if entry in names else entry
             zoo.refuse_for_training(what, spec=spec, splits=POPULATION_SPLITS)
+    for i, entry in enumerate(getattr(cfg, "diversity_from", None) or []):
+        what = f"diversity_from[{i}]={entry!r}"
+        if is_path_entry(entry):
+            check_files(what, matched_files(entry), splits=INIT_SPLITS)
+        else:
+            spec = zoo.partner(entry, purpose="evaluation").spec if entry in names else entry
+            zoo.refuse_for_training(what, spec=spec, splits=INIT_SPLITS)
     if isinstance(cfg.expert_teacher, str):
         zoo.refuse_for_training(f"expert_teacher={cfg.expert_teacher!r}", spec=cfg.expert_teacher, splits=INIT_SPLITS)
     for spec in (cfg.expert_opponents or {}):

@@ -123,6 +123,13 @@ class Trainer:
         hidden_utility = HiddenUtility(cfg.reward_bias, cfg.reward_scale)
         if hidden_utility:
             self.collector.hidden_utility = hidden_utility
+        if cfg.diversity_from:
+            from .diversity import Diversity, DiversityError
+            try:
+                self.collector.diversity = Diversity(cfg.diversity_from, cfg.diversity_coef, cfg.reward_scale,
+                                                     self.obs_size, dev, allow_held_out=cfg.allow_held_out)
+            except DiversityError as exc:
+                raise ConfigError(str(exc)) from None
         if cfg.bid_learning == "counterfactual":
             from .bid_counterfactual import CounterfactualBids
             self.collector.counterfactual = CounterfactualBids(

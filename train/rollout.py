@@ -219,6 +219,7 @@ class Collector:
         self.blind_nil_explore = blind_nil_explore   # share of offered blind nils bid whatever the policy says
         self.counterfactual = None           # train.bid_counterfactual.CounterfactualBids, or None
         self.hidden_utility = None           # train.hidden_utility.HiddenUtility (reward_bias), or None
+        self.diversity = None                # train.diversity.Diversity (diversity_from), or None
         self.steps, self.generator, self.device = steps, generator, device
         self.obs, self.mask = starts.reset(env)
         self.obs_size = env.obs_size
@@ -324,6 +325,9 @@ class Collector:
             bias = None
             if self.hidden_utility is not None:   # reward_bias: the learner's own events, read before the step
                 bias = self.hidden_utility.rewards(env.state, seat, actions) * buf.learner[t]
+            if self.diversity is not None:        # diversity_from: the surprise of the learner's choice (its view)
+                bonus = self.diversity.rewards(buf.obs[t], buf.mask[t], buf.action[t], buf.learner[t])
+                bias = bonus if bias is None else bias + bonus
             obs, mask, rewards, done, info = env.step(actions)
             if self.counterfactual is not None:
                 self.counterfactual.after_step(done)
