@@ -26,6 +26,18 @@ Version 3 retrains the three from-scratch seeds with the from-scratch recipe's b
 version 2's bid 2 on every hand (0.000 bits about the hand); version 3's bids tell 0.86-0.93 bits.
 Names and splits are unchanged.
 
+Version 4 adds a family of learnt conventions that differ on purpose: *biased* partners trained
+by hidden-utility self-play (Yu et al., ICLR 2023; ``reward_bias``, train/hidden_utility.py),
+each from scratch with the zoo's from-scratch settings and a reward that adds points for events
+of its own: ``ruffer`` (trumps in and leads trumps; train), ``overtaker`` (bids high and takes its
+partner's tricks; validation), ``nil-seeker`` (bids nil, leaves its partner's tricks, saves its
+trumps; held out). Their files are agents/models/zoo_biased_<name>.pt (configs/zoo_biased.yaml).
+Version 4 also adds *diverse* partners, a population grown in the style of Maximum Entropy
+Population training (``diversity_from``, train/diversity.py): each from scratch and paid to take
+actions the members before it (and scratch-s1) rarely take; ``diverse-s1`` (train) differs from
+scratch-s1, ``diverse-s2`` (validation) from both, ``diverse-s3`` (held out) from all three
+(configs/zoo_diverse.yaml).
+
 People's partners: a policy cloned from people's games (``spades-coop clone RECORDS --name NAME``
 writes ``agents/models/human_NAME.pt``) is the partner ``human-NAME`` (``neural:model=human_NAME``)
 of the group ``human``, always held out: people's games are for testing with, never for training,
@@ -44,7 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-ZOO_VERSION = 3
+ZOO_VERSION = 4
 SPLITS = ("train", "validation", "held-out")
 PURPOSES = ("training", "evaluation")
 
@@ -113,6 +125,20 @@ PARTNERS: tuple[Partner, ...] = (
     *_trained_seeds("imitation", "imitates the heuristic, then PPO (configs/zoo_imitation.yaml, seed 1)"),
     *_trained_seeds("scratch", "self-play from scratch with counterfactual bid values, 12M decisions "
                                "(configs/zoo_scratch.yaml, seed 1)"),
+    # Hidden utilities (version 4): from scratch as the scratch seeds, each with its own reward bias.
+    _h("ruffer", "neural:model=zoo_biased_ruffer", "train", "biased",
+       "from scratch, paid besides the score to trump in and lead trumps (configs/zoo_biased.yaml)"),
+    _h("overtaker", "neural:model=zoo_biased_overtaker", "validation", "biased",
+       "from scratch, paid to bid high and beat its partner's winning cards"),
+    _h("nil-seeker", "neural:model=zoo_biased_nil_seeker", "held-out", "biased",
+       "from scratch, paid to bid nil, charged for beating its partner and for trumping in"),
+    # A population grown MEP-style (version 4): each member paid to differ from the ones before it.
+    _h("diverse-s1", "neural:model=zoo_diverse_s1", "train", "diverse",
+       "from scratch, paid to take actions scratch-s1 rarely takes (configs/zoo_diverse.yaml)"),
+    _h("diverse-s2", "neural:model=zoo_diverse_s2", "validation", "diverse",
+       "from scratch, paid to differ from scratch-s1 and diverse-s1"),
+    _h("diverse-s3", "neural:model=zoo_diverse_s3", "held-out", "diverse",
+       "from scratch, paid to differ from scratch-s1, diverse-s1 and diverse-s2"),
 )
 
 PEOPLE_GROUP = "human"

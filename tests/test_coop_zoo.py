@@ -83,9 +83,10 @@ def test_trained_partners_are_shipped_models_named_the_same_everywhere():
     """Version 2's trained seeds: neural:model=NAME loads agents/models/NAME.pt; a path is refused."""
     import agents
     from agents.neural import MODELS_DIR, shipped_model, shipped_models
-    trained = [p for p in zoo.PARTNERS if p.group in ("imitation", "scratch")]
-    assert zoo.ZOO_VERSION >= 2 and len(trained) == 6
-    assert {p.split for p in trained if p.group == "scratch"} == set(zoo.SPLITS)
+    trained = [p for p in zoo.PARTNERS if p.group in ("imitation", "scratch", "biased", "diverse")]
+    assert zoo.ZOO_VERSION >= 4 and len(trained) == 12          # version 4: the biased and diverse families
+    for group in ("scratch", "biased", "diverse"):
+        assert sorted(p.split for p in trained if p.group == group) == sorted(zoo.SPLITS)
     for p in trained:
         name = p.spec.split("model=")[1]
         assert name in shipped_models() and zoo.model_file(p.spec) == MODELS_DIR / f"{name}.pt"
