@@ -45,6 +45,14 @@ def test_the_shipped_study_configs_load():
     assert len(study.seeds) >= 5 and study.train["imitation_decisions"] == 0 and study.train["init_from"] is None
     population = next(r for r in study.runs() if r.method.name == "population").fields()["partner_population"]
     assert population[-1] == f"{study.runs_dir}/selfplay_s*/checkpoints/update_*.pt"
+    for path in sorted((ROOT / "studies").glob("*/study.yaml")):      # committed studies: their exact configs
+        study = load_study(path)
+        assert {m.name for m in study.methods} == {"selfplay", "other_play", "population"}
+        if "scratch" in path.parent.name:                             # from scratch: no imitation, no init_from
+            for run in study.runs():
+                fields = run.fields()
+                assert fields["imitation_decisions"] == 0 and fields.get("init_from") is None
+                assert (path.parent / "runs" / run.name / "model.pt").is_file()
 
 
 @pytest.mark.parametrize("change, message", [
