@@ -93,7 +93,7 @@ def test_bad_biases_are_refused(bias, message):
 def test_config_refuses_a_bad_bias_and_the_win_reward(tmp_path):
     with pytest.raises(ConfigError, match="unknown event 'trump'"):
         tiny(tmp_path, "x", "reward_bias={trump: 1}")
-    with pytest.raises(ConfigError, match="needs reward team_score or team_diff"):
+    with pytest.raises(ConfigError, match="need reward team_score or team_diff"):
         tiny(tmp_path, "x", "reward_bias={ruff: 1}", "reward=win", "episode=game")
     assert tiny(tmp_path, "x", "reward_bias={ruff: 10, nil: -5}").reward_bias == {"ruff": 10, "nil": -5}
 
