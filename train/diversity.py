@@ -12,7 +12,9 @@ action under their mean policy,
 (in nats; a forced move earns nothing, an action every earlier member takes earns little). Trained
 this way from scratch, a second member is driven away from the first where the game leaves it a
 choice, a third from both, while the game's own reward keeps each one playing to score. Only the
-learner's decisions are paid; evaluation never sees the bonus. Held-out partners cannot be used
+learner's decisions are paid; evaluation never sees the bonus. Under ``bid_learning:
+counterfactual`` the bids are fitted to their counterfactual values, not to the rewards, so there
+the bonus moves the card play only. Held-out partners cannot be used
 (the same guard as ``partner_population``: by the model's bytes, whatever the file is called).
 """
 
