@@ -96,9 +96,9 @@ def test_the_switch_turns_keeping_on_and_off_within_a_game(client, folders):
     path = kept / f"web-{state['id']}.json"
     assert path.is_file()                                  # written at once, the moves so far in it
     state = _play(client, on.json(), moves=2)
-    written = path.read_text()
     off = client.post(f"/api/games/{state['id']}/keep", json={"keep": False})
     assert off.status_code == 200 and off.json()["keep"] is False
+    written = path.read_text()      # read after the switch: until then the agents' moves are written too
     _play(client, off.json(), moves=3)
     assert path.read_text() == written                     # nothing more once it is off
     for body in ({"keep": "yes"}, {"keep": 1}, {}, {"keep": True, "path": "/etc/passwd"}):
