@@ -95,6 +95,12 @@ def test_config_refuses_a_bad_bias_and_the_win_reward(tmp_path):
         tiny(tmp_path, "x", "reward_bias={trump: 1}")
     with pytest.raises(ConfigError, match="need reward team_score or team_diff"):
         tiny(tmp_path, "x", "reward_bias={ruff: 1}", "reward=win", "episode=game")
+    with pytest.raises(ConfigError, match="expert iteration's labels"):
+        tiny(tmp_path, "x", "reward_bias={ruff: 1}", "expert_rounds=1")
+    with pytest.raises(ConfigError, match="expert iteration's labels"):
+        tiny(tmp_path, "x", "diversity_from=[scratch-s1]", "diversity_coef=1", "expert_rounds=1")
+    with pytest.raises(ConfigError, match="need reward team_score or team_diff"):
+        tiny(tmp_path, "x", "diversity_from=[scratch-s1]", "diversity_coef=1", "reward=win", "episode=game")
     assert tiny(tmp_path, "x", "reward_bias={ruff: 10, nil: -5}").reward_bias == {"ruff": 10, "nil": -5}
 
 

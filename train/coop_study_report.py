@@ -28,7 +28,8 @@ from evaluation.statistics import mean_interval
 HELD_OUT = "held-out"
 
 
-def _iv(values: list[float]) -> dict:
+def interval_dict(values: list[float]) -> dict:
+    """Mean and its 95% t-interval as {mean, low, high, n} (no interval for one value)."""
     interval = mean_interval(values)
     return {"mean": interval.mean, "low": interval.low, "high": interval.high, "n": interval.n}
 
@@ -294,15 +295,15 @@ def crossplay_analysis(names: list[str], methods: dict[str, str], diffs: list[li
     for m, members in index.items():
         sp = per_deal([(i, i) for i in members])
         cross_pairs = [(i, j) for i in members for j in members if i != j]
-        entry = {"agents": len(members), "self_play": _iv(sp)}
+        entry = {"agents": len(members), "self_play": interval_dict(sp)}
         if cross_pairs:
             xp = per_deal(cross_pairs)
-            entry["cross_play"] = _iv(xp)
-            entry["gap"] = _iv([a - b for a, b in zip(sp, xp)])
+            entry["cross_play"] = interval_dict(xp)
+            entry["gap"] = interval_dict([a - b for a, b in zip(sp, xp)])
             entry["per_deal_gap"] = [a - b for a, b in zip(sp, xp)]
         within[m] = entry
     def pairs_iv(pairs: list[tuple[int, int]]) -> dict:      # one seed per method: no pair within it
-        return _iv(per_deal(pairs)) if pairs else {"mean": None, "low": None, "high": None, "n": 0}
+        return interval_dict(per_deal(pairs)) if pairs else {"mean": None, "low": None, "high": None, "n": 0}
 
     between = {a: {b: pairs_iv([(i, j) for i in index[a] for j in index[b] if i != j]
                                + [(j, i) for i in index[a] for j in index[b] if i != j])
@@ -321,7 +322,7 @@ def hypotheses(cross: dict, held_out: dict) -> list[dict]:
     for m in order[1:]:
         gap = cross["within"][m].get("per_deal_gap")
         if base_gap and gap:
-            c = _iv([g - 0.5 * b for g, b in zip(gap, base_gap)])
+            c = interval_dict([g - 0.5 * b for g, b in zip(gap, base_gap)])
             out.append({"hypothesis": f"{m}: gap <= half of {base}'s", "contrast": f"gap({m}) - 0.5 gap({base})",
                         **c, "supported": c["high"] is not None and c["high"] < 0})
     return out + held_out.get("contrasts", [])
@@ -349,9 +350,9 @@ def held_out_analysis(study, names: list[str], methods: dict[str, str]) -> dict:
         if members:
             normalised = [r["normalised"] for r in members if r["normalised"] is not None]
             per_method[m] = {"score": fmean([r["score"] for r in members]),
-                             "score_seeds": _iv([r["score"] for r in members]),
+                             "score_seeds": interval_dict([r["score"] for r in members]),
                              "normalised": fmean(normalised or [float("nan")]),
-                             "normalised_seeds": _iv(normalised) if normalised else None,
+                             "normalised_seeds": interval_dict(normalised) if normalised else None,
                              "best": max(r["score"] for r in members), "seeds": len(members)}
     # Beside each partner: every method's mean over its seeds, and the partner's own copy (the same
     # deals and seat for every run, so the copy's score is one number).
@@ -370,7 +371,7 @@ def held_out_analysis(study, names: list[str], methods: dict[str, str]) -> dict:
             if not members:
                 continue
             top = max(members, key=lambda n: rows[n]["score"])
-            c = _iv([a - b for a, b in zip(rows[top]["per_deal"], rows[best]["per_deal"])])
+            c = interval_dict([a - b for a, b in zip(rows[top]["per_deal"], rows[best]["per_deal"])])
             contrasts.append({"hypothesis": f"{m}'s best seed beats {order[0]}'s best seed with held-out partners",
                               "contrast": f"held-out({top}) - held-out({best})", **c,
                               "supported": c["low"] is not None and c["low"] > 0})

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from .coop_study import Run, Study, StudyError, check_runs_unchanged, load_study, train_runs
+from .coop_study_report import interval_dict as mean_interval   # over seeds: the seeds are the units
 
 COLLAPSED_NATS = 0.1          # a bidding entropy under this: (nearly) one bid for every hand
 
@@ -85,13 +86,6 @@ def measure_run(run: Run, deals: int, seed: int, workers: Optional[int]) -> dict
         out["games_vs_heuristic"] = {"win_rate_a": win["mean"], "low": win["low"], "high": win["high"],
                                      "games": win.get("n")}
     return out
-
-
-def mean_interval(values: list[float]) -> dict:
-    """Mean over seeds and its 95% t-interval (the seeds are the units; no interval for one)."""
-    from evaluation.statistics import mean_interval as t_interval
-    iv = t_interval(values)
-    return {"mean": iv.mean, "low": iv.low, "high": iv.high, "n": iv.n}
 
 
 def summarise(study: Study, results: dict[str, dict]) -> list[dict]:
