@@ -228,6 +228,99 @@ def test_distillation_checks_its_data_and_is_not_repeated_on_resume(tmp_path, he
     assert read_checkpoint(tmp_path / "resumed" / "checkpoints" / "last.pt")["update"] == 2
 
 
+# ---------------------------------------------------------------------- blind nil only
+@pytest.fixture(scope="module")
+def blind_nil_labels(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("labels") / "blind_nil"
+    return label(settings(out, deals=24, shard_deals=12, follow_teacher=1.0, varied_start=1.0, only="blind-nil"),
+                 progress=False, log=quiet)
+
+
+def test_only_blind_nil_labels_the_blind_nil_decisions_and_the_hands_that_follow(blind_nil_labels):
+    from spades_env.game import BLIND_NIL_ACTION, PHASE_BLIND_DECISION
+    data = load_labels(blind_nil_labels)
+    labelled = data["target"].any(1)
+    assert bool(labelled.any()) and bool((~labelled).any())
+    blind_rows = data["phase"] == PHASE_BLIND_DECISION
+    assert bool(labelled[blind_rows].all())                   # every blind-nil decision keeps its label
+    assert bool((data["teacher"][blind_rows] == BLIND_NIL_ACTION).any())
+    deals = data["deal"].tolist()
+    for deal in sorted(set(deals)):
+        rows = [k for k, d in enumerate(deals) if d == deal]
+        went_blind = [k for k in rows if int(data["phase"][k]) == PHASE_BLIND_DECISION
+                      and int(data["teacher"][k]) == BLIND_NIL_ACTION]
+        first = went_blind[0] if went_blind else None
+        for k in rows:
+            expected = int(data["phase"][k]) == PHASE_BLIND_DECISION or (first is not None and k >= first)
+            assert bool(labelled[k]) == expected, (deal, k, first)
+    # a blind-nil hand's play is labelled after the bid: passing (phase 2) and cards (phase 3)
+    assert bool(labelled[data["phase"] == 2].any()) and bool(labelled[data["phase"] == PHASE_PLAY].any())
+    # the labelled rows hold the teacher's choice, as with --only all
+    rows = labelled.nonzero()[:, 0]
+    assert bool(data["target"][rows, data["teacher"][rows]].all())
+
+
+def test_only_is_checked_and_recorded(tmp_path, blind_nil_labels):
+    with pytest.raises(LabelError, match=r"only='blind': expected one of all, blind-nil"):
+        label(settings(tmp_path, only="blind"), log=quiet)
+    with pytest.raises(LabelError, match=r"only='blind-nil' needs a teacher that chooses"):
+        label(settings(tmp_path, teacher="playout", only="blind-nil"), log=quiet)
+    assert json.loads((blind_nil_labels / "labels.json").read_text())["only"] == "blind-nil"
+    copy = tmp_path / "copy"
+    shutil.copytree(blind_nil_labels, copy)
+    with pytest.raises(LabelError, match=r"other settings \(only: 'blind-nil' there, 'all' now"):
+        label(settings(copy, deals=24, shard_deals=12, follow_teacher=1.0, varied_start=1.0), log=quiet)
+
+
+def test_distillation_keeps_unlabelled_decisions_at_the_starting_policy(tmp_path, blind_nil_labels):
+    """Rows without a label are fitted to the starting policy (KL); without that anchor the same
+    fit moves them much further (the planted bug: anchors ignored)."""
+    import train.warm_starts as warm_starts
+    data = load_labels(blind_nil_labels)
+    unlabelled = ~data["target"].any(1)
+
+    def drift(name: str, anchored: bool) -> tuple[float, list[str]]:
+        logs: list[str] = []
+        folder = blind_nil_labels
+        if not anchored:                      # the same labels with the anchors removed
+            folder = tmp_path / f"{name}_labels"
+            folder.mkdir()
+            keep = ~unlabelled
+            torch.save({**{k: data[k][keep] for k in FIELDS}, "format": "spades-distill-labels", "version": 1,
+                        "settings": data["settings"], "deals": [0, 24]}, folder / "shard_00000.pt")
+        config = tiny(tmp_path, name, "imitation_decisions=0", f"distill_data={folder}", "distill_epochs=20",
+                      "distill_learning_rate=0.03", "minibatch_size=64", "distill_keep=last", "max_updates=0", "eval_every=0", "seed=3")
+        trainer = Trainer(config, log=logs.append)
+        obs, mask = data["obs"][unlabelled].float(), data["mask"][unlabelled]
+        with torch.no_grad():
+            before = torch.log_softmax(trainer.policy(obs, mask), 1)
+        trainer.distill()
+        with torch.no_grad():
+            after = torch.log_softmax(trainer.policy(obs, mask), 1)
+        kl = (before.exp() * (before - after)).masked_fill(~mask, 0.0).sum(1).mean()
+        return float(kl), logs
+
+    anchored, logs = drift("anchored", True)
+    free, _ = drift("free", False)
+    assert any("unlabelled decisions kept at the starting policy" in line for line in logs), logs
+    assert any("nats from the starting policy" in line for line in logs)
+    assert anchored < 0.5 * free, (anchored, free)
+    assert torch.isfinite(torch.tensor(anchored))
+    assert warm_starts is not None
+
+
+def test_distillation_refuses_labels_with_no_teacher_choice(tmp_path, blind_nil_labels):
+    data = load_labels(blind_nil_labels)
+    folder = tmp_path / "empty_targets"
+    folder.mkdir()
+    torch.save({**{k: data[k] for k in FIELDS}, "target": torch.zeros_like(data["target"]),
+                "format": "spades-distill-labels", "version": 1, "settings": data["settings"], "deals": [0, 24]},
+               folder / "shard_00000.pt")
+    config = tiny(tmp_path, "no_labels", "imitation_decisions=0", f"distill_data={folder}", "max_updates=0")
+    with pytest.raises(ConfigError, match=r"no decision there has a teacher's label"):
+        Trainer(config, log=quiet).train()
+
+
 # ---------------------------------------------------------------------- play-out values
 @pytest.fixture(scope="module")
 def playout_labels(tmp_path_factory) -> Path:

@@ -49,6 +49,15 @@ the values are then what each card is worth when the hand goes on with the stude
 ``--varied-start SHARE`` starts that share of the deals from random scores (-150..490) and bags
 instead of 0-0 (as ``spades-train``'s ``varied_start``): blind nil is then offered to a side 100
 points behind, and bags near the limit cost their penalty in the values.
+
+``--only blind-nil`` keeps the teacher's label on the decisions about blind nil alone: every
+blind-nil decision (bid it, or look), and every decision of the student's side from the moment
+that side bids blind nil to the end of the hand (the partner's bid, the passing both ways, the
+card play of both seats). The side's other decisions stay in the shards with an empty ``target``:
+``distill`` fits them to the starting policy's own probabilities (a KL anchor), so a policy can
+learn blind nil from a teacher that plays it without its other play being pulled towards that
+teacher. Use it with ``--varied-start`` (blind nil is only offered to a side 100 behind) and a
+high ``--follow-teacher`` (a student that never bids blind nil reaches no blind-nil hand).
 """
 
 from __future__ import annotations
@@ -76,7 +85,7 @@ from evaluation import default_workers, derive_seed, die_with_parent, make_deal,
 from spades_env import spades_v0
 from spades_env.cards import cards_to_mask, mask_to_cards
 from spades_env.env import mask_array
-from spades_env.game import NUM_ACTIONS, PHASE_PLAY, SpadesGame
+from spades_env.game import BLIND_NIL_ACTION, NUM_ACTIONS, PHASE_BLIND_DECISION, PHASE_PLAY, SpadesGame
 from spades_env.observation import ObservationEncoder, decode_observation
 from train.config import VARIED_START_TENS
 
@@ -84,6 +93,7 @@ FORMAT = "spades-distill-labels"
 FIELDS = ("obs", "mask", "target", "teacher", "student", "phase", "deal", "seat", "values")  # per labelled decision
 PLAYOUT = "playout"          # the teacher that labels the play-out value of every card
 CONTINUATIONS = ("heuristic", "student")   # who plays the student's side in those play-outs
+ONLY = ("all", "blind-nil")                 # which decisions keep the teacher's label (the rest: anchors)
 
 
 class LabelError(ValueError):
@@ -329,6 +339,8 @@ class Labeller:
             agent.reset(derive_seed("spades-label", seed, "agent", index, k))
         follow = random.Random(derive_seed("spades-label", seed, "follow", index))
         rows: dict[str, list] = {k: [] for k in FIELDS}
+        blind_nil_only = self.settings.get("only", "all") == "blind-nil"
+        side_blind_from = None                  # the row at which the student's side bid blind nil
         mapping = env.agent_name_mapping
         for name in env.agent_iter():
             obs, _, termination, truncation, info = env.last()
@@ -358,7 +370,15 @@ class Labeller:
             rows["deal"].append(index)
             rows["seat"].append(seat)
             play_teacher = follow.random() < self.settings["follow_teacher"]
-            env.step(teacher_action if play_teacher else student_action)
+            taken = teacher_action if play_teacher else student_action
+            if taken == BLIND_NIL_ACTION and side_blind_from is None:
+                side_blind_from = len(rows["phase"]) - 1
+            env.step(taken)
+        if blind_nil_only:
+            keep_from = len(rows["phase"]) if side_blind_from is None else side_blind_from
+            for k, phase in enumerate(rows["phase"]):
+                if k < keep_from and phase != PHASE_BLIND_DECISION:
+                    rows["target"][k] = np.zeros(NUM_ACTIONS, dtype=bool)    # no label: an anchor row
         return rows
 
     def _label(self, env, obs: dict, info: dict, seat: int, student_action: int, teachers: list):
@@ -508,6 +528,12 @@ def check_settings(settings: dict) -> dict:
             raise LabelError(f"{key}={settings[key]!r}: expected a positive integer")
     settings.setdefault("continuation", "heuristic")
     settings.setdefault("varied_start", 0.0)
+    settings.setdefault("only", "all")
+    if settings["only"] not in ONLY:
+        raise LabelError(f"only={settings['only']!r}: expected one of {', '.join(ONLY)}")
+    if settings["only"] != "all" and settings["teacher"] == PLAYOUT:
+        raise LabelError(f"only={settings['only']!r} needs a teacher that chooses (an agent spec); "
+                         f"--teacher {PLAYOUT} values cards and keeps the student's bids")
     if not isinstance(settings["varied_start"], (int, float)) or not 0.0 <= settings["varied_start"] <= 1.0:
         raise LabelError(f"varied_start={settings['varied_start']!r}: expected the share of deals (0 to 1) that "
                          "start from random scores and bags")
@@ -554,6 +580,7 @@ def label(settings: dict, progress: bool = True, log=print) -> Path:
         previous = read_labels_json(meta_path)
         previous.setdefault("continuation", "heuristic")        # folders labelled before the options existed
         previous.setdefault("varied_start", 0.0)
+        previous.setdefault("only", "all")
         differ = sorted(k for k in set(previous) | set(fixed) if previous.get(k) != fixed.get(k))
         if differ:
             raise LabelError(f"{out} holds labels made with other settings "
@@ -624,6 +651,7 @@ def shard_settings_differ(data: dict, settings: dict) -> list[str]:
     for side in (theirs, ours):                 # folders labelled before these options existed
         side.setdefault("continuation", "heuristic")
         side.setdefault("varied_start", 0.0)
+        side.setdefault("only", "all")
     return sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
 
 
@@ -712,6 +740,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--varied-start", type=float, default=0.0, metavar="SHARE",
                         help="share of the deals (drawn per deal) that start from random scores (-150..490) and "
                         "bags instead of 0-0, where blind nil is offered and bags near the limit cost (default 0)")
+    parser.add_argument("--only", choices=ONLY, default="all",
+                        help="which decisions keep the teacher's label: all (default), or blind-nil (the "
+                        "blind-nil decisions and the student's side's play once it bid blind nil; the rest "
+                        "are kept as anchors that distill fits to the starting policy)")
     parser.add_argument("--rules", default="standard", help="rule preset (partnership rules; default standard)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=None, help="processes (default: the CPUs)")
@@ -724,7 +756,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
     settings = {"student": args.student, "teacher": args.teacher, "opponents": args.opponents, "deals": args.deals,
                 "shard_deals": args.shard_deals, "follow_teacher": args.follow_teacher,
-                "continuation": args.continuation, "varied_start": args.varied_start, "rules": args.rules,
+                "continuation": args.continuation, "varied_start": args.varied_start, "only": args.only,
+                "rules": args.rules,
                 "seed": args.seed, "workers": args.workers or default_workers(), "out": args.out, "ray": args.ray}
     try:
         label(settings, progress=not args.no_progress, log=lambda line: print(line, flush=True))

@@ -103,9 +103,12 @@ def imitate(policy, critic, cfg, heuristic, starts: StartingScores, generator: t
 def distill(policy, cfg, rules, generator: torch.Generator, device: torch.device,
             log: Callable[[str], None] = print) -> dict:
     """Fit the policy to the teacher's labels in ``distill_data`` (cross-entropy on the set of
-    actions as good as the teacher's). A tenth of the deals is held out; the weights of the
-    epoch whose favourite actions match most held-out labels are kept (the starting weights
-    if no epoch matches more than they do: greedy play follows the favourite action)."""
+    actions as good as the teacher's). Rows without a label (an empty target: ``spades-label
+    --only blind-nil`` keeps the student's other decisions so) are anchors: their loss is the KL
+    divergence from the starting policy's probabilities there, so what the labels do not cover
+    stays as it was. A tenth of the deals is held out; the weights of the epoch whose favourite
+    actions match most held-out labels are kept (the starting weights if no epoch matches more
+    than they do: greedy play follows the favourite action)."""
     from evaluation import resolve_rules
     from train.label import LabelError, load_labels
     dev = device
@@ -123,31 +126,67 @@ def distill(policy, cfg, rules, generator: torch.Generator, device: torch.device
         return _distill_values(policy, data, held_out, cfg, generator, device, log)
     train_rows, test_rows = (~held_out).nonzero()[:, 0], held_out.nonzero()[:, 0]
     obs, mask, target = data["obs"].to(dev), data["mask"].to(dev), data["target"].to(dev)
+    labelled = target.any(1)
+    if not bool(labelled.any()):
+        raise ConfigError(f"distill_data={cfg.distill_data!r}: no decision there has a teacher's label "
+                          "(every target is empty)")
+    anchors = int((~labelled).sum())
+    start_log_probs = None
+    if anchors:                         # the starting policy's probabilities on the unlabelled rows
+        start_log_probs = torch.zeros(obs.shape[0], mask.shape[1], device=dev)
+        rows_all = (~labelled).nonzero()[:, 0]
+        with torch.no_grad():
+            for part in rows_all.split(8192):
+                start_log_probs[part] = torch.log_softmax(policy(obs[part].float(), mask[part]), 1).masked_fill(
+                    ~mask[part], 0.0)
 
     def loss_and_hits(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         log_probs = torch.log_softmax(policy(obs[rows].float(), mask[rows]), 1)
         good = target[rows]
-        loss = -torch.logsumexp(log_probs.masked_fill(~good, float("-inf")), 1)
+        has_label = labelled[rows]
+        # a labelled row: -log of the probability of the teacher's class (an unlabelled one sums
+        # over its legal actions here, a finite 0 that its anchor then replaces)
+        counted = torch.where(has_label[:, None], good, mask[rows])
+        loss = -torch.logsumexp(log_probs.masked_fill(~counted, float("-inf")), 1)
+        if start_log_probs is not None:
+            legal = mask[rows]
+            start = start_log_probs[rows]
+            kl = (start.exp() * (start - log_probs.masked_fill(~legal, 0.0))).masked_fill(~legal, 0.0).sum(1)
+            loss = torch.where(has_label, loss, kl)
         hits = good.gather(1, log_probs.argmax(1, keepdim=True))[:, 0]
         return loss, hits
+
+    anchor_drift = {"kl": 0.0}
 
     def held_out_fit() -> tuple[float, float]:
         with torch.no_grad():
             parts = [loss_and_hits(test_rows[i:i + 8192]) for i in range(0, test_rows.numel(), 8192)]
         loss = torch.cat([p[0] for p in parts])
         hits = torch.cat([p[1] for p in parts])
-        return float(loss.mean()), float(hits.float().mean())
+        has_label = labelled[test_rows]
+        if anchors:
+            anchor_drift["kl"] = float(loss[~has_label].mean()) if bool((~has_label).any()) else 0.0
+        return float(loss.mean()), (float(hits[has_label].float().mean()) if bool(has_label.any()) else 0.0)
+
+    def describe(loss: float, hits: float) -> str:
+        drift = f", {anchor_drift['kl']:.4f} nats from the starting policy on the unlabelled ones" if anchors else ""
+        return f"held-out loss {loss:.4f}, matches the teacher on {100 * hits:.1f}%{drift}"
 
     start = held_out_fit()
-    log(f"distillation: {train_rows.numel():,} labels to fit, {test_rows.numel():,} held out; "
+    log(f"distillation: {int(labelled[train_rows].sum()):,} labels to fit"
+        + (f" and {int((~labelled[train_rows]).sum()):,} unlabelled decisions kept at the starting policy (KL)"
+           if anchors else "")
+        + f", {int(labelled[test_rows].sum()):,} labels held out; "
         f"the policy matches the teacher on {100 * start[1]:.1f}% of the held-out ones")
     best_loss, best_hits, best_epoch = _fit_keep_best(
         policy, cfg, generator, log,
-        train_rows, lambda rows: loss_and_hits(rows)[0].mean(), held_out_fit, start,
-        lambda loss, hits: f"held-out loss {loss:.4f}, matches the teacher on {100 * hits:.1f}%")
+        train_rows, lambda rows: loss_and_hits(rows)[0].mean(), held_out_fit, start, describe)
     log(f"distillation: kept epoch {best_epoch} ({100 * best_hits:.1f}% of the held-out labels matched, "
         f"loss {best_loss:.4f})")
-    return {"distill_accuracy": best_hits, "distill_loss": best_loss, "distill_epoch": best_epoch}
+    result = {"distill_accuracy": best_hits, "distill_loss": best_loss, "distill_epoch": best_epoch}
+    if anchors:
+        result["distill_anchor_kl"] = anchor_drift["kl"]
+    return result
 
 
 def _fit_keep_best(policy, cfg, generator: torch.Generator, log: Callable[[str], None], train_rows: torch.Tensor,
