@@ -24,9 +24,10 @@ from .networks import NUM_ACTIONS, PolicyNet
 
 MODEL_FORMAT = "spades-neural-policy"
 CHECKPOINT_FORMAT = "spades-train-checkpoint"
-# The shipped policy (docs/shipped_model.md): expert iteration's round 4, shipped 2026-11-26, also
-# loadable under its own name as agents.make("neural_v2") (a copy of its file, so that it stays
-# the same when `neural` moves on); agents.make("neural_v1") is the one shipped until 2026-11-26.
+# The shipped policy (docs/shipped_model.md), since 2026-11-27: trained for whole games (blind nil
+# learnt from the heuristic, card play by PPO with the bag price). The policies shipped before it
+# stay loadable under their own names, each a copy of its file: agents.make("neural_v2") (expert
+# iteration's round 4, shipped 2026-11-26) and agents.make("neural_v1") (shipped until 2026-11-26).
 MODELS_DIR = Path(__file__).parent / "models"
 DEFAULT_MODEL = MODELS_DIR / "neural_standard.pt"
 PREVIOUS_MODEL = MODELS_DIR / "neural_standard_v1.pt"

@@ -119,7 +119,9 @@ PARTNERS: tuple[Partner, ...] = (
     _h("search-8", "search:worlds=8", "train", "search", "search over 8 sampled worlds"),
     _h("search-32", "search:worlds=32", "held-out", "search", "search over 32 sampled worlds"),
     # Neural policies shipped with the project.
-    _h("neural", "neural", "train", "neural", "the shipped policy (expert iteration round 4)"),
+    # "neural" is the policy shipped from 2026-11-26 to 2026-11-27 (expert iteration's round 4),
+    # pinned by its own name so that shipping a newer `neural` leaves this zoo version as it was.
+    _h("neural", "neural_v2", "train", "neural", "expert iteration round 4 (neural_v2, shipped until 2026-11-27)"),
     _h("neural-v1", "neural_v1", "held-out", "neural", "the policy shipped before it (PPO and play-out fits)"),
     # Trained by the project (version 2): seeds 1, 2, 3 in the train, validation and held-out splits.
     *_trained_seeds("imitation", "imitates the heuristic, then PPO (configs/zoo_imitation.yaml, seed 1)"),

@@ -49,10 +49,33 @@ def test_the_policy_shipped_on_2026_11_26_stays_loadable_as_neural_v2():
         agents.make("neural_v2", checkpoint=str(DEFAULT_MODEL))
 
 
-def test_the_shipped_model_is_expert_iterations_policy():
-    """The default neural model is expert iteration's round 4, not the PPO-trained one before it."""
+def test_the_shipped_model_is_the_real_game_policy():
+    """The default neural model (since 2026-11-27) is the policy trained for whole games: blind
+    nil learnt from the heuristic (configs/neural_blind_nil.yaml), then its card play by PPO with
+    the bag price (configs/neural_game_bags.yaml); neither earlier policy."""
+    from agents.neural import PREVIOUS_MODELS
     shipped = read_checkpoint(DEFAULT_MODEL)
-    previous = read_checkpoint(PREVIOUS_MODEL)
-    assert shipped["provenance"]["trained_by"] == "spades-train expert iteration"
-    assert previous["provenance"]["trained_by"] == "spades-train"
-    assert any(not torch.equal(shipped["policy"][k], previous["policy"][k]) for k in shipped["policy"])
+    assert shipped["provenance"]["config_name"] == "neural_game_bags"
+    assert shipped["provenance"]["init_from"] == "runs/neural_blind_nil/model.pt"
+    for name in ("neural_v1", "neural_v2"):
+        previous = read_checkpoint(PREVIOUS_MODELS[name])
+        assert any(not torch.equal(shipped["policy"][k], previous["policy"][k]) for k in shipped["policy"]), name
+    assert read_checkpoint(PREVIOUS_MODEL)["provenance"]["trained_by"] == "spades-train"
+
+
+def test_the_shipped_model_bids_blind_nil_far_behind():
+    """What made it ship: far behind (here 0 to 300) it bids blind nil where the offer comes,
+    which neural_v2 never does."""
+    from spades_env import spades_v0
+    from spades_env.game import BLIND_NIL_ACTION, LOOK_ACTION
+    bids = {"neural": [], "neural_v2": []}
+    for name in bids:
+        bot = agents.make(name)
+        for seed in range(20):
+            env = spades_v0.raw_env(rules="standard", episode="hand")
+            env.reset(seed=seed, options={"scores": [0, 300], "dealer": 3})   # seats 0 and 2 trail by 300
+            obs, *_ = env.last()
+            assert obs["action_mask"][BLIND_NIL_ACTION] and obs["action_mask"][LOOK_ACTION]
+            bids[name].append(int(bot.act(obs, {})))
+    assert bids["neural"].count(BLIND_NIL_ACTION) >= 15, bids
+    assert bids["neural_v2"].count(BLIND_NIL_ACTION) == 0, bids

@@ -271,8 +271,10 @@ class WarmStartsSection:
     distill_data: Union[str, list[str], None] = _f(None, "folder written by spades-label, or a list of them fitted "
                                                          "together: before PPO the policy is fitted to the "
                                                          "teacher's choices there (after init_from or the "
-                                                         "imitation); a tenth of the deals is held out and the "
-                                                         "epoch that matches most of them is kept")
+                                                         "imitation); decisions without a label (spades-label "
+                                                         "--only blind-nil) are held at the starting policy's "
+                                                         "probabilities (KL); a tenth of the deals is held out "
+                                                         "and the epoch that matches most of them is kept")
     distill_epochs: int = _f(4, "passes over the distillation labels")
     distill_learning_rate: float = _f(1e-4, "Adam step size of the distillation (its own optimizer, linear decay)")
     distill_value_temperature: Optional[float] = _f(None, "with labels of spades-label --teacher playout: fit the "
