@@ -50,6 +50,15 @@ def test_held_out_partners_need_purpose_evaluation():
     assert {p.group for p in zoo.partners(("train", "validation"), group="bold")} == {"bold"}
 
 
+def test_the_zoo_partner_neural_stays_the_policy_of_zoo_version_4():
+    """Shipping a new `neural` must not change the zoo: its partner `neural` is pinned to the
+    file shipped when version 4 was made (neural_v2)."""
+    from agents.neural import DEFAULT_MODEL, PREVIOUS_MODELS
+    pinned = zoo.model_file(zoo.partner("neural").spec)
+    assert pinned == PREVIOUS_MODELS["neural_v2"]
+    assert pinned.read_bytes() != DEFAULT_MODEL.read_bytes()
+
+
 def test_hash_covers_the_spec_and_the_model_bytes(tmp_path):
     from agents.neural import DEFAULT_MODEL, PREVIOUS_MODEL
     assert zoo.model_file("neural") == DEFAULT_MODEL.resolve()
