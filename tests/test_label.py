@@ -260,8 +260,26 @@ def test_only_blind_nil_labels_the_blind_nil_decisions_and_the_hands_that_follow
     assert bool(data["target"][rows, data["teacher"][rows]].all())
 
 
+def test_only_ducking_labels_the_positions_where_only_bags_are_left(tmp_path):
+    from spades_env.observation import decode_observation
+    from train.label import ducking_position
+    data = load_labels(label(settings(tmp_path, deals=16, shard_deals=8, follow_teacher=0.0, varied_start=1.0,
+                                      only="ducking"), progress=False, log=quiet))
+    labelled = data["target"].any(1)
+    assert bool(labelled.any()) and bool((~labelled).any())
+    assert bool((data["phase"][labelled] == PHASE_PLAY).all())
+    for k in range(len(labelled)):                     # every row: labelled exactly at a ducking position
+        obs = {"observation": data["obs"][k].float().numpy(), "action_mask": data["mask"][k].numpy()}
+        assert ducking_position(obs) == bool(labelled[k]), k
+    for k in labelled.nonzero()[:, 0].tolist():        # there the side has made its contract, no nil intact
+        view = decode_observation(data["obs"][k].float().numpy())
+        side = [0, 2]                                   # the observation is from the seat's own view
+        assert sum(view.tricks_taken[s] for s in side) >= sum(view.bids[s] for s in side)
+        assert not any(view.bids[s] == 0 and view.tricks_taken[s] == 0 for s in range(4))
+
+
 def test_only_is_checked_and_recorded(tmp_path, blind_nil_labels):
-    with pytest.raises(LabelError, match=r"only='blind': expected one of all, blind-nil"):
+    with pytest.raises(LabelError, match=r"only='blind': expected one of all, blind-nil, ducking"):
         label(settings(tmp_path, only="blind"), log=quiet)
     with pytest.raises(LabelError, match=r"only='blind-nil' needs a teacher that chooses"):
         label(settings(tmp_path, teacher="playout", only="blind-nil"), log=quiet)

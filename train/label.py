@@ -58,6 +58,9 @@ card play of both seats). The side's other decisions stay in the shards with an 
 learn blind nil from a teacher that plays it without its other play being pulled towards that
 teacher. Use it with ``--varied-start`` (blind nil is only offered to a side 100 behind) and a
 high ``--follow-teacher`` (a student that never bids blind nil reaches no blind-nil hand).
+``--only ducking`` keeps the label at the card decisions where the only thing left to play for is
+avoiding bags (:func:`ducking_position`: the side's contract made, no set of the other side in
+reach, no nil in play), the rest again kept as anchors.
 """
 
 from __future__ import annotations
@@ -93,7 +96,7 @@ FORMAT = "spades-distill-labels"
 FIELDS = ("obs", "mask", "target", "teacher", "student", "phase", "deal", "seat", "values")  # per labelled decision
 PLAYOUT = "playout"          # the teacher that labels the play-out value of every card
 CONTINUATIONS = ("heuristic", "student")   # who plays the student's side in those play-outs
-ONLY = ("all", "blind-nil")                 # which decisions keep the teacher's label (the rest: anchors)
+ONLY = ("all", "blind-nil", "ducking")      # which decisions keep the teacher's label (the rest: anchors)
 
 
 class LabelError(ValueError):
@@ -115,6 +118,19 @@ def action_classes(obs: dict) -> dict[int, list[int]]:
     hand = cards_to_mask(view.hand)
     gone = cards_to_mask(c for p in view.played for c in p) & ~cards_to_mask(c for _, c in view.current_trick)
     return {card: group for group in touching_groups(legal, hand, gone) for card in group}
+
+
+def ducking_position(obs: dict) -> bool:
+    """A card decision where only bags are left to play for: the seat's side has made its
+    contract, the heuristic sees no set of the other side in reach (``wants_tricks`` is false)
+    and no seat has a nil still intact (covering or breaking one is another matter)."""
+    view = decode_observation(obs["observation"])
+    if view.phase != PHASE_PLAY or not view.partnerships:
+        return False
+    table = heuristic._Table(view, heuristic._legal_mask(obs["action_mask"]))
+    if any(table.intact_nil(seat) for seat in range(table.n)):
+        return False
+    return not table.wants_tricks()
 
 
 def card_classes(game: SpadesGame, seat: int) -> list[list[int]]:
@@ -339,8 +355,9 @@ class Labeller:
             agent.reset(derive_seed("spades-label", seed, "agent", index, k))
         follow = random.Random(derive_seed("spades-label", seed, "follow", index))
         rows: dict[str, list] = {k: [] for k in FIELDS}
-        blind_nil_only = self.settings.get("only", "all") == "blind-nil"
+        only = self.settings.get("only", "all")
         side_blind_from = None                  # the row at which the student's side bid blind nil
+        ducking: list[bool] = []                # per row, with --only ducking: a ducking position
         mapping = env.agent_name_mapping
         for name in env.agent_iter():
             obs, _, termination, truncation, info = env.last()
@@ -369,16 +386,23 @@ class Labeller:
             rows["phase"].append(decode_observation(obs["observation"]).phase)
             rows["deal"].append(index)
             rows["seat"].append(seat)
+            if only == "ducking":
+                ducking.append(ducking_position(obs))
             play_teacher = follow.random() < self.settings["follow_teacher"]
             taken = teacher_action if play_teacher else student_action
             if taken == BLIND_NIL_ACTION and side_blind_from is None:
                 side_blind_from = len(rows["phase"]) - 1
             env.step(taken)
-        if blind_nil_only:
+        if only == "blind-nil":
             keep_from = len(rows["phase"]) if side_blind_from is None else side_blind_from
-            for k, phase in enumerate(rows["phase"]):
-                if k < keep_from and phase != PHASE_BLIND_DECISION:
-                    rows["target"][k] = np.zeros(NUM_ACTIONS, dtype=bool)    # no label: an anchor row
+            keep = [k >= keep_from or phase == PHASE_BLIND_DECISION for k, phase in enumerate(rows["phase"])]
+        elif only == "ducking":
+            keep = ducking
+        else:
+            keep = [True] * len(rows["phase"])
+        for k, kept in enumerate(keep):
+            if not kept:
+                rows["target"][k] = np.zeros(NUM_ACTIONS, dtype=bool)        # no label: an anchor row
         return rows
 
     def _label(self, env, obs: dict, info: dict, seat: int, student_action: int, teachers: list):
@@ -741,9 +765,10 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="share of the deals (drawn per deal) that start from random scores (-150..490) and "
                         "bags instead of 0-0, where blind nil is offered and bags near the limit cost (default 0)")
     parser.add_argument("--only", choices=ONLY, default="all",
-                        help="which decisions keep the teacher's label: all (default), or blind-nil (the "
-                        "blind-nil decisions and the student's side's play once it bid blind nil; the rest "
-                        "are kept as anchors that distill fits to the starting policy)")
+                        help="which decisions keep the teacher's label: all (default), blind-nil (the "
+                        "blind-nil decisions and the student's side's play once it bid blind nil) or ducking "
+                        "(card decisions where only bags are left to play for); the rest are kept as anchors "
+                        "that distill fits to the starting policy")
     parser.add_argument("--rules", default="standard", help="rule preset (partnership rules; default standard)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=None, help="processes (default: the CPUs)")
