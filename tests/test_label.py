@@ -327,6 +327,19 @@ def test_distillation_keeps_unlabelled_decisions_at_the_starting_policy(tmp_path
     assert warm_starts is not None
 
 
+def test_distillation_reports_the_drift_of_the_weights_it_keeps(tmp_path, blind_nil_labels):
+    """A step size that only makes things worse: the starting weights are kept, so the drift
+    reported on the unlabelled held-out decisions is 0 (not that of the diverged epoch)."""
+    config = tiny(tmp_path, "kept_start", "imitation_decisions=0", f"distill_data={blind_nil_labels}",
+                  "distill_epochs=1", "distill_learning_rate=1000", "max_updates=0", "eval_every=0")
+    logs: list[str] = []
+    result = Trainer(config, log=logs.append).distill()
+    assert result["distill_epoch"] == 0
+    assert any("fit epoch 1/1" in line and "nats from the starting policy" in line and
+               not line.endswith(" 0.0000 nats from the starting policy on the unlabelled ones") for line in logs), logs
+    assert abs(result["distill_anchor_kl"]) < 1e-6
+
+
 def test_distillation_refuses_labels_with_no_teacher_choice(tmp_path, blind_nil_labels):
     data = load_labels(blind_nil_labels)
     folder = tmp_path / "empty_targets"

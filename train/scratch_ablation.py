@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from .coop_study import Run, Study, StudyError, check_runs_unchanged, load_study, train_runs
-from .coop_study_report import interval_dict as mean_interval   # over seeds: the seeds are the units
+from .coop_study_report import interval_dict   # means over seeds: the seeds are the units
 
 COLLAPSED_NATS = 0.1          # a bidding entropy under this: (nearly) one bid for every hand
 
@@ -96,12 +96,12 @@ def summarise(study: Study, results: dict[str, dict]) -> list[dict]:
         if not runs:
             continue
         row = {"arm": method.name, "fields": method.fields, "seeds": [r["seed"] for r in runs], "runs": runs,
-               "bits": mean_interval([r["bits"]["value"] for r in runs]),
-               "points_vs_heuristic": mean_interval([r["points_vs_heuristic"]["mean"] for r in runs]),
-               "mean_bid": mean_interval([r["mean_bid"] for r in runs]),
-               "bid_entropy": mean_interval([r["bid_entropy"]["final"] or 0.0 for r in runs])}
+               "bits": interval_dict([r["bits"]["value"] for r in runs]),
+               "points_vs_heuristic": interval_dict([r["points_vs_heuristic"]["mean"] for r in runs]),
+               "mean_bid": interval_dict([r["mean_bid"] for r in runs]),
+               "bid_entropy": interval_dict([r["bid_entropy"]["final"] or 0.0 for r in runs])}
         won = [r["games_vs_heuristic"]["win_rate_a"] for r in runs if r.get("games_vs_heuristic")]
-        row["games_won"] = mean_interval(won) if won else None
+        row["games_won"] = interval_dict(won) if won else None
         arms.append(row)
     return arms
 

@@ -104,7 +104,7 @@ def distill(policy, cfg, rules, generator: torch.Generator, device: torch.device
             log: Callable[[str], None] = print) -> dict:
     """Fit the policy to the teacher's labels in ``distill_data`` (cross-entropy on the set of
     actions as good as the teacher's). Rows without a label (an empty target: ``spades-label
-    --only blind-nil`` keeps the student's other decisions so) are anchors: their loss is the KL
+    --only blind-nil`` or ``ducking`` keeps the student's other decisions so) are anchors: their loss is the KL
     divergence from the starting policy's probabilities there, so what the labels do not cover
     stays as it was. A tenth of the deals is held out; the weights of the epoch whose favourite
     actions match most held-out labels are kept (the starting weights if no epoch matches more
@@ -185,6 +185,7 @@ def distill(policy, cfg, rules, generator: torch.Generator, device: torch.device
         f"loss {best_loss:.4f})")
     result = {"distill_accuracy": best_hits, "distill_loss": best_loss, "distill_epoch": best_epoch}
     if anchors:
+        held_out_fit()                  # the drift of the weights kept, not of the last epoch's
         result["distill_anchor_kl"] = anchor_drift["kl"]
     return result
 
