@@ -38,7 +38,7 @@ from .heuristic_conventions import (CONVENTION_OPTIONS, STANDARD_CONVENTIONS, Co
                                     optional_conventions)
 
 __all__ = ["HeuristicAgent", "choose_action", "choose_bid", "choose_blind_nil", "choose_pass",
-           "choose_card", "estimate_tricks", "nil_success_chance"]
+           "choose_card", "estimate_tricks", "nil_success_chance", "only_bags_left"]
 
 SPADES = 3
 _SUIT_MASKS = tuple(0x1FFF << (13 * s) for s in range(4))
@@ -406,6 +406,19 @@ class _Table:
         to_set = self.remaining - opp_need + 1      # tricks we must take to set them
         masters = sum(1 for c in mask_to_cards(self.hand) if self.is_master(c))
         return to_set <= masters + 1
+
+
+def only_bags_left(view: ObservationView, legal: Legal) -> bool:
+    """A card decision where, as the heuristic reads the table, only bags are left to play for: the
+    seat's side has made its contract, no set of the other side is in reach and no seat's nil is
+    still intact (covering or breaking one is another matter). Where this holds the heuristic
+    ducks; ``spades-label --only ducking`` keeps its labels there."""
+    if view.phase != PHASE_PLAY or not view.partnerships:
+        return False
+    table = _Table(view, _legal_mask(legal))
+    if any(table.intact_nil(seat) for seat in range(table.n)):
+        return False
+    return not table.wants_tricks()
 
 
 def choose_card(view: ObservationView, legal: Legal, rng=None, conventions: Optional[Conventions] = None) -> int:

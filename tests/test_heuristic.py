@@ -497,3 +497,30 @@ def test_lead_conventions():
     assert choose_card(view, view.hand, conventions=Conventions(leads="partner_suit")) == card("6C")
     ruffed = dataclasses.replace(view, voids=[set(), {0}, set(), set()])    # an opponent ruffs clubs
     assert choose_card(ruffed, ruffed.hand, conventions=Conventions(leads="partner_suit")) == card("2D")
+
+
+# ---------------------------------------------------------------------- where only bags are left
+
+
+def test_only_bags_left_means_contract_made_and_no_nil_at_stake():
+    """``only_bags_left`` holds only in the play with the seat's side past its contract and no nil
+    intact, it is false in the bidding, and it does hold in ordinary hands (so the check bites)."""
+    from agents.heuristic import only_bags_left
+    held = 0
+    for i in range(12):
+        game = SpadesGame("standard", 0, deal=deal_for(i), dealer=i % 4)
+        while game.phase in (PHASE_BLIND_DECISION, PHASE_BIDDING, PHASE_PASSING, PHASE_PLAY):
+            seat = game.to_act
+            view = view_from_game(game, seat)
+            legal = game.legal_mask()
+            if game.phase != PHASE_PLAY:
+                assert not only_bags_left(view, legal)
+            elif only_bags_left(view, legal):
+                held += 1
+                side = (seat, (seat + 2) % 4)
+                contract = sum(game.bids[s] for s in side if game.bids[s] > 0)
+                taken = sum(game.tricks_taken[s] for s in side if game.bids[s] > 0)
+                assert taken >= contract
+                assert not any(game.bids[s] == 0 and game.tricks_taken[s] == 0 for s in range(4))
+            game.apply(choose_action(view, legal))
+    assert held >= 10

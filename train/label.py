@@ -121,16 +121,9 @@ def action_classes(obs: dict) -> dict[int, list[int]]:
 
 
 def ducking_position(obs: dict) -> bool:
-    """A card decision where only bags are left to play for: the seat's side has made its
-    contract, the heuristic sees no set of the other side in reach (``wants_tricks`` is false)
-    and no seat has a nil still intact (covering or breaking one is another matter)."""
-    view = decode_observation(obs["observation"])
-    if view.phase != PHASE_PLAY or not view.partnerships:
-        return False
-    table = heuristic._Table(view, heuristic._legal_mask(obs["action_mask"]))
-    if any(table.intact_nil(seat) for seat in range(table.n)):
-        return False
-    return not table.wants_tricks()
+    """A card decision where only bags are left to play for, as the heuristic reads the table
+    (:func:`agents.heuristic.only_bags_left`)."""
+    return heuristic.only_bags_left(decode_observation(obs["observation"]), obs["action_mask"])
 
 
 def card_classes(game: SpadesGame, seat: int) -> list[list[int]]:
