@@ -891,3 +891,25 @@ def test_a_second_run_on_a_busy_folder_is_refused_and_a_killed_holder_frees_it(t
     _time.sleep(0.1)
     trainer = Trainer(config)                                       # the kernel dropped the lock
     trainer.run_lock.release()
+
+
+def test_a_kill_between_the_two_checkpoint_files_loses_no_update(tmp_path, monkeypatch):
+    """``last.pt`` (what ``--resume`` reads) is written before the numbered checkpoint, so a kill
+    while the numbered one is written leaves ``last.pt`` holding the newest update."""
+    from train.checkpoints import save_checkpoint
+    save_checkpoint({"update": 1}, tmp_path, 1, keep=2)
+    real_save, calls = torch.save, []
+
+    def killed_on_the_second_file(data, path, *args, **kwargs):
+        calls.append(path)
+        if len(calls) == 2:
+            raise KeyboardInterrupt("killed")
+        return real_save(data, path, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", killed_on_the_second_file)
+    with pytest.raises(KeyboardInterrupt):
+        save_checkpoint({"update": 2}, tmp_path, 2, keep=2)
+    monkeypatch.setattr(torch, "save", real_save)
+    assert torch.load(tmp_path / "last.pt")["update"] == 2
+    assert torch.load(tmp_path / "update_000001.pt")["update"] == 1
+    assert not (tmp_path / "update_000002.pt").exists()

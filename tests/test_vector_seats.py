@@ -57,9 +57,9 @@ def _assert_same(a, b):
 def test_the_c_loop_equals_the_masked_steps(seats):
     """Pool deals, whole games, two threads: every observation, mask, reward sum, end, final
     score and move count agrees, and the torch engine's masked steps agree too."""
-    fast = _play(True, "native", seats, {"rules": "standard"})
-    _assert_same(fast, _play(False, "native", seats, {"rules": "standard"}))
-    _assert_same(fast, _play(False, "torch", seats, {"rules": "standard"}, steps=60)[:61] + fast[61:])
+    fast = _play(True, "native", seats, {"rules": "standard"}, tables=24)
+    _assert_same(fast, _play(False, "native", seats, {"rules": "standard"}, tables=24))
+    _assert_same(fast, _play(False, "torch", seats, {"rules": "standard"}, tables=24, steps=60)[:61] + fast[61:])
     assert sum(int(step[3].sum()) for step in fast[1:]) > 0            # episodes ended on the way
 
 

@@ -27,10 +27,12 @@ RESUMABLE_CHANGES = {"max_updates", "total_decisions", "eval_every", "eval_deals
 
 
 def save_checkpoint(data: dict, checkpoint_dir: Path, update: int, keep: int) -> Path:
-    """Write ``update_NNNNNN.pt`` and ``last.pt`` atomically (a kill leaves the old file or the
-    new one, never a torn one); keep the last ``keep`` numbered ones. Returns the numbered path."""
+    """Write ``last.pt`` and ``update_NNNNNN.pt`` atomically (a kill leaves the old file or the
+    new one, never a torn one); keep the last ``keep`` numbered ones. Returns the numbered path.
+    ``last.pt`` is written first, so that it is never older than a numbered checkpoint: a kill
+    between the two loses nothing to ``--resume``."""
     numbered = checkpoint_dir / f"update_{update:06d}.pt"
-    for path in (numbered, checkpoint_dir / "last.pt"):
+    for path in (checkpoint_dir / "last.pt", numbered):
         tmp = path.with_name(path.name + ".tmp")
         torch.save(data, tmp)
         tmp.replace(path)
