@@ -1,0 +1,73 @@
+"""train/probes.py: the policy probes of the model card do what they say."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import agents
+from spades_env import spades_v0
+from spades_env.game import BID_ACTION_BASE, BLIND_NIL_ACTION, PHASE_PLAY
+from train.probes import BidPlus, BlindNilAt, main, no_set_possible
+
+
+def _decisions(env_kwargs: dict, hands: int, seed: int):
+    """(obs, game) at every decision of hands played by the heuristic."""
+    env = spades_v0.env(**env_kwargs)
+    bot = agents.make("heuristic")
+    for h in range(hands):
+        env.reset(seed=seed + h)
+        for seat in env.agent_iter():
+            obs, _, term, trunc, info = env.last()
+            if term or trunc:
+                env.step(None)
+                continue
+            yield obs, env.unwrapped.game
+            env.step(bot.act(obs, info))
+
+
+def test_bid_plus_raises_every_bid_it_may_and_nothing_else():
+    probe, policy = BidPlus(1.0), agents.make("neural")
+    raised = 0
+    for obs, game in _decisions({}, 6, 0):
+        mine, theirs = probe.act(obs), policy.act(obs)
+        bid = theirs - BID_ACTION_BASE
+        if 1 <= bid <= 12 and obs["action_mask"][theirs + 1]:
+            assert mine == theirs + 1
+            raised += 1
+        else:
+            assert mine == theirs
+    assert raised >= 10
+
+
+def test_blind_nil_at_zero_always_bids_it_and_at_one_never():
+    eager, never = BlindNilAt(0.0), BlindNilAt(0.999999)
+    offered = 0
+    for obs, game in _decisions({"rules": {"blind_nil_min_deficit": 0}}, 6, 0):
+        if obs["action_mask"][BLIND_NIL_ACTION]:
+            offered += 1
+            assert eager.act(obs) == BLIND_NIL_ACTION
+            assert never.act(obs) != BLIND_NIL_ACTION
+    assert offered >= 4
+
+
+def test_no_set_possible_only_past_both_contracts_without_an_intact_nil():
+    held = 0
+    for obs, game in _decisions({}, 12, 3):
+        if not no_set_possible(obs):
+            continue
+        held += 1
+        assert game.phase == PHASE_PLAY
+        for side in ((0, 2), (1, 3)):
+            bidders = [s for s in side if game.bids[s] > 0]
+            assert sum(game.tricks_taken[s] for s in bidders) >= sum(game.bids[s] for s in bidders)
+        assert not any(game.bids[s] == 0 and game.tricks_taken[s] == 0 for s in range(4))
+    assert held >= 10
+
+
+def test_the_cli_plays_paired_games_and_refuses_a_bad_share(capsys):
+    assert main(["bid-plus", "--share", "0.5", "--games", "1", "--workers", "1"]) == 0
+    assert "candidate minus baseline" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["bid-plus", "--share", "1.5"])

@@ -1,0 +1,129 @@
+"""Probes of a trained policy: what would change in games if it bid or labelled otherwise.
+
+Used to find where the shipped policy's points go (docs/shipped_model.md, "After shipping"); none
+of them is a player we ship. Each plays duplicate whole games against the heuristic, paired with
+the unchanged policy on the same games (``spades-eval --baseline``)::
+
+    python -m train.probes bid-plus --share 0.5 --games 100 --seed 40
+    python -m train.probes blind-nil-at --threshold 0.2 --games 200 --seed 12
+    python -m train.probes strict-ducking-labels -- --teacher heuristic --student agents/models/neural_standard.pt \\
+        --only ducking --follow-teacher 0.0 --varied-start 1 --deals 40000 --shard-deals 400 --workers 2 \\
+        --seed 31 --out runs/ducking_strict_labels
+
+``bid-plus``: the policy bids one more than its choice on a share of its bids of 1 to 12.
+``blind-nil-at``: it bids blind nil whenever its probability of it is above the threshold.
+``strict-ducking-labels``: ``spades-label --only ducking`` with a stricter test, positions where
+no set is possible at all (both sides past their contracts, no nil intact).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import zlib
+from typing import Optional
+
+import numpy as np
+
+import agents
+from agents import heuristic
+from spades_env.game import BID_ACTION_BASE, BLIND_NIL_ACTION, PHASE_PLAY
+from spades_env.observation import decode_observation
+
+
+class BidPlus:
+    """The policy, bidding one more than its choice on ``share`` of its bids of 1 to 12."""
+
+    def __init__(self, share: float, seed: Optional[int] = None, **options) -> None:
+        self.inner, self.share, self.salt = agents.make("neural", **options), share, 1 if seed is None else seed
+
+    def _draw(self, obs: dict) -> float:
+        """A uniform draw fixed by the position: the same raises whatever the order in which
+        the workers play the games."""
+        observation = np.asarray(obs["observation"], dtype=np.float32).tobytes()
+        return random.Random(zlib.crc32(observation) * 1_000_003 + self.salt).random()
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)            # reset, name, ...: the policy's own
+
+    def act(self, obs: dict, info: Optional[dict] = None) -> int:
+        action = self.inner.act(obs, info)
+        bid = action - BID_ACTION_BASE
+        if 1 <= bid <= 12 and self._draw(obs) < self.share and obs["action_mask"][action + 1]:
+            return action + 1
+        return action
+
+
+class BlindNilAt:
+    """The policy, bidding blind nil whenever its probability of it exceeds ``threshold``."""
+
+    def __init__(self, threshold: float, **options) -> None:
+        self.inner, self.threshold = agents.make("neural", **options), threshold
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    def act(self, obs: dict, info: Optional[dict] = None) -> int:
+        if not obs["action_mask"][BLIND_NIL_ACTION]:
+            return self.inner.act(obs, info)
+        probs = self.inner.action_probabilities(obs)
+        if probs[BLIND_NIL_ACTION] > self.threshold:
+            return BLIND_NIL_ACTION
+        probs[BLIND_NIL_ACTION] = -1.0
+        return int(probs.argmax())
+
+
+def no_set_possible(obs: dict) -> bool:
+    """A card decision where both sides are past their contracts and no nil is intact: every
+    trick left is a bag for whoever takes it."""
+    view = decode_observation(obs["observation"])
+    if view.phase != PHASE_PLAY or not view.partnerships:
+        return False
+    table = heuristic._Table(view, heuristic._legal_mask(obs["action_mask"]))
+    if any(table.intact_nil(seat) for seat in range(table.n)):
+        return False
+
+    def made(side: tuple[int, int]) -> bool:
+        bidders = [s for s in side if table.bids[s]]
+        return sum(table.tricks[s] for s in bidders) >= sum(table.bids[s] for s in bidders)
+    return made((0, 2)) and made((1, 3))
+
+
+def _games(name: str, games: int, seed: int, workers: int) -> int:
+    from evaluation import main as spades_eval
+    return spades_eval(["--team-a", name, "--baseline", "neural", "--team-b", "heuristic", "--games", str(games),
+                        "--duplicate", "--workers", str(workers), "--seed", str(seed), "--no-progress"])
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m train.probes", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="probe", required=True)
+    for name, flag, helptext in (("bid-plus", "--share", "share of bids 1..12 raised by one"),
+                                 ("blind-nil-at", "--threshold", "blind nil above this probability")):
+        p = sub.add_parser(name)
+        p.add_argument(flag, type=float, required=True, help=helptext)
+        p.add_argument("--games", type=int, default=100)
+        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--workers", type=int, default=2)
+    labels = sub.add_parser("strict-ducking-labels", help="spades-label --only ducking, where no set is possible")
+    labels.add_argument("label_args", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    if args.probe == "strict-ducking-labels":
+        import train.label as label
+        label.ducking_position = no_set_possible       # the labeller's workers fork after this
+        rest = args.label_args[1:] if args.label_args[:1] == ["--"] else args.label_args
+        return label.main(rest)
+    if args.probe == "bid-plus":
+        if not 0.0 <= args.share <= 1.0:
+            parser.error(f"--share {args.share}: expected a share from 0 to 1")
+        agents.register("neural_bid_plus", lambda **o: BidPlus(args.share, **o))
+        return _games("neural_bid_plus", args.games, args.seed, args.workers)
+    if not 0.0 <= args.threshold < 1.0:
+        parser.error(f"--threshold {args.threshold}: expected a probability from 0 to 1")
+    agents.register("neural_blind_nil_at", lambda **o: BlindNilAt(args.threshold, **o))
+    return _games("neural_blind_nil_at", args.games, args.seed, args.workers)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
