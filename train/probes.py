@@ -45,6 +45,8 @@ class BidPlus:
         return random.Random(zlib.crc32(observation) * 1_000_003 + self.salt).random()
 
     def __getattr__(self, name: str):
+        if name == "inner":                         # not set yet (a copy being built)
+            raise AttributeError(name)
         return getattr(self.inner, name)            # reset, name, ...: the policy's own
 
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
@@ -62,6 +64,8 @@ class BlindNilAt:
         self.inner, self.threshold = agents.make("neural", **options), threshold
 
     def __getattr__(self, name: str):
+        if name == "inner":
+            raise AttributeError(name)
         return getattr(self.inner, name)
 
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
