@@ -408,16 +408,20 @@ class _Table:
         return to_set <= masters + 1
 
 
-def only_bags_left(view: ObservationView, legal: Legal) -> bool:
+def only_bags_left(view: ObservationView, legal: Legal, no_set_possible: bool = False) -> bool:
     """A card decision where, as the heuristic reads the table, only bags are left to play for: the
     seat's side has made its contract, no set of the other side is in reach and no seat's nil is
     still intact (covering or breaking one is another matter). Where this holds the heuristic
-    ducks; ``spades-label --only ducking`` keeps its labels there."""
+    ducks; ``spades-label --only ducking`` keeps its labels there. With ``no_set_possible`` the
+    stricter test: both sides are past their contracts (every trick left is a bag)."""
     if view.phase != PHASE_PLAY or not view.partnerships:
         return False
     table = _Table(view, _legal_mask(legal))
     if any(table.intact_nil(seat) for seat in range(table.n)):
         return False
+    if no_set_possible:
+        return all(sum(table.tricks[s] for s in side if table.bids[s]) >= sum(table.bids[s] for s in side)
+                   for side in ((0, 2), (1, 3)))
     return not table.wants_tricks()
 
 

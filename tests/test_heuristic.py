@@ -506,7 +506,7 @@ def test_only_bags_left_means_contract_made_and_no_nil_at_stake():
     """``only_bags_left`` holds only in the play with the seat's side past its contract and no nil
     intact, it is false in the bidding, and it does hold in ordinary hands (so the check bites)."""
     from agents.heuristic import only_bags_left
-    held = 0
+    held = strict = 0
     for i in range(12):
         game = SpadesGame("standard", 0, deal=deal_for(i), dealer=i % 4)
         while game.phase in (PHASE_BLIND_DECISION, PHASE_BIDDING, PHASE_PASSING, PHASE_PLAY):
@@ -522,5 +522,11 @@ def test_only_bags_left_means_contract_made_and_no_nil_at_stake():
                 taken = sum(game.tricks_taken[s] for s in side if game.bids[s] > 0)
                 assert taken >= contract
                 assert not any(game.bids[s] == 0 and game.tricks_taken[s] == 0 for s in range(4))
+            if only_bags_left(view, legal, no_set_possible=True):      # the strict test implies the other
+                strict += 1
+                assert only_bags_left(view, legal)
+                for side in ((0, 2), (1, 3)):
+                    assert sum(game.tricks_taken[s] for s in side if game.bids[s] > 0) >= \
+                        sum(game.bids[s] for s in side if game.bids[s] > 0)
             game.apply(choose_action(view, legal))
-    assert held >= 10
+    assert held >= 10 and 0 < strict < held

@@ -71,3 +71,5 @@ def test_the_cli_plays_paired_games_and_refuses_a_bad_share(capsys):
     assert "candidate minus baseline" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["bid-plus", "--share", "1.5"])
+    with pytest.raises(SystemExit):
+        main(["blind-nil-at", "--threshold", "1.0"])

@@ -28,7 +28,7 @@ import numpy as np
 
 import agents
 from agents import heuristic
-from spades_env.game import BID_ACTION_BASE, BLIND_NIL_ACTION, PHASE_PLAY
+from spades_env.game import BID_ACTION_BASE, BLIND_NIL_ACTION
 from spades_env.observation import decode_observation
 
 
@@ -80,18 +80,8 @@ class BlindNilAt:
 
 def no_set_possible(obs: dict) -> bool:
     """A card decision where both sides are past their contracts and no nil is intact: every
-    trick left is a bag for whoever takes it."""
-    view = decode_observation(obs["observation"])
-    if view.phase != PHASE_PLAY or not view.partnerships:
-        return False
-    table = heuristic._Table(view, heuristic._legal_mask(obs["action_mask"]))
-    if any(table.intact_nil(seat) for seat in range(table.n)):
-        return False
-
-    def made(side: tuple[int, int]) -> bool:
-        bidders = [s for s in side if table.bids[s]]
-        return sum(table.tricks[s] for s in bidders) >= sum(table.bids[s] for s in bidders)
-    return made((0, 2)) and made((1, 3))
+    trick left is a bag for whoever takes it (:func:`agents.heuristic.only_bags_left`'s strict test)."""
+    return heuristic.only_bags_left(decode_observation(obs["observation"]), obs["action_mask"], no_set_possible=True)
 
 
 def _games(name: str, games: int, seed: int, workers: int) -> int:
