@@ -232,3 +232,37 @@ def test_ablation_measurements_and_table(tmp_path):
     text = report_markdown(study, arms, "configs/scratch_ablation.yaml")
     assert "| baseline |" in text and "0.10 / 0.20 / 0.30" in text and "never" in text
     json.dumps(arms)
+
+
+def test_counterfactual_bids_leave_the_blind_nil_choice_to_ppo():
+    """With bid_learning: counterfactual the bids nil..13 take no PPO gradient (their values are
+    fitted apart), but the blind-nil choice (blind nil or look, which the values do not cover)
+    does: it once took none from either, so a from-scratch policy bid blind nil on half its offers."""
+    from types import SimpleNamespace
+    from agents.networks import PolicyNet
+    from spades_env.game import BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION
+    from train.ppo_update import fitted_as_values, ppo_loss
+    action = torch.tensor([0, BID_ACTION_BASE, BID_ACTION_BASE + 13, BLIND_NIL_ACTION, LOOK_ACTION])
+    assert fitted_as_values(action, "counterfactual").tolist() == [False, True, True, False, False]
+    assert fitted_as_values(action, "values").tolist() == [False, True, True, True, True]
+
+    torch.manual_seed(5)
+    policy, critic = PolicyNet(742, 16, 1, 8), torch.nn.Linear(742, 1)
+    mask = torch.zeros(4, 68, dtype=torch.bool)
+    mask[:2, BID_ACTION_BASE:BID_ACTION_BASE + 14] = True              # two bids
+    mask[2:, [BLIND_NIL_ACTION, LOOK_ACTION]] = True                    # two blind-nil choices
+    mb = {"obs": torch.rand(4, 742), "mask": mask,
+          "action": torch.tensor([BID_ACTION_BASE + 3, BID_ACTION_BASE + 5, BLIND_NIL_ACTION, LOOK_ACTION]),
+          "logp": torch.log(torch.tensor([1 / 14, 1 / 14, 0.5, 0.5])), "advantage": torch.tensor([1.0, -1.0, -1.0, 1.0]),
+          "ret": torch.zeros(4)}
+    cfg = SimpleNamespace(learn_precision="float32", clip=0.2, value_coef=0.5, entropy_coef=0.0,
+                          bid_learning="counterfactual")
+
+    def policy_gradient(rows):
+        policy.zero_grad()
+        part = {key: value[rows] for key, value in mb.items()}
+        ppo_loss(policy, lambda x: critic(x)[:, 0], part, cfg, critic_only=False, device=torch.device("cpu")).policy.backward()
+        return sum(float(p.grad.abs().sum()) for p in policy.parameters() if p.grad is not None)
+
+    assert policy_gradient([2, 3]) > 0.0       # blind nil worse than looking: pushed down
+    assert policy_gradient([0, 1]) == 0.0      # bids: fitted apart, no PPO gradient

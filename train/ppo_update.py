@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from agents.networks import NUM_CARDS, masked_entropy
 from spades_env.game import BID_ACTION_BASE
 
+from .bid_counterfactual import NUM_BIDS
 from .rollout import Rollout, critic_input, seat_advantages
 
 
@@ -72,18 +73,18 @@ def ppo_loss(policy, critic, mb: dict, cfg: Any, critic_only: bool, device: torc
     bid_learning = getattr(cfg, "bid_learning", "ppo")
     bids_apart = bid_learning in ("values", "counterfactual")
     if bids_apart:            # the bids are fitted as values: no ratio, no clipped gradient for them
-        log_ratio = log_ratio.masked_fill(mb["action"] >= NUM_CARDS, 0.0)
+        fitted = fitted_as_values(mb["action"], bid_learning)
+        log_ratio = log_ratio.masked_fill(fitted, 0.0)
     ratio = log_ratio.exp()
     adv = normalised_advantages(mb["advantage"], mb["action"], getattr(cfg, "bid_advantage_norm", "joint"))
     surrogate = torch.max(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip, 1 + cfg.clip))
     entropy = masked_entropy(logp_all, torch.softmax(logits, 1))
     if bids_apart:
-        is_bid = mb["action"] >= NUM_CARDS
-        cards = ~is_bid
-        policy_loss = surrogate[cards].mean() if bool(cards.any()) else surrogate.sum() * 0.0
+        rest = ~fitted                        # the cards, and with counterfactual bids the blind-nil decision
+        policy_loss = surrogate[rest].mean() if bool(rest.any()) else surrogate.sum() * 0.0
         if bid_learning == "values":          # counterfactual: fitted apart (fit_bid_values)
             policy_loss = policy_loss + cfg.bid_value_coef * bid_value_loss(logits, mb, cfg)
-        entropy_term = entropy_bonus(entropy[cards], mb["action"][cards], cfg) if bool(cards.any()) else 0.0
+        entropy_term = entropy_bonus(entropy[rest], mb["action"][rest], cfg) if bool(rest.any()) else 0.0
     else:
         policy_loss = surrogate.mean()
         entropy_term = entropy_bonus(entropy, mb["action"], cfg)
@@ -95,6 +96,17 @@ def ppo_loss(policy, critic, mb: dict, cfg: Any, critic_only: bool, device: torc
     if not critic_only:
         loss = loss + policy_loss - entropy_term
     return LossParts(loss, policy_loss, value_loss, entropy, ratio, log_ratio)
+
+
+def fitted_as_values(action: torch.Tensor, bid_learning: str) -> torch.Tensor:
+    """The decisions PPO's clipped loss leaves to a value fit: with ``values`` every decision from
+    the bidding head (the bids and the blind-nil choice, each fitted to its Monte-Carlo return);
+    with ``counterfactual`` only the bids nil..13, the ones the counterfactual values cover. The
+    blind-nil choice (blind nil or look) then stays with PPO: left out of both, its logits were
+    trained by nothing and a from-scratch policy bid blind nil on about half of its offers."""
+    if bid_learning == "counterfactual":
+        return (action >= BID_ACTION_BASE) & (action < BID_ACTION_BASE + NUM_BIDS)
+    return action >= NUM_CARDS
 
 
 def bid_value_loss(logits: torch.Tensor, mb: dict, cfg: Any) -> torch.Tensor:
