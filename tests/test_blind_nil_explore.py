@@ -52,3 +52,40 @@ def test_the_game_configs_load():
         cfg = load_config(f"configs/{name}.yaml")
         assert cfg.bag_cost == 10.0
     assert load_config("configs/neural_game_blind.yaml").blind_nil_explore == 0.5
+
+
+def nil_explorer(share: float, seed: int = 0) -> Collector:
+    collector = Collector.__new__(Collector)
+    collector.nil_explore = share
+    collector.generator = torch.Generator().manual_seed(seed)
+    return collector
+
+
+def test_nil_is_put_in_on_the_share_of_bidding_turns_only():
+    """``nil_explore``: nil replaces the policy's bid on about the share of bidding turns, whatever
+    the bid drawn; card turns and blind-nil turns are left as they are."""
+    sampled = torch.full((4000,), 55)                               # a bid of 3
+    chosen = nil_explorer(0.25).explore_nil(sampled, masks(4000, offered=False))
+    share = (chosen == 52).float().mean().item()
+    assert 0.22 < share < 0.28 and set(chosen.tolist()) == {52, 55}
+    blind = torch.full((100,), LOOK_ACTION)
+    assert torch.equal(nil_explorer(1.0).explore_nil(blind, masks(100, offered=True)), blind)
+    cards = torch.arange(10)
+    card_mask = torch.zeros(10, 68, dtype=torch.bool)
+    card_mask[:, :13] = True
+    assert torch.equal(nil_explorer(1.0).explore_nil(cards, card_mask), cards)
+
+
+def test_nil_explore_trains_and_is_checked(tmp_path):
+    with pytest.raises(ConfigError, match="nil_explore"):
+        load_config("configs/quickstart.yaml", overrides=["nil_explore=2"])
+    from train.ppo import Trainer
+    cfg = load_config("configs/quickstart.yaml", overrides=[
+        f"run_dir={tmp_path}", "name=nil", "nil_explore=0.5", "num_envs=16", "rollout_steps=56",
+        "total_decisions=1792", "minibatch_size=448", "imitation_decisions=0", "eval_every=0", "final_eval_deals=0",
+        "final_eval_games=0", "bid_learning=counterfactual", "bid_counterfactual_nil=played", "desync_tables=false"])
+    trainer = Trainer(cfg)
+    trainer.train()
+    nils = (trainer.collector.storage.action == 52) & trainer.collector.storage.learner
+    bids = (trainer.collector.storage.action >= 52) & (trainer.collector.storage.action < 66) & trainer.collector.storage.learner
+    assert 0.3 < nils.sum().item() / bids.sum().item() < 0.8        # half of the bids forced to nil, and the policy's own

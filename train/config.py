@@ -155,6 +155,11 @@ class ExperienceSection:
                                        "blind nil whatever it would have chosen, stored with the policy's own "
                                        "probability of it: its card play then meets the blind-nil hands (passing, "
                                        "ducking, covering) that a policy which never bids one never learns; 0: off")
+    nil_explore: float = _f(0.0, "share of the learner's bidding turns (nil legal) where it bids nil whatever it "
+                                 "would have chosen: from scratch nobody bids nil, so the card play never learns "
+                                 "to keep one or to break the other side's, and nil's value cannot be learnt; "
+                                 "with bid_learning: counterfactual and bid_counterfactual_nil: played those nils "
+                                 "value nil exactly (the draw does not depend on the hand); 0: off")
     desync_tables: bool = _f(False, "before the first rollout the tables play part of a hand (a number of steps drawn "
                                     "per table, nothing learnt), so that they do not all bid in the same steps: hand "
                                     "episodes last 56 steps each, and tables reset together stay in step, so a short "
@@ -489,7 +494,7 @@ class TrainConfig:
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected a positive number")
         for name in ("gamma", "gae_lambda", "varied_start_share", "bid_value_heuristic_share",
-                     "partner_population_share", "blind_nil_explore"):
+                     "partner_population_share", "blind_nil_explore", "nil_explore"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected a number in [0, 1]")
         if self.bid_entropy_coef is not None and not self.bid_entropy_coef >= 0:

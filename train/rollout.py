@@ -17,7 +17,7 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
-from spades_env.game import BLIND_NIL_ACTION
+from spades_env.game import BID_ACTION_BASE, BLIND_NIL_ACTION
 
 # Who chooses a seat's action on a table (a code per (table, seat)): the learning policy, a
 # past policy from the pool, or the heuristic.
@@ -212,11 +212,12 @@ class Collector:
 
     def __init__(self, env, opponents, heuristic, starts: StartingScores, steps: int, central_critic: bool,
                  generator: torch.Generator, device: torch.device, cooperation=None,
-                 blind_nil_explore: float = 0.0) -> None:
+                 blind_nil_explore: float = 0.0, nil_explore: float = 0.0) -> None:
 
         self.env, self.opponents, self.heuristic, self.starts = env, opponents, heuristic, starts
         self.cooperation = cooperation       # train.cooperation.Cooperation, or None (every setting off)
         self.blind_nil_explore = blind_nil_explore   # share of offered blind nils bid whatever the policy says
+        self.nil_explore = nil_explore               # share of bidding turns bid nil whatever the policy says
         self.counterfactual = None           # train.bid_counterfactual.CounterfactualBids, or None
         self.hidden_utility = None           # train.hidden_utility.HiddenUtility (reward_bias), or None
         self.diversity = None                # train.diversity.Diversity (diversity_from), or None
@@ -237,6 +238,16 @@ class Collector:
         offered = mask[:, BLIND_NIL_ACTION].bool()
         coin = torch.rand(sampled.shape[0], generator=self.generator, device=sampled.device) < self.blind_nil_explore
         return torch.where(offered & coin, torch.full_like(sampled, BLIND_NIL_ACTION), sampled)
+
+    def explore_nil(self, sampled: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``sampled`` with nil put in on a ``nil_explore`` share of the bidding turns (nil legal):
+        from scratch no seat bids nil, so neither keeping a nil nor breaking one is ever played,
+        and nil's value can only be learnt from nils that are bid. The coin does not look at the
+        hand, so the nils played value nil without bias (``bid_counterfactual_nil: played``).
+        Stored with the policy's own log-probability, as :meth:`explore_blind_nil`."""
+        nil_legal = mask[:, BID_ACTION_BASE].bool()
+        coin = torch.rand(sampled.shape[0], generator=self.generator, device=sampled.device) < self.nil_explore
+        return torch.where(nil_legal & coin, torch.full_like(sampled, BID_ACTION_BASE), sampled)
 
     @torch.no_grad()
     def desynchronise(self, policy, critic, steps: int = HAND_STEPS) -> None:
@@ -284,6 +295,8 @@ class Collector:
             a = sample_actions(torch.softmax(logits, 1), self.generator)
             if self.blind_nil_explore > 0:       # draws nothing when off: runs without it repeat exactly
                 a = self.explore_blind_nil(a, mask[rows])
+            if self.nil_explore > 0:
+                a = self.explore_nil(a, mask[rows])
             actions[rows] = a
             buf.logp[t, rows] = logp_all.gather(1, a[:, None])[:, 0]
             buf.value[t, rows] = critic(critic_input(obs[rows], None if state is None else state[rows]))
