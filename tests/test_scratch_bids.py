@@ -237,7 +237,7 @@ def test_ablation_measurements_and_table(tmp_path):
 def test_counterfactual_bids_leave_the_blind_nil_choice_to_ppo():
     """With bid_learning: counterfactual the bids nil..13 take no PPO gradient (their values are
     fitted apart), but the blind-nil choice (blind nil or look, which the values do not cover)
-    does: it once took none from either, so a from-scratch policy bid blind nil on half its offers."""
+    does: it once took none from either, and drifted with the bids' fit."""
     from types import SimpleNamespace
     from agents.networks import PolicyNet
     from spades_env.game import BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION

@@ -103,7 +103,8 @@ def fitted_as_values(action: torch.Tensor, bid_learning: str) -> torch.Tensor:
     the bidding head (the bids and the blind-nil choice, each fitted to its Monte-Carlo return);
     with ``counterfactual`` only the bids nil..13, the ones the counterfactual values cover. The
     blind-nil choice (blind nil or look) then stays with PPO: left out of both, its logits were
-    trained by nothing and a from-scratch policy bid blind nil on about half of its offers."""
+    trained by nothing and drifted with the bids' fit (one from-scratch run bid blind nil on most
+    of its offers and kept none)."""
     if bid_learning == "counterfactual":
         return (action >= BID_ACTION_BASE) & (action < BID_ACTION_BASE + NUM_BIDS)
     return action >= NUM_CARDS
