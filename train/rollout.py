@@ -235,9 +235,7 @@ class Collector:
         find out what one is worth (as DouZero's epsilon-greedy, for the one action that matters).
         The forced bid is stored with the policy's own log-probability and no importance weight,
         so the bidding gradient is biased: an exploration device for the card play that follows."""
-        offered = mask[:, BLIND_NIL_ACTION].bool()
-        coin = torch.rand(sampled.shape[0], generator=self.generator, device=sampled.device) < self.blind_nil_explore
-        return torch.where(offered & coin, torch.full_like(sampled, BLIND_NIL_ACTION), sampled)
+        return self.put_in(sampled, mask[:, BLIND_NIL_ACTION].bool(), self.blind_nil_explore, BLIND_NIL_ACTION)
 
     def explore_nil(self, sampled: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """``sampled`` with nil put in on a ``nil_explore`` share of the bidding turns (nil legal):
@@ -245,9 +243,13 @@ class Collector:
         and nil's value can only be learnt from nils that are bid. The coin does not look at the
         hand, so the nils played value nil without bias (``bid_counterfactual_nil: played``).
         Stored with the policy's own log-probability, as :meth:`explore_blind_nil`."""
-        nil_legal = mask[:, BID_ACTION_BASE].bool()
-        coin = torch.rand(sampled.shape[0], generator=self.generator, device=sampled.device) < self.nil_explore
-        return torch.where(nil_legal & coin, torch.full_like(sampled, BID_ACTION_BASE), sampled)
+        return self.put_in(sampled, mask[:, BID_ACTION_BASE].bool(), self.nil_explore, BID_ACTION_BASE)
+
+    def put_in(self, sampled: torch.Tensor, legal: torch.Tensor, share: float, action: int) -> torch.Tensor:
+        """``sampled`` with ``action`` in the rows where it is ``legal`` on a coin of probability ``share``
+        (one draw per row from the run's stream, legal or not)."""
+        coin = torch.rand(sampled.shape[0], generator=self.generator, device=sampled.device) < share
+        return torch.where(legal & coin, torch.full_like(sampled, action), sampled)
 
     @torch.no_grad()
     def desynchronise(self, policy, critic, steps: int = HAND_STEPS) -> None:
