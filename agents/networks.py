@@ -219,10 +219,26 @@ class PolicyNet(nn.Module):
         if per_card is None:
             card_logits = self.card_head(trunk)
         else:
-            hidden = torch.relu(self.card_context(trunk)[:, None, :] + self.card_own(per_card) + self.card_embedding)
-            card_logits = self.card_score(hidden)[:, :, 0]
+            card_logits = self.legal_card_logits(trunk, per_card, mask[:, :NUM_CARDS])
         logits = torch.cat([card_logits, self.bid_head(trunk)], 1)
         return logits.masked_fill(~mask, MASKED_LOGIT)
+
+    def legal_card_logits(self, trunk: torch.Tensor, per_card: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+        """The card head's logits (B, 52) computed for the legal cards only (at most a hand's
+        worth, 13 of 52; other entries hold a score or 0): the per-card layer is most of the learner's time, and
+        the other cards' logits are masked anyway. Equal to :meth:`every_card_logits` on every
+        legal card (tests/test_networks.py)."""
+        k = max(int(legal.sum(1).max()), 1) if legal.shape[0] else 1
+        picked = legal.float().topk(k, 1).indices                            # (B, k): every legal card, then fillers
+        own = per_card.gather(1, picked[:, :, None].expand(-1, -1, per_card.shape[2]))
+        hidden = torch.relu(self.card_context(trunk)[:, None, :] + self.card_own(own) + self.card_embedding[picked])
+        scores = self.card_score(hidden)[:, :, 0]
+        return scores.new_zeros(scores.shape[0], NUM_CARDS).scatter(1, picked, scores)
+
+    def every_card_logits(self, trunk: torch.Tensor, per_card: torch.Tensor) -> torch.Tensor:
+        """The readable reference of :meth:`legal_card_logits`: all 52 cards scored."""
+        hidden = torch.relu(self.card_context(trunk)[:, None, :] + self.card_own(per_card) + self.card_embedding)
+        return self.card_score(hidden)[:, :, 0]
 
 
 class ValueNet(nn.Module):

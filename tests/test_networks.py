@@ -111,3 +111,47 @@ def test_models_without_card_features_still_load():
     assert plain.arch == {"obs_size": 742, "hidden": 32, "layers": 1, "head_hidden": 16}
     again, _ = policy_from_checkpoint({"arch": dict(plain.arch), "policy": plain.state_dict()})
     assert again.features is None
+
+
+def observed_batch(rules: str, players: int | None = None, hands: int = 2):
+    """Every decision's observation and mask from a few hands of heuristic play."""
+    kwargs = {} if players is None else {"players": players}
+    env = spades_v0.raw_env(rules=rules, episode="hand", **kwargs)
+    obs_rows, masks = [], []
+    for hand_no in range(hands):
+        env.reset(seed=hand_no)
+        bots = {name: agents.make("heuristic", seed=i) for i, name in enumerate(env.agents)}
+        for name in env.agent_iter():
+            obs, _, term, trunc, info = env.last()
+            if term or trunc:
+                env.step(None)
+                continue
+            obs_rows.append(obs["observation"])
+            masks.append(obs["action_mask"])
+            env.step(bots[name].act(obs, info))
+    return torch.from_numpy(np.stack(obs_rows)).float(), torch.from_numpy(np.stack(masks)).bool()
+
+
+@pytest.mark.parametrize("rules, players", [("standard", None), ("cutthroat", 3)])
+def test_legal_card_logits_equal_every_card_on_legal_cards(rules, players):
+    """The fast card head (legal cards only; 17 in a three-player hand) gives the readable
+    reference's logits and gradients exactly."""
+    obs, mask = observed_batch(rules, players)
+    torch.manual_seed(1)
+    net = PolicyNet(obs.shape[1], hidden=32, layers=2, head_hidden=16, card_features=True)
+    with torch.no_grad():                          # not the tiny initial scores: a trained-looking head
+        net.card_score.weight.normal_()
+    legal = mask[:, :52]
+    most = int(legal.sum(1).max())
+    assert most > 13 if players == 3 else most == 13          # three players hold 17 cards
+    trunk, per_card = net.embed(obs)
+    fast = net.legal_card_logits(trunk, per_card, legal)
+    slow = net.every_card_logits(trunk, per_card)
+    assert torch.equal(fast[legal], slow[legal])
+    grads = []
+    for logits in (net(obs, mask), torch.cat([slow, net.bid_head(trunk)], 1).masked_fill(~mask, -1e9)):
+        net.zero_grad()
+        torch.log_softmax(logits, 1)[mask].sum().backward(retain_graph=True)
+        grads.append([p.grad.clone() for p in net.parameters()])
+    for fast_grad, slow_grad in zip(*grads):
+        assert torch.allclose(fast_grad, slow_grad, rtol=1e-5, atol=1e-6)
