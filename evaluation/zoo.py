@@ -38,6 +38,13 @@ actions the members before it (and scratch-s1) rarely take; ``diverse-s1`` (trai
 scratch-s1, ``diverse-s2`` (validation) from both, ``diverse-s3`` (held out) from all three
 (configs/zoo_diverse.yaml).
 
+Version 5 retrains the three from-scratch seeds with the from-scratch recipe's version 2 (card
+features, a central critic, more gradient steps per decision; configs/zoo_scratch.yaml, 10M
+decisions): their bids tell more about their hands and their card play is stronger (numbers in
+docs/cooperation.md). Version 4's scratch-s1, the policy the diverse partners were paid to leave,
+stays as agents/models/zoo_scratch_v3_s1.pt (configs/zoo_scratch_v3.yaml). Names and splits are
+unchanged.
+
 People's partners: a policy cloned from people's games (``spades-coop clone RECORDS --name NAME``
 writes ``agents/models/human_NAME.pt``) is the partner ``human-NAME`` (``neural:model=human_NAME``)
 of the group ``human``, always held out: people's games are for testing with, never for training,
@@ -56,7 +63,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-ZOO_VERSION = 4
+ZOO_VERSION = 5
 SPLITS = ("train", "validation", "held-out")
 PURPOSES = ("training", "evaluation")
 
@@ -125,7 +132,7 @@ PARTNERS: tuple[Partner, ...] = (
     _h("neural-v1", "neural_v1", "held-out", "neural", "the policy shipped before it (PPO and play-out fits)"),
     # Trained by the project (version 2): seeds 1, 2, 3 in the train, validation and held-out splits.
     *_trained_seeds("imitation", "imitates the heuristic, then PPO (configs/zoo_imitation.yaml, seed 1)"),
-    *_trained_seeds("scratch", "self-play from scratch with counterfactual bid values, 12M decisions "
+    *_trained_seeds("scratch", "self-play from scratch, the from-scratch recipe (version 2), 10M decisions "
                                "(configs/zoo_scratch.yaml, seed 1)"),
     # Hidden utilities (version 4): from scratch as the scratch seeds, each with its own reward bias.
     _h("ruffer", "neural:model=zoo_biased_ruffer", "train", "biased",
