@@ -34,8 +34,8 @@ partner's tricks; validation), ``nil-seeker`` (bids nil, leaves its partner's tr
 trumps; held out). Their files are agents/models/zoo_biased_<name>.pt (configs/zoo_biased.yaml).
 Version 4 also adds *diverse* partners, a population grown in the style of Maximum Entropy
 Population training (``diversity_from``, train/diversity.py): each from scratch and paid to take
-actions the members before it (and scratch-s1) rarely take; ``diverse-s1`` (train) differs from
-scratch-s1, ``diverse-s2`` (validation) from both, ``diverse-s3`` (held out) from all three
+actions the members before it (and version 4's scratch-s1) rarely take; ``diverse-s1`` (train)
+differs from that scratch-s1, ``diverse-s2`` (validation) from both, ``diverse-s3`` (held out) from all three
 (configs/zoo_diverse.yaml).
 
 Version 5 retrains the three from-scratch seeds with the from-scratch recipe's version 2 (card

@@ -38,6 +38,7 @@ def test_the_split_listing_is_pinned_to_the_zoo_version():
     held_out = sum(split == "held-out" for split in PINNED_SPLITS[zoo.ZOO_VERSION].values())
     assert held_out == HELD_OUT_COUNT[zoo.ZOO_VERSION]
 
+
 # What each partner of the current version is (its spec and its model file's bytes): a partner
 # retrained or respelt under its old name fails here until ZOO_VERSION goes up and this is pinned again.
 PINNED_HASHES = {5: {
