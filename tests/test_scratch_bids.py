@@ -110,6 +110,29 @@ def test_bid_value_loss_fits_the_made_bids_logit_times_temperature():
     assert float(bid_value_loss(logits, {"action": torch.tensor([3]), "ret": torch.tensor([1.0])}, cfg)) == 0.0
 
 
+@pytest.mark.parametrize("minibatch, steps", [(4, 2 * 3), (10, 2 * 1), (512, 2 * 1)])
+def test_the_bids_fit_takes_a_step_per_minibatch_of_bid_fit_minibatch(minibatch, steps):
+    """fit_bid_values: bid_fit_passes passes, each in minibatches of bid_fit_minibatch valued bids
+    (the GPU config's larger ones take fewer steps an update), and one loss read at the end."""
+    from types import SimpleNamespace
+    from agents.networks import PolicyNet
+    from train.ppo_update import fit_bid_values
+    torch.manual_seed(0)
+    policy = PolicyNet(obs_size=742, hidden=16, layers=1, head_hidden=8)
+    n = 10
+    obs, mask = torch.rand(n, 742), torch.zeros(n, 68, dtype=torch.bool)
+    mask[:, BID_ACTION_BASE:BID_ACTION_BASE + NUM_BIDS] = True
+    target = torch.randn(n, NUM_BIDS)
+    cfg = SimpleNamespace(bid_fit_passes=2, bid_fit_minibatch=minibatch, bid_temperature=10.0, reward_scale=0.01,
+                          bid_value_coef=1.0, max_grad_norm=0.5, learn_precision="float32", card_features=False)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=1e-3)
+    taken = []
+    optimizer.register_step_post_hook(lambda opt, args, kwargs: taken.append(1))
+    out = fit_bid_values(policy, optimizer, (obs, mask, target), cfg, torch.Generator().manual_seed(0),
+                         torch.device("cpu"))
+    assert len(taken) == steps and out["loss__bid_values"] > 0
+
+
 def test_values_and_lambda_runs_train(tmp_path):
     """bid_learning: values and bid_gae_lambda with separate normalisation train end to end."""
     for name, extra in (("values", ["bid_learning=values"]),
@@ -192,6 +215,7 @@ def test_reset_bid_head_keeps_the_rest(tmp_path):
     ("bid_learning=guess", "expected 'ppo', 'values' or 'counterfactual'"),
     ("bid_temperature=0", "bid_temperature=0"),
     ("bid_replay_updates=0", "bid_replay_updates=0: expected a positive integer"),
+    ("bid_fit_minibatch=0", "bid_fit_minibatch=0: expected a positive integer"),
     ("reset_bid_head=true", "reset_bid_head: true needs init_from"),
     ("bid_counterfactual_nil=maybe", "expected 'counterfactual' or 'played'"),
 ])

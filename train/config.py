@@ -241,7 +241,10 @@ class PPOSection:
                                                        "make a bid) or 'played' (nil valued only by the hands "
                                                        "where it was bid, which value nothing else)")
     bid_fit_passes: int = _f(2, "bid_learning: counterfactual: passes over the kept valued bids at each update "
-                                "(minibatches of 512, bid_value_learning_rate, an Adam of their own)")
+                                "(minibatches of bid_fit_minibatch, bid_value_learning_rate, an Adam of their own)")
+    bid_fit_minibatch: int = _f(512, "bid_learning: counterfactual: valued bids per step of the bids' fit (a GPU run "
+                                     "with thousands of tables takes larger ones: the steps an update grow with "
+                                     "the tables)")
     bid_replay_updates: int = _f(4, "bid_learning: counterfactual: the valued bids of this many latest rollouts are "
                                     "fitted at each update")
     bid_temperature: float = _f(10.0, "bid_learning: values: points of value per unit of bidding logit (the "
@@ -577,7 +580,7 @@ class TrainConfig:
         if self.bid_counterfactual_nil not in ("counterfactual", "played"):
             raise ConfigError(f"bid_counterfactual_nil={self.bid_counterfactual_nil!r}: expected 'counterfactual' "
                               "or 'played'")
-        for name in ("bid_replay_updates", "bid_fit_passes"):
+        for name in ("bid_replay_updates", "bid_fit_passes", "bid_fit_minibatch"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected a positive integer")
         if not self.bid_temperature > 0:

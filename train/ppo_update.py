@@ -122,9 +122,6 @@ def bid_value_loss(logits: torch.Tensor, mb: dict, cfg: Any) -> torch.Tensor:
     return 0.5 * (value - mb["ret"][is_bid]).pow(2).mean()
 
 
-BID_FIT_MINIBATCH = 512
-
-
 def fit_bid_values(policy, optimizer: torch.optim.Optimizer, records, cfg: Any, generator: torch.Generator,
                    device: torch.device) -> dict:
     """``bid_learning: counterfactual``: ``bid_fit_passes`` passes over the valued bids ``records``
@@ -136,7 +133,7 @@ def fit_bid_values(policy, optimizer: torch.optim.Optimizer, records, cfg: Any, 
     temperature = cfg.bid_temperature * cfg.reward_scale
     losses = []
     params = list(policy.parameters())
-    size = BID_FIT_MINIBATCH
+    size = cfg.bid_fit_minibatch
     for _ in range(cfg.bid_fit_passes):
         order = torch.randperm(n, generator=generator, device=device)
         for start in range(0, n, size):
@@ -149,8 +146,8 @@ def fit_bid_values(policy, optimizer: torch.optim.Optimizer, records, cfg: Any, 
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
             optimizer.step()
-            losses.append(float(loss.detach()))
-    return {"loss__bid_values": sum(losses) / len(losses)} if losses else {}
+            losses.append(loss.detach())          # read once at the end: no host sync a step on a GPU
+    return {"loss__bid_values": float(torch.stack(losses).mean())} if losses else {}
 
 
 def normalised_advantages(adv: torch.Tensor, action: torch.Tensor, how: str = "joint") -> torch.Tensor:
