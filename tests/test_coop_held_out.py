@@ -29,7 +29,8 @@ PINNED_SPLITS[4] = {**PINNED_SPLITS[3], "ruffer": "train", "overtaker": "validat
                     "nil-seeker": "held-out", "diverse-s1": "train", "diverse-s2": "validation",  # and the diverse
                     "diverse-s3": "held-out"}
 PINNED_SPLITS[5] = dict(PINNED_SPLITS[4])       # version 5: the scratch seeds retrained (recipe version 2)
-HELD_OUT_COUNT = {2: 8, 3: 8, 4: 10, 5: 10}
+PINNED_SPLITS[6] = dict(PINNED_SPLITS[5])       # version 6: the scratch seeds retrained at GPU scale
+HELD_OUT_COUNT = {2: 8, 3: 8, 4: 10, 5: 10, 6: 10}
 
 
 def test_the_split_listing_is_pinned_to_the_zoo_version():
@@ -51,6 +52,8 @@ PINNED_HASHES = {5: {
     "scratch-s2": "902a27d50bb0", "scratch-s3": "e87635c965e1", "ruffer": "a3bf80ad5f81",
     "overtaker": "36691db2af01", "nil-seeker": "b07e7967c983", "diverse-s1": "bc052a8e14a6",
     "diverse-s2": "d8d863516d95", "diverse-s3": "04166f7962c0"}}
+PINNED_HASHES[6] = {**PINNED_HASHES[5], "scratch-s1": "9cc5b7f61c4c", "scratch-s2": "085fdb150e1d",
+                    "scratch-s3": "9fe2ff062e7e"}
 
 
 def test_the_partners_are_pinned_to_the_zoo_version():
