@@ -54,9 +54,9 @@ def test_the_game_configs_load():
     assert load_config("configs/neural_game_blind.yaml").blind_nil_explore == 0.5
 
 
-def nil_explorer(share: float, seed: int = 0) -> Collector:
+def nil_explorer(share: float, seed: int = 0, max_bid=None) -> Collector:
     collector = Collector.__new__(Collector)
-    collector.nil_explore = share
+    collector.nil_explore, collector.nil_explore_max_bid = share, max_bid
     collector.generator = torch.Generator().manual_seed(seed)
     return collector
 
@@ -74,6 +74,28 @@ def test_nil_is_put_in_on_the_share_of_bidding_turns_only():
     card_mask = torch.zeros(10, 68, dtype=torch.bool)
     card_mask[:, :13] = True
     assert torch.equal(nil_explorer(1.0).explore_nil(cards, card_mask), cards)
+
+
+def test_nil_is_put_in_only_on_the_policys_low_bids_with_a_max_bid():
+    """``nil_explore_max_bid: 1``: only the turns where the policy drew nil or 1 may become nil (the
+    policy's own weakest hands); bids of 2 and more, cards and blind-nil turns are left alone."""
+    sampled = torch.tensor([53, 54, 55, 65, 52] * 800)              # bids 1, 2, 3, 13 and nil
+    chosen = nil_explorer(0.5, max_bid=1).explore_nil(sampled, masks(4000, offered=False))
+    ones = sampled == 53
+    assert torch.equal(chosen[~ones], sampled[~ones])
+    share = (chosen[ones] == 52).float().mean().item()
+    assert 0.45 < share < 0.55 and set(chosen[ones].tolist()) == {52, 53}
+    assert torch.equal(nil_explorer(1.0, max_bid=0).explore_nil(sampled, masks(4000, offered=False)), sampled)
+    everything = nil_explorer(1.0, max_bid=13).explore_nil(sampled, masks(4000, offered=False))
+    assert set(everything.tolist()) == {52}
+    blind = torch.full((100,), LOOK_ACTION)
+    assert torch.equal(nil_explorer(1.0, max_bid=13).explore_nil(blind, masks(100, offered=True)), blind)
+
+
+@pytest.mark.parametrize("value", ["14", "-1", "true", "1.5", "'one'"])
+def test_a_bad_nil_explore_max_bid_is_refused(value):
+    with pytest.raises(ConfigError, match="nil_explore_max_bid"):
+        load_config("configs/quickstart.yaml", overrides=[f"nil_explore_max_bid={value}"]).validate()
 
 
 def test_nil_explore_trains_and_is_checked(tmp_path):

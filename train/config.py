@@ -160,6 +160,10 @@ class ExperienceSection:
                                  "to keep one or to break the other side's, and nil's value cannot be learnt; "
                                  "with bid_learning: counterfactual and bid_counterfactual_nil: played those nils "
                                  "value nil exactly (the draw does not depend on the hand); 0: off")
+    nil_explore_max_bid: Optional[int] = _f(None, "nil_explore only where the bid the policy drew is at most this "
+                                                  "(1: its own lowest hands, the ones a nil could keep; nils forced "
+                                                  "on any hand are nearly all broken, which teaches little about "
+                                                  "keeping or breaking a good one); null: on every bidding turn")
     desync_tables: bool = _f(False, "before the first rollout the tables play part of a hand (a number of steps drawn "
                                     "per table, nothing learnt), so that they do not all bid in the same steps: hand "
                                     "episodes last 56 steps each, and tables reset together stay in step, so a short "
@@ -500,6 +504,8 @@ class TrainConfig:
                      "partner_population_share", "blind_nil_explore", "nil_explore"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected a number in [0, 1]")
+        if self.nil_explore_max_bid is not None and not 0 <= self.nil_explore_max_bid <= 13:
+            raise ConfigError(f"nil_explore_max_bid={self.nil_explore_max_bid!r}: expected a bid 0..13, or null")
         if self.bid_entropy_coef is not None and not self.bid_entropy_coef >= 0:
             raise ConfigError(f"bid_entropy_coef={self.bid_entropy_coef!r}: expected 0 or more, or null")
         from .hidden_utility import HiddenUtilityError, check_reward_bias
@@ -660,7 +666,7 @@ FIELDS = {f.name: f for cls in SECTIONS.values() for f in dataclasses.fields(cls
 
 _OPTIONAL_FIELDS = {"target_kl": float, "init_from": str, "max_updates": int, "distill_data": str,
                     "distill_value_temperature": float, "bid_entropy_coef": float,
-                    "bid_gae_lambda": float}   # null allowed
+                    "bid_gae_lambda": float, "nil_explore_max_bid": int}   # null allowed
 
 
 def _check_type(name: str, value: Any) -> Any:

@@ -119,7 +119,8 @@ class Trainer:
         self.opponents = OpponentPool(cfg.opponents, cfg.pool_size, cfg.num_envs, new_policy, self.generator, dev)
         self.collector = Collector(self.env, self.opponents, self.heuristic, self.starts, cfg.rollout_steps,
                                    cfg.critic == "central", self.generator, dev,
-                                   blind_nil_explore=cfg.blind_nil_explore, nil_explore=cfg.nil_explore)
+                                   blind_nil_explore=cfg.blind_nil_explore, nil_explore=cfg.nil_explore,
+                                   nil_explore_max_bid=cfg.nil_explore_max_bid)
         hidden_utility = HiddenUtility(cfg.reward_bias, cfg.reward_scale)
         if hidden_utility:
             self.collector.hidden_utility = hidden_utility

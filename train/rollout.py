@@ -212,12 +212,14 @@ class Collector:
 
     def __init__(self, env, opponents, heuristic, starts: StartingScores, steps: int, central_critic: bool,
                  generator: torch.Generator, device: torch.device, cooperation=None,
-                 blind_nil_explore: float = 0.0, nil_explore: float = 0.0) -> None:
+                 blind_nil_explore: float = 0.0, nil_explore: float = 0.0,
+                 nil_explore_max_bid: Optional[int] = None) -> None:
 
         self.env, self.opponents, self.heuristic, self.starts = env, opponents, heuristic, starts
         self.cooperation = cooperation       # train.cooperation.Cooperation, or None (every setting off)
         self.blind_nil_explore = blind_nil_explore   # share of offered blind nils bid whatever the policy says
         self.nil_explore = nil_explore               # share of bidding turns bid nil whatever the policy says
+        self.nil_explore_max_bid = nil_explore_max_bid   # ... only where the policy drew a bid this low (None: any)
         self.counterfactual = None           # train.bid_counterfactual.CounterfactualBids, or None
         self.hidden_utility = None           # train.hidden_utility.HiddenUtility (reward_bias), or None
         self.diversity = None                # train.diversity.Diversity (diversity_from), or None
@@ -242,8 +244,14 @@ class Collector:
         from scratch no seat bids nil, so neither keeping a nil nor breaking one is ever played,
         and nil's value can only be learnt from nils that are bid. The coin does not look at the
         hand, so the nils played value nil without bias (``bid_counterfactual_nil: played``).
-        Stored with the policy's own log-probability, as :meth:`explore_blind_nil`."""
-        return self.put_in(sampled, mask[:, BID_ACTION_BASE].bool(), self.nil_explore, BID_ACTION_BASE)
+        Stored with the policy's own log-probability, as :meth:`explore_blind_nil`. With
+        ``nil_explore_max_bid`` only the turns where the policy drew a bid that low qualify: the
+        policy's own weakest hands, where a nil can be kept (the coin then looks at the hand
+        through the policy's bid, so nils valued by play, ``played``, are nils of low hands)."""
+        legal = mask[:, BID_ACTION_BASE].bool()
+        if self.nil_explore_max_bid is not None:
+            legal = legal & (sampled >= BID_ACTION_BASE) & (sampled <= BID_ACTION_BASE + self.nil_explore_max_bid)
+        return self.put_in(sampled, legal, self.nil_explore, BID_ACTION_BASE)
 
     def put_in(self, sampled: torch.Tensor, legal: torch.Tensor, share: float, action: int) -> torch.Tensor:
         """``sampled`` with ``action`` in the rows where it is ``legal`` on a coin of probability ``share``
