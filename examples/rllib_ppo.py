@@ -59,7 +59,10 @@ def main(argv=None) -> dict:
     spades_rllib.register()
     config = (PPOConfig()
               .environment(spades_rllib.SINGLE_AGENT, env_config=ENV_CONFIG)
-              .env_runners(num_env_runners=args.env_runners, num_envs_per_env_runner=args.envs_per_runner)
+              # a busy machine can take minutes to start a runner: wait for its samples rather than
+              # return an iteration without any (RLlib's default waits 60 s)
+              .env_runners(num_env_runners=args.env_runners, num_envs_per_env_runner=args.envs_per_runner,
+                           sample_timeout_s=600)
               .training(train_batch_size_per_learner=4000, minibatch_size=1000, num_epochs=4, lr=1e-3, gamma=1.0,
                         lambda_=0.95, entropy_coeff=0.01)
               .rl_module(rl_module_spec=spades_rllib.action_masking_spec())
@@ -71,10 +74,11 @@ def main(argv=None) -> dict:
     steps = 0
     for iteration in range(args.iterations):
         result = algo.train()
+        runners = result.get("env_runners", {})      # absent from an iteration that sampled nothing
         steps = result.get("num_env_steps_sampled_lifetime", steps)
         if not isinstance(steps, (int, float)):
-            steps = result["env_runners"].get("num_env_steps_sampled_lifetime", 0)
-        episode_return = result["env_runners"].get("episode_return_mean", float("nan"))
+            steps = runners.get("num_env_steps_sampled_lifetime", 0)
+        episode_return = runners.get("episode_return_mean", float("nan"))
         print(f"iteration {iteration + 1:>3}: {int(steps):,} decisions, {episode_return * 100:+.1f} points/hand "
               f"in training, {time.perf_counter() - began:.0f} s", flush=True)
     seconds = time.perf_counter() - began
