@@ -98,6 +98,17 @@ def test_a_bad_nil_explore_max_bid_is_refused(value):
         load_config("configs/quickstart.yaml", overrides=[f"nil_explore_max_bid={value}"]).validate()
 
 
+def test_the_trainer_hands_nil_explore_max_bid_to_its_collector(tmp_path):
+    from train.ppo import Trainer
+    trainer = Trainer(load_config("configs/quickstart.yaml", overrides=[
+        f"run_dir={tmp_path}", "name=low", "nil_explore=0.3", "nil_explore_max_bid=1", "num_envs=8", "minibatch_size=256",
+        "imitation_decisions=0", "eval_every=0"]), log=lambda line: None)
+    try:
+        assert (trainer.collector.nil_explore, trainer.collector.nil_explore_max_bid) == (0.3, 1)
+    finally:
+        trainer.run_lock.release()
+
+
 def test_nil_explore_trains_and_is_checked(tmp_path):
     with pytest.raises(ConfigError, match="nil_explore"):
         load_config("configs/quickstart.yaml", overrides=["nil_explore=2"])
