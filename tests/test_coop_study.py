@@ -260,3 +260,31 @@ def test_the_report_carries_intervals_for_every_normalised_score_rating_and_sign
            "0.020 [0.010, 0.030] | 0.500 [0.300, 0.700] |" in text
     assert f"| {specs[spec1]} | +1.0 [+0.5, +1.5] | +1.0 [+0.5, +1.5] | +1.0 [+0.5, +1.5] | {specs[spec2]} |" in text
     assert "| selfplay_s1 | +10 [+0, +20] | +1.5 [+0.5, +2.5] |" in text
+
+
+def test_a_study_folder_measured_elsewhere_names_its_rating_by_run(tmp_path):
+    """A study's results keep the specs they were played with (checkpoint paths under the folder
+    of that day); moved to another folder (as the committed studies are) and analysed again, the
+    cooperative rating still names runs, not the old paths (it printed the old paths)."""
+    import json
+
+    from train.coop_study_report import analyse
+    study = load_study(write_study(tmp_path, seeds=[1, 2]))
+    names = [r.name for r in study.runs()]
+    old = [f"neural:checkpoint=runs/elsewhere/runs/{n}/model.pt" for n in names]
+    assert not set(old) & {r.spec for r in study.runs()}
+    n = len(names)
+    bound = lambda key, v: {key: v, f"{key}_low": v - 1.0, f"{key}_high": v + 1.0}     # noqa: E731
+    rating = {"mean": -4.0, "mean_low": -6.0, "mean_high": -2.0, "interval": "bootstrap", "agents": old,
+              "ratings": [{"agent": a, "best_fit": old[(i + 1) % n], **bound("skill", 0.5 * i),
+                           **bound("partner_score", -4.0), **bound("self_play_bonus", 0.0)}
+                          for i, a in enumerate(old)]}
+    piece = {"runs": names, "agents": old, "reference": "heuristic",
+             "unit_diffs": [[[float(i - j), 1.0, -1.0] for j in range(n)] for i in range(n)],
+             "score_diff": [[float(i - j) for j in range(n)] for i in range(n)], "cooperative_rating": rating}
+    study.results_dir.mkdir(parents=True)
+    (study.results_dir / "crossplay.json").write_text(json.dumps(piece))
+    named = analyse(study)["cooperative_rating"]
+    assert named["agents"] == names
+    assert [r["agent"] for r in named["ratings"]] == names
+    assert [r["best_fit"] for r in named["ratings"]] == names[1:] + names[:1]

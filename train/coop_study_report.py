@@ -410,7 +410,12 @@ def analyse(study) -> dict:
         entry.pop("per_deal_gap", None)
     rating = cross_data.get("cooperative_rating")
     if rating:
-        summary["cooperative_rating"] = _named_rating(rating, {r.spec: r.name for r in study.runs()})
+        # the piece lists its specs and run names in the same order; a folder measured elsewhere and then
+        # moved keeps its old paths in the specs, so names come from that order, not from today's specs
+        by_spec = {r.spec: r.name for r in study.runs()}
+        if len(cross_data.get("agents", [])) == len(names):
+            by_spec.update(zip(cross_data["agents"], names))
+        summary["cooperative_rating"] = _named_rating(rating, by_spec)
     league = out / "league.json"
     if league.is_file():
         data = read_piece(league, "league")
