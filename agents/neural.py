@@ -25,13 +25,15 @@ from .networks import NUM_ACTIONS, PolicyNet
 MODEL_FORMAT = "spades-neural-policy"
 CHECKPOINT_FORMAT = "spades-train-checkpoint"
 # The shipped policy (docs/shipped_model.md), since 2026-11-27: trained for whole games (blind nil
-# learnt from the heuristic, card play by PPO with the bag price). The policies shipped before it
-# stay loadable under their own names, each a copy of its file: agents.make("neural_v2") (expert
+# learnt from the heuristic, card play by PPO with the bag price); agents.make("neural_v3") is a
+# fixed copy of that file, whatever ships later as neural. The policies shipped before it stay
+# loadable under their own names, each a copy of its file: agents.make("neural_v2") (expert
 # iteration's round 4, shipped 2026-11-26) and agents.make("neural_v1") (shipped until 2026-11-26).
 MODELS_DIR = Path(__file__).parent / "models"
 DEFAULT_MODEL = MODELS_DIR / "neural_standard.pt"
 PREVIOUS_MODEL = MODELS_DIR / "neural_standard_v1.pt"
-PREVIOUS_MODELS = {"neural_v1": PREVIOUS_MODEL, "neural_v2": MODELS_DIR / "neural_standard_v2.pt"}
+PREVIOUS_MODELS = {"neural_v1": PREVIOUS_MODEL, "neural_v2": MODELS_DIR / "neural_standard_v2.pt",
+                   "neural_v3": MODELS_DIR / "neural_standard_v3.pt"}
 
 
 def shipped_models() -> list[str]:

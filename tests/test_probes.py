@@ -73,3 +73,23 @@ def test_the_cli_plays_paired_games_and_refuses_a_bad_share(capsys):
         main(["bid-plus", "--share", "1.5"])
     with pytest.raises(SystemExit):
         main(["blind-nil-at", "--threshold", "1.0"])
+
+
+def test_bid_ratio_at_zero_raises_as_bid_plus_does_and_never_when_out_of_reach():
+    """Ratio 0 raises every bid 1..12 it may (as bid-plus at share 1); a ratio no probability reaches
+    raises none; with a bag floor, only where the side carries that many bags."""
+    from spades_env.observation import decode_observation
+    from train.probes import BidRatio
+    always, never, floor = BidRatio(0.0), BidRatio(1e9), BidRatio(0.0, min_bags=5)
+    plus, policy = BidPlus(1.0), agents.make("neural")
+    bids = 0
+    for obs, game in _decisions({}, 3, 0):
+        if not obs["action_mask"][BID_ACTION_BASE:BID_ACTION_BASE + 14].any():
+            continue                                     # card play: every probe leaves it alone
+        theirs = policy.act(obs)
+        bids += 1
+        assert always.act(obs) == plus.act(obs)
+        assert never.act(obs) == theirs
+        carried = decode_observation(obs["observation"]).bags[0]
+        assert floor.act(obs) == (always.act(obs) if carried >= 5 else theirs)
+    assert bids >= 20

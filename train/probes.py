@@ -6,11 +6,17 @@ the unchanged policy on the same games (``spades-eval --baseline``)::
 
     python -m train.probes bid-plus --share 0.5 --games 100 --seed 40
     python -m train.probes blind-nil-at --threshold 0.2 --games 200 --seed 12
+    python -m train.probes bid-ratio --ratio 0.5 --games 200 --seed 40
+    python -m train.probes bid-tilt --tilt 1.4 --games 400 --seed 12
     python -m train.probes strict-ducking-labels -- --teacher heuristic --student agents/models/neural_standard.pt \\
         --only ducking --follow-teacher 0.0 --varied-start 1 --deals 40000 --shard-deals 400 --workers 2 \\
         --seed 31 --out runs/ducking_strict_labels
 
 ``bid-plus``: the policy bids one more than its choice on a share of its bids of 1 to 12.
+``bid-ratio``: it bids one more where it gives that bid at least ``ratio`` times the probability of its
+choice (optionally only with ``--min-bags`` bags carried).
+``bid-tilt``: ``tilt * (b - 1)`` added to the log-probability of each bid ``b`` of 1 to 13 (what
+``python -m train.bid_tilt`` writes into a network's bias).
 ``blind-nil-at``: it bids blind nil whenever its probability of it is above the threshold.
 ``strict-ducking-labels``: ``spades-label --only ducking`` with a stricter test, positions where
 no set is possible at all (both sides past their contracts, no nil intact).
@@ -57,6 +63,59 @@ class BidPlus:
         return action
 
 
+class BidRatio:
+    """The policy, bidding one more than its choice ``b`` (1 to 12) where it gives ``b + 1`` at least
+    ``ratio`` times the probability of ``b`` and its side carries at least ``min_bags`` bags: the
+    raises go to the hands the policy itself is unsure about, not to a random share."""
+
+    def __init__(self, ratio: float, min_bags: int = 0, **options) -> None:
+        self.inner, self.ratio, self.min_bags = agents.make("neural", **options), ratio, min_bags
+
+    def __getattr__(self, name: str):
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def act(self, obs: dict, info: Optional[dict] = None) -> int:
+        action = self.inner.act(obs, info)
+        bid = action - BID_ACTION_BASE
+        if not 1 <= bid <= 12 or not obs["action_mask"][action + 1]:
+            return action
+        if decode_observation(obs["observation"]).bags[0] < self.min_bags:
+            return action
+        probs = self.inner.action_probabilities(obs)
+        return action + 1 if probs[action + 1] >= self.ratio * probs[action] else action
+
+
+class BidTilt:
+    """The policy with ``tilt`` added to the log-probability of each bid ``b`` of 1 to 13 per trick
+    above 1 (``tilt * (b - 1)``): nil, blind nil and bid 1 keep their logits, a raise from ``b`` to
+    ``b + 1`` is taken where ``p(b + 1) >= exp(-tilt) * p(b)``. The same change as adding it to the
+    bidding head's output bias, so a tilt that helps can be shipped inside the network."""
+
+    def __init__(self, tilt: float, keep_nil: bool = False, **options) -> None:
+        self.inner, self.tilt, self.keep_nil = agents.make("neural", **options), tilt, keep_nil
+
+    def __getattr__(self, name: str):
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def act(self, obs: dict, info: Optional[dict] = None) -> int:
+        action = self.inner.act(obs, info)
+        if not BID_ACTION_BASE <= action <= BID_ACTION_BASE + 13 or (self.keep_nil and action == BID_ACTION_BASE):
+            return action
+        probs = self.inner.action_probabilities(obs)
+        with np.errstate(divide="ignore"):
+            scores = np.log(probs)
+        bids = np.arange(1, 14)
+        scores[BID_ACTION_BASE + bids] += self.tilt * (bids - 1)
+        scores[~np.asarray(obs["action_mask"], dtype=bool)] = -np.inf
+        if self.keep_nil:
+            scores[BID_ACTION_BASE] = -np.inf                # a nil stays a nil, and nothing else becomes one
+        return int(scores.argmax())
+
+
 class BlindNilAt:
     """The policy, bidding blind nil whenever its probability of it exceeds ``threshold``."""
 
@@ -84,9 +143,12 @@ def no_set_possible(obs: dict) -> bool:
     return heuristic.only_bags_left(decode_observation(obs["observation"]), obs["action_mask"], no_set_possible=True)
 
 
-def _games(name: str, games: int, seed: int, workers: int) -> int:
+def _games(name: str, games: int, seed: int, workers: int, checkpoint: Optional[str] = None) -> int:
     from evaluation import main as spades_eval
-    return spades_eval(["--team-a", name, "--baseline", "neural", "--team-b", "heuristic", "--games", str(games),
+    policy = f"neural:checkpoint={checkpoint}" if checkpoint else "neural"
+    if checkpoint:
+        name = f"{name}:checkpoint={checkpoint}"
+    return spades_eval(["--team-a", name, "--baseline", policy, "--team-b", "heuristic", "--games", str(games),
                         "--duplicate", "--workers", str(workers), "--seed", str(seed), "--no-progress"])
 
 
@@ -100,6 +162,21 @@ def main(argv: Optional[list[str]] = None) -> int:
         p.add_argument("--games", type=int, default=100)
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--workers", type=int, default=2)
+        p.add_argument("--checkpoint", help="the policy probed (default: the shipped neural)")
+    ratio = sub.add_parser("bid-ratio")
+    ratio.add_argument("--ratio", type=float, required=True, help="raise b to b+1 where p(b+1) >= ratio * p(b)")
+    ratio.add_argument("--min-bags", type=int, default=0, help="only where the side carries this many bags")
+    ratio.add_argument("--games", type=int, default=100)
+    ratio.add_argument("--seed", type=int, default=0)
+    ratio.add_argument("--workers", type=int, default=2)
+    ratio.add_argument("--checkpoint", help="the policy probed (default: the shipped neural)")
+    tilt = sub.add_parser("bid-tilt")
+    tilt.add_argument("--tilt", type=float, required=True, help="added to a bid's log-probability per trick above 1")
+    tilt.add_argument("--keep-nil", action="store_true", help="leave the policy's nil bids as they are")
+    tilt.add_argument("--games", type=int, default=100)
+    tilt.add_argument("--seed", type=int, default=0)
+    tilt.add_argument("--workers", type=int, default=2)
+    tilt.add_argument("--checkpoint", help="the policy probed (default: the shipped neural)")
     labels = sub.add_parser("strict-ducking-labels", help="spades-label --only ducking, where no set is possible")
     labels.add_argument("label_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
@@ -108,15 +185,23 @@ def main(argv: Optional[list[str]] = None) -> int:
         label.ducking_position = no_set_possible       # the labeller's workers fork after this
         rest = args.label_args[1:] if args.label_args[:1] == ["--"] else args.label_args
         return label.main(rest)
+    if args.probe == "bid-ratio":
+        if not 0.0 <= args.ratio:
+            parser.error(f"--ratio {args.ratio}: expected a ratio of probabilities, 0 or more")
+        agents.register("neural_bid_ratio", lambda **o: BidRatio(args.ratio, args.min_bags, **o))
+        return _games("neural_bid_ratio", args.games, args.seed, args.workers, args.checkpoint)
+    if args.probe == "bid-tilt":
+        agents.register("neural_bid_tilt", lambda **o: BidTilt(args.tilt, args.keep_nil, **o))
+        return _games("neural_bid_tilt", args.games, args.seed, args.workers, args.checkpoint)
     if args.probe == "bid-plus":
         if not 0.0 <= args.share <= 1.0:
             parser.error(f"--share {args.share}: expected a share from 0 to 1")
         agents.register("neural_bid_plus", lambda **o: BidPlus(args.share, **o))
-        return _games("neural_bid_plus", args.games, args.seed, args.workers)
+        return _games("neural_bid_plus", args.games, args.seed, args.workers, args.checkpoint)
     if not 0.0 <= args.threshold < 1.0:
         parser.error(f"--threshold {args.threshold}: expected a probability from 0 to 1")
     agents.register("neural_blind_nil_at", lambda **o: BlindNilAt(args.threshold, **o))
-    return _games("neural_blind_nil_at", args.games, args.seed, args.workers)
+    return _games("neural_blind_nil_at", args.games, args.seed, args.workers, args.checkpoint)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,110 @@
+"""python -m train.bid_tilt: the tilt lives in the network and plays as the probe measured it."""
+
+import hashlib
+
+import numpy as np
+import pytest
+import torch
+
+import agents
+from agents.neural import PREVIOUS_MODELS, ModelError, read_checkpoint
+from spades_env import spades_v0
+from spades_env.game import BID_ACTION_BASE
+from train import bid_tilt
+from train.probes import BidTilt
+
+SOURCE = PREVIOUS_MODELS["neural_v3"]
+
+
+def _positions(hands: int):
+    """Observations met in hands from varied scores (bids, blind-nil offers and card play)."""
+    for seed in range(hands):
+        env = spades_v0.raw_env(rules="standard", episode="hand")
+        env.reset(seed=seed, options={"scores": [seed * 37 % 500 - 150, seed * 53 % 500 - 150], "dealer": seed % 4})
+        for _ in range(12):
+            obs, _, terminated, truncated, _ = env.last()
+            if terminated or truncated:
+                break
+            yield obs
+            env.step(int(np.flatnonzero(obs["action_mask"])[seed % int(obs["action_mask"].sum())]))
+
+
+def test_the_tilted_network_plays_as_the_probe(tmp_path):
+    out = bid_tilt.tilt_bids(SOURCE, tmp_path / "tilted.pt", 1.4)
+    tilted, probe, plain = agents.make("neural", checkpoint=str(out)), BidTilt(1.4, checkpoint=str(SOURCE)), \
+        agents.make("neural", checkpoint=str(SOURCE))
+    bids = raised = 0
+    for obs in _positions(30):
+        choice = tilted.act(obs, {})
+        assert choice == probe.act(obs, {})
+        before = plain.act(obs, {})
+        if BID_ACTION_BASE <= before <= BID_ACTION_BASE + 13:
+            bids += 1
+            raised += choice > before
+            assert choice >= before                      # a tilt upwards never lowers a bid
+        else:
+            assert choice == before                      # cards, blind nil and "look" are untouched
+    assert bids >= 80 and 0 < raised < bids, (bids, raised)
+
+
+def test_only_the_bid_logits_move(tmp_path):
+    out = bid_tilt.tilt_bids(SOURCE, tmp_path / "tilted.pt", 0.5)
+    before, after = read_checkpoint(SOURCE), read_checkpoint(out)
+    changed = [k for k in before["policy"] if not torch.equal(before["policy"][k], after["policy"][k])]
+    assert changed == ["bid_head.2.bias"]
+    delta = after["policy"]["bid_head.2.bias"] - before["policy"]["bid_head.2.bias"]
+    expected = torch.zeros_like(delta)
+    expected[1:14] = 0.5 * torch.arange(0, 13, dtype=delta.dtype)    # bid b gets 0.5 * (b - 1)
+    assert torch.allclose(delta, expected, atol=1e-6)
+    record = after["provenance"]["bid_tilt"]
+    assert record["tilt"] == 0.5 and record["source_sha256"] == hashlib.sha256(SOURCE.read_bytes()).hexdigest()
+    assert after["provenance"]["config_name"] == before["provenance"]["config_name"]
+
+
+@pytest.mark.parametrize("tilt", [float("nan"), float("inf"), 50.0])
+def test_a_bad_tilt_is_refused(tmp_path, tilt):
+    with pytest.raises(ValueError, match="expected a finite number"):
+        bid_tilt.tilt_bids(SOURCE, tmp_path / "x.pt", tilt)
+    assert not (tmp_path / "x.pt").exists()
+
+
+def test_the_command_line_names_what_was_wrong(tmp_path, capsys):
+    assert bid_tilt.main([str(tmp_path / "missing.pt"), str(tmp_path / "x.pt"), "--tilt", "1"]) == 2
+    assert "missing.pt" in capsys.readouterr().err
+    junk = tmp_path / "junk.pt"
+    junk.write_bytes(b"not a model")
+    assert bid_tilt.main([str(junk), str(tmp_path / "x.pt"), "--tilt", "1"]) == 2
+    assert "bid_tilt: error" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        bid_tilt.main([str(SOURCE), str(SOURCE), "--tilt", "1"])          # would overwrite its source
+    assert bid_tilt.main([str(SOURCE), str(tmp_path / "ok.pt"), "--tilt", "1"]) == 0
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_training_checkpoint_is_refused(tmp_path):
+    data = read_checkpoint(SOURCE)
+    path = tmp_path / "ckpt.pt"
+    torch.save({**data, "format": "spades-train-checkpoint"}, path)
+    with pytest.raises(ModelError):
+        bid_tilt.tilt_bids(path, tmp_path / "x.pt", 1.0)
+
+
+def test_the_blind_nil_shift_is_a_threshold_on_its_probability(tmp_path):
+    """--blind-nil log(4): the greedy network bids blind nil where the source gave it more than 0.2."""
+    import math
+    from spades_env.game import BLIND_NIL_ACTION
+    from train.probes import BlindNilAt
+    out = bid_tilt.tilt_bids(SOURCE, tmp_path / "bn.pt", 0.0, blind_nil=math.log(4.0))
+    shifted, probe = agents.make("neural", checkpoint=str(out)), BlindNilAt(0.2, checkpoint=str(SOURCE))
+    plain = agents.make("neural", checkpoint=str(SOURCE))
+    offers = more = 0
+    for seed in range(40):
+        env = spades_v0.raw_env(rules="standard", episode="hand")
+        env.reset(seed=seed, options={"scores": [0, 100 + 5 * seed], "dealer": 3})   # seats 0 and 2 trail
+        obs, *_ = env.last()
+        assert obs["action_mask"][BLIND_NIL_ACTION]
+        offers += 1
+        assert shifted.act(obs, {}) == probe.act(obs, {})
+        more += shifted.act(obs, {}) == BLIND_NIL_ACTION and plain.act(obs, {}) != BLIND_NIL_ACTION
+    assert offers == 40 and more > 0
+    assert read_checkpoint(out)["provenance"]["bid_tilt"]["blind_nil"] == math.log(4.0)
