@@ -24,11 +24,13 @@ from .networks import NUM_ACTIONS, PolicyNet
 
 MODEL_FORMAT = "spades-neural-policy"
 CHECKPOINT_FORMAT = "spades-train-checkpoint"
-# The shipped policy (docs/shipped_model.md), since 2026-11-27: trained for whole games (blind nil
-# learnt from the heuristic, card play by PPO with the bag price); agents.make("neural_v3") is a
-# fixed copy of that file, whatever ships later as neural. The policies shipped before it stay
-# loadable under their own names, each a copy of its file: agents.make("neural_v2") (expert
-# iteration's round 4, shipped 2026-11-26) and agents.make("neural_v1") (shipped until 2026-11-26).
+# The shipped policy (docs/shipped_model.md), since 2026-11-28: the policy trained for whole games
+# (blind nil learnt from the heuristic, card play by PPO with the bag price) with its bids tilted
+# upwards and blind nil made likelier inside the network (python -m train.bid_tilt --tilt 1.4
+# --blind-nil 1.386). The policies shipped before it stay loadable under their own names, each a
+# copy of its file: agents.make("neural_v3") (the same network untilted, shipped 2026-11-27),
+# agents.make("neural_v2") (expert iteration's round 4, shipped 2026-11-26) and
+# agents.make("neural_v1") (shipped until 2026-11-26).
 MODELS_DIR = Path(__file__).parent / "models"
 DEFAULT_MODEL = MODELS_DIR / "neural_standard.pt"
 PREVIOUS_MODEL = MODELS_DIR / "neural_standard_v1.pt"

@@ -49,18 +49,35 @@ def test_the_policy_shipped_on_2026_11_26_stays_loadable_as_neural_v2():
         agents.make("neural_v2", checkpoint=str(DEFAULT_MODEL))
 
 
-def test_the_shipped_model_is_the_real_game_policy():
-    """The default neural model (since 2026-11-27) is the policy trained for whole games: blind
-    nil learnt from the heuristic (configs/neural_blind_nil.yaml), then its card play by PPO with
-    the bag price (configs/neural_game_bags.yaml); neither earlier policy."""
+def test_the_shipped_model_is_the_real_game_policy_with_its_bids_tilted():
+    """The default neural model (since 2026-11-28) is the policy trained for whole games (blind nil
+    learnt from the heuristic, then its card play by PPO with the bag price: neural_v3) with its
+    bids tilted upwards by 1.4 per trick and blind nil shifted by 1.386 (its threshold from 0.5 to
+    0.2) inside the network (python -m train.bid_tilt)."""
+    import hashlib
     from agents.neural import PREVIOUS_MODELS
     shipped = read_checkpoint(DEFAULT_MODEL)
     assert shipped["provenance"]["config_name"] == "neural_game_bags"
     assert shipped["provenance"]["init_from"] == "runs/neural_blind_nil/model.pt"
-    for name in ("neural_v1", "neural_v2"):
+    source = PREVIOUS_MODELS["neural_v3"]
+    assert shipped["provenance"]["bid_tilt"]["tilt"] == 1.4
+    assert shipped["provenance"]["bid_tilt"]["blind_nil"] == 1.386
+    assert shipped["provenance"]["bid_tilt"]["source_sha256"] == hashlib.sha256(source.read_bytes()).hexdigest()
+    for name in ("neural_v1", "neural_v2", "neural_v3"):
         previous = read_checkpoint(PREVIOUS_MODELS[name])
         assert any(not torch.equal(shipped["policy"][k], previous["policy"][k]) for k in shipped["policy"]), name
     assert read_checkpoint(PREVIOUS_MODEL)["provenance"]["trained_by"] == "spades-train"
+
+
+def test_the_policy_shipped_on_2026_11_27_stays_loadable_as_neural_v3():
+    """neural_v3 is the untilted network, shipped as neural until 2026-11-28."""
+    from agents.neural import PREVIOUS_MODELS
+    bot = agents.make("neural_v3")
+    assert bot.checkpoint == PREVIOUS_MODELS["neural_v3"] != DEFAULT_MODEL
+    assert "bid_tilt" not in read_checkpoint(bot.checkpoint)["provenance"]
+    play_hand_asserting_legal(bot, seed=6)
+    with pytest.raises(ValueError, match="neural_v3 is one fixed model"):
+        agents.make("neural_v3", checkpoint=str(DEFAULT_MODEL))
 
 
 def test_the_shipped_model_bids_blind_nil_far_behind():
