@@ -48,16 +48,17 @@ def test_the_tilted_network_plays_as_the_probe(tmp_path):
 
 
 def test_only_the_bid_logits_move(tmp_path):
-    out = bid_tilt.tilt_bids(SOURCE, tmp_path / "tilted.pt", 0.5)
+    out = bid_tilt.tilt_bids(SOURCE, tmp_path / "tilted.pt", 0.5, blind_nil=0.25, nil=-0.75)
     before, after = read_checkpoint(SOURCE), read_checkpoint(out)
     changed = [k for k in before["policy"] if not torch.equal(before["policy"][k], after["policy"][k])]
     assert changed == ["bid_head.2.bias"]
     delta = after["policy"]["bid_head.2.bias"] - before["policy"]["bid_head.2.bias"]
     expected = torch.zeros_like(delta)
     expected[1:14] = 0.5 * torch.arange(0, 13, dtype=delta.dtype)    # bid b gets 0.5 * (b - 1)
+    expected[0], expected[14] = -0.75, 0.25                            # nil, blind nil; "look" (15) keeps its own
     assert torch.allclose(delta, expected, atol=1e-6)
     record = after["provenance"]["bid_tilt"]
-    assert record["tilt"] == 0.5 and record["source_sha256"] == hashlib.sha256(SOURCE.read_bytes()).hexdigest()
+    assert (record["tilt"], record["blind_nil"], record["nil"]) == (0.5, 0.25, -0.75) and record["source_sha256"] == hashlib.sha256(SOURCE.read_bytes()).hexdigest()
     assert after["provenance"]["config_name"] == before["provenance"]["config_name"]
 
 

@@ -24,16 +24,16 @@ from typing import Optional
 import torch
 
 from agents.neural import ModelError, read_checkpoint
-from spades_env.game import BID_ACTION_BASE, BLIND_NIL_ACTION
+from spades_env.game import BID_ACTION_BASE, BLIND_NIL_ACTION, NIL_ACTION
 
 MAX_TILT = 10.0          # beyond this every hand bids 13: surely a typo
 
 
-def tilt_bids(source: str | Path, out: str | Path, tilt: float, blind_nil: float = 0.0) -> Path:
+def tilt_bids(source: str | Path, out: str | Path, tilt: float, blind_nil: float = 0.0, nil: float = 0.0) -> Path:
     """Write ``source``'s policy with ``tilt * (b - 1)`` added to the bias of each bid ``b`` of 1..13,
     and ``blind_nil`` to the blind-nil action's (the greedy policy then bids blind nil where its
-    probability of it was above ``1 / (1 + exp(blind_nil))``)."""
-    for name, value in (("tilt", tilt), ("blind_nil", blind_nil)):
+    probability of it was above ``1 / (1 + exp(blind_nil))``), and ``nil`` to nil's."""
+    for name, value in (("tilt", tilt), ("blind_nil", blind_nil), ("nil", nil)):
         if not isinstance(value, (int, float)) or not math.isfinite(value) or abs(value) > MAX_TILT:
             raise ValueError(f"{name} {value!r}: expected a finite number from -{MAX_TILT:g} to {MAX_TILT:g} "
                              "(a log-probability)")
@@ -49,8 +49,9 @@ def tilt_bids(source: str | Path, out: str | Path, tilt: float, blind_nil: float
     bids = torch.arange(1, 14)
     bias[bids] += torch.as_tensor(tilt, dtype=bias.dtype) * (bids - 1).to(bias.dtype)
     bias[BLIND_NIL_ACTION - BID_ACTION_BASE] += blind_nil
+    bias[NIL_ACTION - BID_ACTION_BASE] += nil
     provenance = dict(data.get("provenance") or {})
-    provenance["bid_tilt"] = {"tilt": float(tilt), "blind_nil": float(blind_nil), "source": source.name,
+    provenance["bid_tilt"] = {"tilt": float(tilt), "blind_nil": float(blind_nil), "nil": float(nil), "source": source.name,
                               "source_sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
                               "first_bid_action": BID_ACTION_BASE,
                               "tool": "python -m train.bid_tilt"}
@@ -69,11 +70,12 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="log-probability added per trick of bid above 1 (1.4: the shipped tilt)")
     parser.add_argument("--blind-nil", type=float, default=0.0,
                         help="log-odds added to blind nil against looking (default 0)")
+    parser.add_argument("--nil", type=float, default=0.0, help="log-odds added to nil (default 0)")
     args = parser.parse_args(argv)
     if Path(args.out).resolve() == Path(args.source).resolve():
         parser.error("out is the source: write the tilted model to another file")
     try:
-        path = tilt_bids(args.source, args.out, args.tilt, args.blind_nil)
+        path = tilt_bids(args.source, args.out, args.tilt, args.blind_nil, args.nil)
     except (ModelError, ValueError, FileNotFoundError) as exc:
         print(f"bid_tilt: error: {exc}", file=sys.stderr)
         return 2
