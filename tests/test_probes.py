@@ -73,6 +73,10 @@ def test_the_cli_plays_paired_games_and_refuses_a_bad_share(capsys):
         main(["bid-plus", "--share", "1.5"])
     with pytest.raises(SystemExit):
         main(["blind-nil-at", "--threshold", "1.0"])
+    for bad in (["bid-tilt", "--tilt", "nan"], ["bid-ratio", "--ratio", "-1"], ["bid-ratio", "--ratio", "nan"]):
+        with pytest.raises(SystemExit):
+            main(bad)
+    assert "expected" in capsys.readouterr().err
 
 
 def test_bid_ratio_at_zero_raises_as_bid_plus_does_and_never_when_out_of_reach():

@@ -191,6 +191,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         agents.register("neural_bid_ratio", lambda **o: BidRatio(args.ratio, args.min_bags, **o))
         return _games("neural_bid_ratio", args.games, args.seed, args.workers, args.checkpoint)
     if args.probe == "bid-tilt":
+        if not abs(args.tilt) < float("inf"):
+            parser.error(f"--tilt {args.tilt}: expected a finite number (log-probability per trick of bid)")
         agents.register("neural_bid_tilt", lambda **o: BidTilt(args.tilt, args.keep_nil, **o))
         return _games("neural_bid_tilt", args.games, args.seed, args.workers, args.checkpoint)
     if args.probe == "bid-plus":
