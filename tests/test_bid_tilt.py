@@ -60,6 +60,8 @@ def test_only_the_bid_logits_move(tmp_path):
     record = after["provenance"]["bid_tilt"]
     assert (record["tilt"], record["blind_nil"], record["nil"]) == (0.5, 0.25, -0.75) and record["source_sha256"] == hashlib.sha256(SOURCE.read_bytes()).hexdigest()
     assert after["provenance"]["config_name"] == before["provenance"]["config_name"]
+    again = read_checkpoint(bid_tilt.tilt_bids(out, tmp_path / "again.pt", 0.25))
+    assert again["provenance"]["bid_tilt"]["tilt"] == 0.25 and again["provenance"]["bid_tilt"]["earlier"] == record
 
 
 @pytest.mark.parametrize("tilt", [float("nan"), float("inf"), 50.0])

@@ -51,10 +51,12 @@ def tilt_bids(source: str | Path, out: str | Path, tilt: float, blind_nil: float
     bias[BLIND_NIL_ACTION - BID_ACTION_BASE] += blind_nil
     bias[NIL_ACTION - BID_ACTION_BASE] += nil
     provenance = dict(data.get("provenance") or {})
-    provenance["bid_tilt"] = {"tilt": float(tilt), "blind_nil": float(blind_nil), "nil": float(nil), "source": source.name,
-                              "source_sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
-                              "first_bid_action": BID_ACTION_BASE,
-                              "tool": "python -m train.bid_tilt"}
+    record = {"tilt": float(tilt), "blind_nil": float(blind_nil), "nil": float(nil), "source": source.name,
+              "source_sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
+              "first_bid_action": BID_ACTION_BASE, "tool": "python -m train.bid_tilt"}
+    if "bid_tilt" in provenance:                          # a model tilted again keeps the earlier record
+        record["earlier"] = provenance["bid_tilt"]
+    provenance["bid_tilt"] = record
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     torch.save({**data, "policy": policy, "provenance": provenance}, tmp)
