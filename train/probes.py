@@ -38,22 +38,31 @@ from spades_env.game import BID_ACTION_BASE, BLIND_NIL_ACTION
 from spades_env.observation import decode_observation
 
 
-class BidPlus:
+class _Probe:
+    """A changed copy of a neural policy: everything not overridden (reset, name, ...) is
+    the policy's own."""
+
+    def __init__(self, **options) -> None:
+        self.inner = agents.make("neural", **options)
+
+    def __getattr__(self, name: str):
+        if name == "inner":                         # not set yet (a copy being built)
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+class BidPlus(_Probe):
     """The policy, bidding one more than its choice on ``share`` of its bids of 1 to 12."""
 
     def __init__(self, share: float, seed: Optional[int] = None, **options) -> None:
-        self.inner, self.share, self.salt = agents.make("neural", **options), share, 1 if seed is None else seed
+        super().__init__(**options)
+        self.share, self.salt = share, 1 if seed is None else seed
 
     def _draw(self, obs: dict) -> float:
         """A uniform draw fixed by the position: the same raises whatever the order in which
         the workers play the games."""
         observation = np.asarray(obs["observation"], dtype=np.float32).tobytes()
         return random.Random(zlib.crc32(observation) * 1_000_003 + self.salt).random()
-
-    def __getattr__(self, name: str):
-        if name == "inner":                         # not set yet (a copy being built)
-            raise AttributeError(name)
-        return getattr(self.inner, name)            # reset, name, ...: the policy's own
 
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
         action = self.inner.act(obs, info)
@@ -63,18 +72,14 @@ class BidPlus:
         return action
 
 
-class BidRatio:
+class BidRatio(_Probe):
     """The policy, bidding one more than its choice ``b`` (1 to 12) where it gives ``b + 1`` at least
     ``ratio`` times the probability of ``b`` and its side carries at least ``min_bags`` bags: the
     raises go to the hands the policy itself is unsure about, not to a random share."""
 
     def __init__(self, ratio: float, min_bags: int = 0, **options) -> None:
-        self.inner, self.ratio, self.min_bags = agents.make("neural", **options), ratio, min_bags
-
-    def __getattr__(self, name: str):
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
+        super().__init__(**options)
+        self.ratio, self.min_bags = ratio, min_bags
 
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
         action = self.inner.act(obs, info)
@@ -87,19 +92,15 @@ class BidRatio:
         return action + 1 if probs[action + 1] >= self.ratio * probs[action] else action
 
 
-class BidTilt:
+class BidTilt(_Probe):
     """The policy with ``tilt`` added to the log-probability of each bid ``b`` of 1 to 13 per trick
     above 1 (``tilt * (b - 1)``): nil, blind nil and bid 1 keep their logits, a raise from ``b`` to
     ``b + 1`` is taken where ``p(b + 1) >= exp(-tilt) * p(b)``. The same change as adding it to the
     bidding head's output bias, so a tilt that helps can be shipped inside the network."""
 
     def __init__(self, tilt: float, keep_nil: bool = False, **options) -> None:
-        self.inner, self.tilt, self.keep_nil = agents.make("neural", **options), tilt, keep_nil
-
-    def __getattr__(self, name: str):
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
+        super().__init__(**options)
+        self.tilt, self.keep_nil = tilt, keep_nil
 
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
         action = self.inner.act(obs, info)
@@ -116,16 +117,12 @@ class BidTilt:
         return int(scores.argmax())
 
 
-class BlindNilAt:
+class BlindNilAt(_Probe):
     """The policy, bidding blind nil whenever its probability of it exceeds ``threshold``."""
 
     def __init__(self, threshold: float, **options) -> None:
-        self.inner, self.threshold = agents.make("neural", **options), threshold
-
-    def __getattr__(self, name: str):
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
+        super().__init__(**options)
+        self.threshold = threshold
 
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
         if not obs["action_mask"][BLIND_NIL_ACTION]:
@@ -152,31 +149,27 @@ def _games(name: str, games: int, seed: int, workers: int, checkpoint: Optional[
                         "--duplicate", "--workers", str(workers), "--seed", str(seed), "--no-progress"])
 
 
+def _game_flags(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The flags every game-playing probe shares."""
+    parser.add_argument("--games", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--checkpoint", help="the policy probed (default: the shipped neural)")
+    return parser
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m train.probes", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="probe", required=True)
     for name, flag, helptext in (("bid-plus", "--share", "share of bids 1..12 raised by one"),
                                  ("blind-nil-at", "--threshold", "blind nil above this probability")):
-        p = sub.add_parser(name)
-        p.add_argument(flag, type=float, required=True, help=helptext)
-        p.add_argument("--games", type=int, default=100)
-        p.add_argument("--seed", type=int, default=0)
-        p.add_argument("--workers", type=int, default=2)
-        p.add_argument("--checkpoint", help="the policy probed (default: the shipped neural)")
-    ratio = sub.add_parser("bid-ratio")
+        _game_flags(sub.add_parser(name)).add_argument(flag, type=float, required=True, help=helptext)
+    ratio = _game_flags(sub.add_parser("bid-ratio"))
     ratio.add_argument("--ratio", type=float, required=True, help="raise b to b+1 where p(b+1) >= ratio * p(b)")
     ratio.add_argument("--min-bags", type=int, default=0, help="only where the side carries this many bags")
-    ratio.add_argument("--games", type=int, default=100)
-    ratio.add_argument("--seed", type=int, default=0)
-    ratio.add_argument("--workers", type=int, default=2)
-    ratio.add_argument("--checkpoint", help="the policy probed (default: the shipped neural)")
-    tilt = sub.add_parser("bid-tilt")
+    tilt = _game_flags(sub.add_parser("bid-tilt"))
     tilt.add_argument("--tilt", type=float, required=True, help="added to a bid's log-probability per trick above 1")
     tilt.add_argument("--keep-nil", action="store_true", help="leave the policy's nil bids as they are")
-    tilt.add_argument("--games", type=int, default=100)
-    tilt.add_argument("--seed", type=int, default=0)
-    tilt.add_argument("--workers", type=int, default=2)
-    tilt.add_argument("--checkpoint", help="the policy probed (default: the shipped neural)")
     labels = sub.add_parser("strict-ducking-labels", help="spades-label --only ducking, where no set is possible")
     labels.add_argument("label_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
