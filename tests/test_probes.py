@@ -97,3 +97,45 @@ def test_bid_ratio_at_zero_raises_as_bid_plus_does_and_never_when_out_of_reach()
         carried = decode_observation(obs["observation"]).bags[0]
         assert floor.act(obs) == (always.act(obs) if carried >= 5 else theirs)
     assert bids >= 20
+
+
+def test_bid_tilt_by_context_uses_each_tilt_exactly_where_its_condition_holds():
+    """bags first, then the lead, then the partner's bid, else the plain tilt: at every bidding turn
+    the context probe chooses as the plain probe with the tilt its condition picks."""
+    from spades_env.observation import decode_observation
+    from train.probes import BidTilt
+    context = BidTilt(0.0, partner_bid_tilt=1.4, bags_tilt=(4, -1.0), lead_tilt=(150, 2.5))
+    plain = {t: BidTilt(t) for t in (0.0, 1.4, -1.0, 2.5)}
+    env = spades_v0.env()
+    bot = agents.make("heuristic")
+    seen = set()
+    for h in range(12):
+        scores = [(0, 0), (200, 40), (-50, 300), (320, 310)][h % 4]
+        env.reset(seed=h, options={"scores": list(scores), "bags": [h % 6, (h + 3) % 6]})
+        for seat in env.agent_iter():
+            obs, _, term, trunc, info = env.last()
+            if term or trunc:
+                env.step(None)
+                continue
+            if obs["action_mask"][BID_ACTION_BASE:BID_ACTION_BASE + 14].any():
+                view = decode_observation(obs["observation"])
+                if view.bags[0] >= 4:
+                    expected = -1.0
+                elif view.scores[0] >= 150 and view.scores[0] > view.scores[1]:
+                    expected = 2.5
+                elif view.partner_bid() is not None:
+                    expected = 1.4
+                else:
+                    expected = 0.0
+                assert context.tilt_at(obs) == expected
+                assert context.act(obs) == plain[expected].act(obs)
+                seen.add(expected)
+            env.step(bot.act(obs, info))
+    assert seen == {0.0, 1.4, -1.0, 2.5}
+
+
+def test_bid_tilt_cli_refuses_a_malformed_context_tilt(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["bid-tilt", "--tilt", "0", "--bags-tilt", "seven", "--games", "1"])
+    assert stop.value.code == 2
+    assert "--bags-tilt 'seven': expected a bag count and a tilt" in capsys.readouterr().err

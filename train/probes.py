@@ -8,6 +8,7 @@ the unchanged policy on the same games (``spades-eval --baseline``)::
     python -m train.probes blind-nil-at --threshold 0.2 --games 200 --seed 12
     python -m train.probes bid-ratio --ratio 0.5 --games 200 --seed 40
     python -m train.probes bid-tilt --tilt 1.4 --games 400 --seed 12
+    python -m train.probes bid-tilt --tilt 0 --bags-tilt 7:0.6 --games 400 --seed 12
     python -m train.probes strict-ducking-labels -- --teacher heuristic --student agents/models/neural_standard.pt \\
         --only ducking --follow-teacher 0.0 --varied-start 1 --deals 40000 --shard-deals 400 --workers 2 \\
         --seed 31 --out runs/ducking_strict_labels
@@ -16,7 +17,9 @@ the unchanged policy on the same games (``spades-eval --baseline``)::
 ``bid-ratio``: it bids one more where it gives that bid at least ``ratio`` times the probability of its
 choice (optionally only with ``--min-bags`` bags carried).
 ``bid-tilt``: ``tilt * (b - 1)`` added to the log-probability of each bid ``b`` of 1 to 13 (what
-``python -m train.bid_tilt`` writes into a network's bias).
+``python -m train.bid_tilt`` writes into a network's bias); ``--partner-bid-tilt``, ``--bags-tilt K:T``
+and ``--lead-tilt S:T`` use another tilt where the partner has bid, the side carries ``K`` bags or
+more, or it leads with ``S`` points or more (``--baseline`` names the policy it is paired with).
 ``blind-nil-at``: it bids blind nil whenever its probability of it is above the threshold.
 ``strict-ducking-labels``: ``spades-label --only ducking`` with a stricter test, positions where
 no set is possible at all (both sides past their contracts, no nil intact).
@@ -98,9 +101,27 @@ class BidTilt(_Probe):
     ``b + 1`` is taken where ``p(b + 1) >= exp(-tilt) * p(b)``. The same change as adding it to the
     bidding head's output bias, so a tilt that helps can be shipped inside the network."""
 
-    def __init__(self, tilt: float, keep_nil: bool = False, **options) -> None:
+    def __init__(self, tilt: float, keep_nil: bool = False, partner_bid_tilt: Optional[float] = None,
+                 bags_tilt: Optional[tuple[int, float]] = None, lead_tilt: Optional[tuple[int, float]] = None,
+                 **options) -> None:
         super().__init__(**options)
         self.tilt, self.keep_nil = tilt, keep_nil
+        self.partner_bid_tilt, self.bags_tilt, self.lead_tilt = partner_bid_tilt, bags_tilt, lead_tilt
+
+    def tilt_at(self, obs: dict) -> float:
+        """The tilt for this bidding turn: ``bags_tilt = (K, T)`` uses ``T`` where the side carries at
+        least ``K`` bags, else ``lead_tilt = (S, T)`` uses ``T`` where the side leads with at least ``S``
+        points, else ``partner_bid_tilt`` where the partner has bid already, else ``tilt``."""
+        if self.partner_bid_tilt is None and self.bags_tilt is None and self.lead_tilt is None:
+            return self.tilt
+        view = decode_observation(obs["observation"])
+        if self.bags_tilt is not None and view.bags[0] >= self.bags_tilt[0]:
+            return self.bags_tilt[1]
+        if self.lead_tilt is not None and view.scores[0] >= self.lead_tilt[0] and view.scores[0] > max(view.scores[1:]):
+            return self.lead_tilt[1]
+        if self.partner_bid_tilt is not None and view.partner_bid() is not None:
+            return self.partner_bid_tilt
+        return self.tilt
 
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
         action = self.inner.act(obs, info)
@@ -110,7 +131,7 @@ class BidTilt(_Probe):
         with np.errstate(divide="ignore"):
             scores = np.log(probs)
         bids = np.arange(1, 14)
-        scores[BID_ACTION_BASE + bids] += self.tilt * (bids - 1)
+        scores[BID_ACTION_BASE + bids] += self.tilt_at(obs) * (bids - 1)
         scores[~np.asarray(obs["action_mask"], dtype=bool)] = -np.inf
         if self.keep_nil:
             scores[BID_ACTION_BASE] = -np.inf                # a nil stays a nil, and nothing else becomes one
@@ -140,9 +161,10 @@ def no_set_possible(obs: dict) -> bool:
     return heuristic.only_bags_left(decode_observation(obs["observation"]), obs["action_mask"], no_set_possible=True)
 
 
-def _games(name: str, games: int, seed: int, workers: int, checkpoint: Optional[str] = None) -> int:
+def _games(name: str, games: int, seed: int, workers: int, checkpoint: Optional[str] = None,
+           baseline: Optional[str] = None) -> int:
     from evaluation import main as spades_eval
-    policy = f"neural:checkpoint={checkpoint}" if checkpoint else "neural"
+    policy = baseline or (f"neural:checkpoint={checkpoint}" if checkpoint else "neural")
     if checkpoint:
         name = f"{name}:checkpoint={checkpoint}"
     return spades_eval(["--team-a", name, "--baseline", policy, "--team-b", "heuristic", "--games", str(games),
@@ -170,6 +192,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     tilt = _game_flags(sub.add_parser("bid-tilt"))
     tilt.add_argument("--tilt", type=float, required=True, help="added to a bid's log-probability per trick above 1")
     tilt.add_argument("--keep-nil", action="store_true", help="leave the policy's nil bids as they are")
+    tilt.add_argument("--partner-bid-tilt", type=float, help="the tilt where the partner has bid already")
+    tilt.add_argument("--bags-tilt", metavar="K:T", help="the tilt T where the side carries K bags or more")
+    tilt.add_argument("--lead-tilt", metavar="S:T", help="the tilt T where the side leads with S points or more")
+    tilt.add_argument("--baseline", help="the policy compared, paired (default: the probed policy unchanged)")
     labels = sub.add_parser("strict-ducking-labels", help="spades-label --only ducking, where no set is possible")
     labels.add_argument("label_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
@@ -186,8 +212,19 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.probe == "bid-tilt":
         if not abs(args.tilt) < float("inf"):
             parser.error(f"--tilt {args.tilt}: expected a finite number (log-probability per trick of bid)")
-        agents.register("neural_bid_tilt", lambda **o: BidTilt(args.tilt, args.keep_nil, **o))
-        return _games("neural_bid_tilt", args.games, args.seed, args.workers, args.checkpoint)
+        def threshold_and_tilt(flag: str, text: Optional[str], what: str) -> Optional[tuple[int, float]]:
+            if text is None:
+                return None
+            try:
+                at, value = text.split(":")
+                return int(at), float(value)
+            except ValueError:
+                parser.error(f"{flag} {text!r}: expected {what} and a tilt, as K:T (e.g. 7:2.0)")
+        bags_tilt = threshold_and_tilt("--bags-tilt", args.bags_tilt, "a bag count")
+        lead_tilt = threshold_and_tilt("--lead-tilt", args.lead_tilt, "a score")
+        agents.register("neural_bid_tilt", lambda **o: BidTilt(args.tilt, args.keep_nil, args.partner_bid_tilt,
+                                                               bags_tilt, lead_tilt, **o))
+        return _games("neural_bid_tilt", args.games, args.seed, args.workers, args.checkpoint, args.baseline)
     if args.probe == "bid-plus":
         if not 0.0 <= args.share <= 1.0:
             parser.error(f"--share {args.share}: expected a share from 0 to 1")
