@@ -139,3 +139,29 @@ def test_bid_tilt_cli_refuses_a_malformed_context_tilt(capsys):
         main(["bid-tilt", "--tilt", "0", "--bags-tilt", "seven", "--games", "1"])
     assert stop.value.code == 2
     assert "--bags-tilt 'seven': expected a bag count and a tilt" in capsys.readouterr().err
+
+
+def test_heuristic_bids_bids_as_the_heuristic_and_plays_as_the_policy():
+    """Every bid (and, unless kept, the blind-nil decision) is the heuristic's; every other decision
+    the policy's own."""
+    from spades_env.game import PHASE_BIDDING, PHASE_BLIND_DECISION
+    from spades_env.observation import decode_observation
+    from train.probes import HeuristicBids
+    both, own_blind = HeuristicBids(), HeuristicBids(blind_nil=False)
+    bot, policy = agents.make("heuristic"), agents.make("neural")
+    phases = set()
+    for obs, game in _decisions({}, 2, 0):
+        phase = decode_observation(obs["observation"]).phase
+        phases.add(phase)
+        if phase == PHASE_BIDDING:
+            assert both.act(obs) == own_blind.act(obs) == bot.act(obs)
+        elif phase == PHASE_BLIND_DECISION:
+            assert (both.act(obs), own_blind.act(obs)) == (bot.act(obs), policy.act(obs))
+        else:
+            assert both.act(obs) == own_blind.act(obs) == policy.act(obs)
+    env = spades_v0.env()
+    env.reset(seed=3, options={"scores": [0, 200]})      # side 0 trails by 200: blind nil is offered
+    obs, *_ = env.last()
+    assert decode_observation(obs["observation"]).phase == PHASE_BLIND_DECISION
+    assert (both.act(obs), own_blind.act(obs)) == (bot.act(obs), policy.act(obs))
+    assert PHASE_BIDDING in phases and PHASE_PLAY in phases

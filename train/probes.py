@@ -9,6 +9,7 @@ the unchanged policy on the same games (``spades-eval --baseline``)::
     python -m train.probes bid-ratio --ratio 0.5 --games 200 --seed 40
     python -m train.probes bid-tilt --tilt 1.4 --games 400 --seed 12
     python -m train.probes bid-tilt --tilt 0 --bags-tilt 7:0.6 --games 400 --seed 12
+    python -m train.probes heuristic-bids --games 400 --seed 12
     python -m train.probes strict-ducking-labels -- --teacher heuristic --student agents/models/neural_standard.pt \\
         --only ducking --follow-teacher 0.0 --varied-start 1 --deals 40000 --shard-deals 400 --workers 2 \\
         --seed 31 --out runs/ducking_strict_labels
@@ -20,6 +21,8 @@ choice (optionally only with ``--min-bags`` bags carried).
 ``python -m train.bid_tilt`` writes into a network's bias); ``--partner-bid-tilt``, ``--bags-tilt K:T``
 and ``--lead-tilt S:T`` use another tilt where the partner has bid, the side carries ``K`` bags or
 more, or it leads with ``S`` points or more (``--baseline`` names the policy it is paired with).
+``heuristic-bids``: the policy's card play with the heuristic's bids (``--own-blind-nil``: the policy
+keeps its blind-nil decision).
 ``blind-nil-at``: it bids blind nil whenever its probability of it is above the threshold.
 ``strict-ducking-labels``: ``spades-label --only ducking`` with a stricter test, positions where
 no set is possible at all (both sides past their contracts, no nil intact).
@@ -37,7 +40,7 @@ import numpy as np
 
 import agents
 from agents import heuristic
-from spades_env.game import BID_ACTION_BASE, BLIND_NIL_ACTION
+from spades_env.game import BID_ACTION_BASE, BLIND_NIL_ACTION, PHASE_BIDDING, PHASE_BLIND_DECISION
 from spades_env.observation import decode_observation
 
 
@@ -155,6 +158,25 @@ class BlindNilAt(_Probe):
         return int(probs.argmax())
 
 
+class HeuristicBids(_Probe):
+    """The policy's card play with the heuristic's bids (``phases``: the bidding, and with
+    ``blind_nil`` the blind-nil decision too): is the policy's bidding or its card play behind?"""
+
+    def __init__(self, blind_nil: bool = True, **options) -> None:
+        super().__init__(**options)
+        self.bidder, self.blind_nil = agents.make("heuristic"), blind_nil
+
+    def reset(self, seed: Optional[int] = None) -> None:
+        self.inner.reset(seed)
+        self.bidder.reset(seed)
+
+    def act(self, obs: dict, info: Optional[dict] = None) -> int:
+        phase = decode_observation(obs["observation"]).phase
+        if phase == PHASE_BIDDING or (self.blind_nil and phase == PHASE_BLIND_DECISION):
+            return self.bidder.act(obs, info)
+        return self.inner.act(obs, info)
+
+
 def no_set_possible(obs: dict) -> bool:
     """A card decision where both sides are past their contracts and no nil is intact: every
     trick left is a bag for whoever takes it (:func:`agents.heuristic.only_bags_left`'s strict test)."""
@@ -196,6 +218,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     tilt.add_argument("--bags-tilt", metavar="K:T", help="the tilt T where the side carries K bags or more")
     tilt.add_argument("--lead-tilt", metavar="S:T", help="the tilt T where the side leads with S points or more")
     tilt.add_argument("--baseline", help="the policy compared, paired (default: the probed policy unchanged)")
+    bids = _game_flags(sub.add_parser("heuristic-bids", help="the policy's card play with the heuristic's bids"))
+    bids.add_argument("--own-blind-nil", action="store_true", help="the policy keeps its own blind-nil decision")
     labels = sub.add_parser("strict-ducking-labels", help="spades-label --only ducking, where no set is possible")
     labels.add_argument("label_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
@@ -225,6 +249,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         agents.register("neural_bid_tilt", lambda **o: BidTilt(args.tilt, args.keep_nil, args.partner_bid_tilt,
                                                                bags_tilt, lead_tilt, **o))
         return _games("neural_bid_tilt", args.games, args.seed, args.workers, args.checkpoint, args.baseline)
+    if args.probe == "heuristic-bids":
+        agents.register("neural_heuristic_bids", lambda **o: HeuristicBids(not args.own_blind_nil, **o))
+        return _games("neural_heuristic_bids", args.games, args.seed, args.workers, args.checkpoint)
     if args.probe == "bid-plus":
         if not 0.0 <= args.share <= 1.0:
             parser.error(f"--share {args.share}: expected a share from 0 to 1")
