@@ -143,11 +143,11 @@ def test_bid_tilt_cli_refuses_a_malformed_context_tilt(capsys):
 
 def test_heuristic_bids_bids_as_the_heuristic_and_plays_as_the_policy():
     """Every bid (and, unless kept, the blind-nil decision) is the heuristic's; every other decision
-    the policy's own."""
+    the policy's own (and the other way round for heuristic-cards)."""
     from spades_env.game import PHASE_BIDDING, PHASE_BLIND_DECISION
     from spades_env.observation import decode_observation
-    from train.probes import HeuristicBids
-    both, own_blind = HeuristicBids(), HeuristicBids(blind_nil=False)
+    from train.probes import HeuristicBids, HeuristicCards
+    both, own_blind, cards = HeuristicBids(), HeuristicBids(blind_nil=False), HeuristicCards()
     bot, policy = agents.make("heuristic"), agents.make("neural")
     phases = set()
     for obs, game in _decisions({}, 2, 0):
@@ -155,13 +155,30 @@ def test_heuristic_bids_bids_as_the_heuristic_and_plays_as_the_policy():
         phases.add(phase)
         if phase == PHASE_BIDDING:
             assert both.act(obs) == own_blind.act(obs) == bot.act(obs)
+            assert cards.act(obs) == policy.act(obs)
         elif phase == PHASE_BLIND_DECISION:
             assert (both.act(obs), own_blind.act(obs)) == (bot.act(obs), policy.act(obs))
         else:
             assert both.act(obs) == own_blind.act(obs) == policy.act(obs)
+            assert cards.act(obs) == bot.act(obs)
     env = spades_v0.env()
     env.reset(seed=3, options={"scores": [0, 200]})      # side 0 trails by 200: blind nil is offered
     obs, *_ = env.last()
     assert decode_observation(obs["observation"]).phase == PHASE_BLIND_DECISION
     assert (both.act(obs), own_blind.act(obs)) == (bot.act(obs), policy.act(obs))
     assert PHASE_BIDDING in phases and PHASE_PLAY in phases
+
+
+def test_heuristic_nil_play_hands_the_cards_to_the_heuristic_only_where_the_side_bid_nil():
+    from spades_env.game import PHASE_BIDDING, PHASE_BLIND_DECISION
+    from spades_env.observation import decode_observation
+    from train.probes import HeuristicNilPlay
+    probe, bot, policy = HeuristicNilPlay(), agents.make("heuristic"), agents.make("neural")
+    seen = {True: 0, False: 0}
+    for obs, game in _decisions({}, 8, 0):
+        view = decode_observation(obs["observation"])
+        nil_side = view.phase not in (PHASE_BIDDING, PHASE_BLIND_DECISION) and (
+            0 in (view.bids[0], view.bids[2]) or view.blind[0] or view.blind[2])
+        assert probe.act(obs) == (bot.act(obs) if nil_side else policy.act(obs))
+        seen[nil_side] += 1
+    assert seen[True] >= 5 and seen[False] >= 50

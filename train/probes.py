@@ -22,7 +22,8 @@ choice (optionally only with ``--min-bags`` bags carried).
 and ``--lead-tilt S:T`` use another tilt where the partner has bid, the side carries ``K`` bags or
 more, or it leads with ``S`` points or more (``--baseline`` names the policy it is paired with).
 ``heuristic-bids``: the policy's card play with the heuristic's bids (``--own-blind-nil``: the policy
-keeps its blind-nil decision).
+keeps its blind-nil decision); ``heuristic-cards``: its bids with the heuristic's passing and card play; ``heuristic-nil-play``: the
+heuristic plays the hands where the policy's side bid nil.
 ``blind-nil-at``: it bids blind nil whenever its probability of it is above the threshold.
 ``strict-ducking-labels``: ``spades-label --only ducking`` with a stricter test, positions where
 no set is possible at all (both sides past their contracts, no nil intact).
@@ -177,6 +178,29 @@ class HeuristicBids(_Probe):
         return self.inner.act(obs, info)
 
 
+class HeuristicCards(HeuristicBids):
+    """The policy's bids (and blind-nil decision) with the heuristic's passing and card play."""
+
+    def act(self, obs: dict, info: Optional[dict] = None) -> int:
+        phase = decode_observation(obs["observation"]).phase
+        if phase in (PHASE_BIDDING, PHASE_BLIND_DECISION):
+            return self.inner.act(obs, info)
+        return self.bidder.act(obs, info)
+
+
+class HeuristicNilPlay(HeuristicBids):
+    """The policy, except that the heuristic passes and plays the cards of a side that bid nil
+    (or blind nil), both the nil bidder and its partner, from the end of the bidding on."""
+
+    def act(self, obs: dict, info: Optional[dict] = None) -> int:
+        view = decode_observation(obs["observation"])
+        if view.phase not in (PHASE_BIDDING, PHASE_BLIND_DECISION) and 0 in (view.bids[0], view.bids[2]):
+            return self.bidder.act(obs, info)
+        if view.phase not in (PHASE_BIDDING, PHASE_BLIND_DECISION) and (view.blind[0] or view.blind[2]):
+            return self.bidder.act(obs, info)
+        return self.inner.act(obs, info)
+
+
 def no_set_possible(obs: dict) -> bool:
     """A card decision where both sides are past their contracts and no nil is intact: every
     trick left is a bag for whoever takes it (:func:`agents.heuristic.only_bags_left`'s strict test)."""
@@ -220,6 +244,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     tilt.add_argument("--baseline", help="the policy compared, paired (default: the probed policy unchanged)")
     bids = _game_flags(sub.add_parser("heuristic-bids", help="the policy's card play with the heuristic's bids"))
     bids.add_argument("--own-blind-nil", action="store_true", help="the policy keeps its own blind-nil decision")
+    _game_flags(sub.add_parser("heuristic-cards", help="the policy's bids with the heuristic's card play"))
+    _game_flags(sub.add_parser("heuristic-nil-play", help="the heuristic plays the hands where the side bid nil"))
     labels = sub.add_parser("strict-ducking-labels", help="spades-label --only ducking, where no set is possible")
     labels.add_argument("label_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
@@ -252,6 +278,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.probe == "heuristic-bids":
         agents.register("neural_heuristic_bids", lambda **o: HeuristicBids(not args.own_blind_nil, **o))
         return _games("neural_heuristic_bids", args.games, args.seed, args.workers, args.checkpoint)
+    if args.probe == "heuristic-cards":
+        agents.register("neural_heuristic_cards", lambda **o: HeuristicCards(**o))
+        return _games("neural_heuristic_cards", args.games, args.seed, args.workers, args.checkpoint)
+    if args.probe == "heuristic-nil-play":
+        agents.register("neural_heuristic_nil_play", lambda **o: HeuristicNilPlay(**o))
+        return _games("neural_heuristic_nil_play", args.games, args.seed, args.workers, args.checkpoint)
     if args.probe == "bid-plus":
         if not 0.0 <= args.share <= 1.0:
             parser.error(f"--share {args.share}: expected a share from 0 to 1")
