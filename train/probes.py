@@ -1,4 +1,4 @@
-"""Probes of a trained policy: what would change in games if it bid or labelled otherwise.
+"""Probes of a trained policy: what would change in games if it bid, played or labelled otherwise.
 
 Used to find where the shipped policy's points go (docs/shipped_model.md, "After shipping"); none
 of them is a player we ship. Each plays duplicate whole games against the heuristic, paired with
@@ -22,8 +22,8 @@ choice (optionally only with ``--min-bags`` bags carried).
 and ``--lead-tilt S:T`` use another tilt where the partner has bid, the side carries ``K`` bags or
 more, or it leads with ``S`` points or more (``--baseline`` names the policy it is paired with).
 ``heuristic-bids``: the policy's card play with the heuristic's bids (``--own-blind-nil``: the policy
-keeps its blind-nil decision); ``heuristic-cards``: its bids with the heuristic's passing and card play; ``heuristic-nil-play``: the
-heuristic plays the hands where the policy's side bid nil.
+keeps its blind-nil decision). ``heuristic-cards``: its bids with the heuristic's passing and card
+play. ``heuristic-nil-play``: the heuristic plays the hands where the policy's side bid nil.
 ``blind-nil-at``: it bids blind nil whenever its probability of it is above the threshold.
 ``strict-ducking-labels``: ``spades-label --only ducking`` with a stricter test, positions where
 no set is possible at all (both sides past their contracts, no nil intact).
