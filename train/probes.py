@@ -160,21 +160,21 @@ class BlindNilAt(_Probe):
 
 
 class HeuristicBids(_Probe):
-    """The policy's card play with the heuristic's bids (``phases``: the bidding, and with
-    ``blind_nil`` the blind-nil decision too): is the policy's bidding or its card play behind?"""
+    """The policy's card play with the heuristic's bids (and with ``blind_nil`` its blind-nil
+    decision too): is the policy's bidding or its card play behind? The subclasses swap other parts."""
 
     def __init__(self, blind_nil: bool = True, **options) -> None:
         super().__init__(**options)
-        self.bidder, self.blind_nil = agents.make("heuristic"), blind_nil
+        self.heuristic, self.blind_nil = agents.make("heuristic"), blind_nil
 
     def reset(self, seed: Optional[int] = None) -> None:
         self.inner.reset(seed)
-        self.bidder.reset(seed)
+        self.heuristic.reset(seed)
 
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
         phase = decode_observation(obs["observation"]).phase
         if phase == PHASE_BIDDING or (self.blind_nil and phase == PHASE_BLIND_DECISION):
-            return self.bidder.act(obs, info)
+            return self.heuristic.act(obs, info)
         return self.inner.act(obs, info)
 
 
@@ -185,7 +185,7 @@ class HeuristicCards(HeuristicBids):
         phase = decode_observation(obs["observation"]).phase
         if phase in (PHASE_BIDDING, PHASE_BLIND_DECISION):
             return self.inner.act(obs, info)
-        return self.bidder.act(obs, info)
+        return self.heuristic.act(obs, info)
 
 
 class HeuristicNilPlay(HeuristicBids):
@@ -194,10 +194,9 @@ class HeuristicNilPlay(HeuristicBids):
 
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
         view = decode_observation(obs["observation"])
-        if view.phase not in (PHASE_BIDDING, PHASE_BLIND_DECISION) and 0 in (view.bids[0], view.bids[2]):
-            return self.bidder.act(obs, info)
-        if view.phase not in (PHASE_BIDDING, PHASE_BLIND_DECISION) and (view.blind[0] or view.blind[2]):
-            return self.bidder.act(obs, info)
+        side_bid_nil = 0 in (view.bids[0], view.bids[2]) or view.blind[0] or view.blind[2]
+        if side_bid_nil and view.phase not in (PHASE_BIDDING, PHASE_BLIND_DECISION):
+            return self.heuristic.act(obs, info)
         return self.inner.act(obs, info)
 
 
