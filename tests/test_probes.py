@@ -100,12 +100,12 @@ def test_bid_ratio_at_zero_raises_as_bid_plus_does_and_never_when_out_of_reach()
 
 
 def test_bid_tilt_by_context_uses_each_tilt_exactly_where_its_condition_holds():
-    """bags first, then the lead, then the partner's bid, else the plain tilt: at every bidding turn
+    """bags first, then the lead, the other side's lead, the partner's bid, else the plain tilt: at every bidding turn
     the context probe chooses as the plain probe with the tilt its condition picks."""
     from spades_env.observation import decode_observation
     from train.probes import BidTilt
-    context = BidTilt(0.0, partner_bid_tilt=1.4, bags_tilt=(4, -1.0), lead_tilt=(150, 2.5))
-    plain = {t: BidTilt(t) for t in (0.0, 1.4, -1.0, 2.5)}
+    context = BidTilt(0.0, partner_bid_tilt=1.4, bags_tilt=(4, -1.0), lead_tilt=(150, 2.5), trail_tilt=(250, -0.5))
+    plain = {t: BidTilt(t) for t in (0.0, 1.4, -1.0, 2.5, -0.5)}
     env = spades_v0.env()
     bot = agents.make("heuristic")
     seen = set()
@@ -123,6 +123,8 @@ def test_bid_tilt_by_context_uses_each_tilt_exactly_where_its_condition_holds():
                     expected = -1.0
                 elif view.scores[0] >= 150 and view.scores[0] > view.scores[1]:
                     expected = 2.5
+                elif view.scores[1] >= 250 and view.scores[1] > view.scores[0]:
+                    expected = -0.5
                 elif view.partner_bid() is not None:
                     expected = 1.4
                 else:
@@ -131,7 +133,7 @@ def test_bid_tilt_by_context_uses_each_tilt_exactly_where_its_condition_holds():
                 assert context.act(obs) == plain[expected].act(obs)
                 seen.add(expected)
             env.step(bot.act(obs, info))
-    assert seen == {0.0, 1.4, -1.0, 2.5}
+    assert seen == {0.0, 1.4, -1.0, 2.5, -0.5}
 
 
 def test_bid_tilt_cli_refuses_a_malformed_context_tilt(capsys):

@@ -19,8 +19,9 @@ the unchanged policy on the same games (``spades-eval --baseline``)::
 choice (optionally only with ``--min-bags`` bags carried).
 ``bid-tilt``: ``tilt * (b - 1)`` added to the log-probability of each bid ``b`` of 1 to 13 (what
 ``python -m train.bid_tilt`` writes into a network's bias); ``--partner-bid-tilt``, ``--bags-tilt K:T``
-and ``--lead-tilt S:T`` use another tilt where the partner has bid, the side carries ``K`` bags or
-more, or it leads with ``S`` points or more (``--baseline`` names the policy it is paired with).
+``--lead-tilt S:T`` and ``--trail-tilt S:T`` use another tilt where the partner has bid, the side
+carries ``K`` bags or more, it leads with ``S`` points or more, or the other side does
+(``--baseline`` names the policy it is paired with).
 ``heuristic-bids``: the policy's card play with the heuristic's bids (``--own-blind-nil``: the policy
 keeps its blind-nil decision). ``heuristic-cards``: its bids with the heuristic's passing and card
 play. ``heuristic-nil-play``: the heuristic plays the hands where the policy's side bid nil.
@@ -107,22 +108,27 @@ class BidTilt(_Probe):
 
     def __init__(self, tilt: float, keep_nil: bool = False, partner_bid_tilt: Optional[float] = None,
                  bags_tilt: Optional[tuple[int, float]] = None, lead_tilt: Optional[tuple[int, float]] = None,
-                 **options) -> None:
+                 trail_tilt: Optional[tuple[int, float]] = None, **options) -> None:
         super().__init__(**options)
         self.tilt, self.keep_nil = tilt, keep_nil
         self.partner_bid_tilt, self.bags_tilt, self.lead_tilt = partner_bid_tilt, bags_tilt, lead_tilt
+        self.trail_tilt = trail_tilt
 
     def tilt_at(self, obs: dict) -> float:
         """The tilt for this bidding turn: ``bags_tilt = (K, T)`` uses ``T`` where the side carries at
         least ``K`` bags, else ``lead_tilt = (S, T)`` uses ``T`` where the side leads with at least ``S``
-        points, else ``partner_bid_tilt`` where the partner has bid already, else ``tilt``."""
-        if self.partner_bid_tilt is None and self.bags_tilt is None and self.lead_tilt is None:
+        points, else ``trail_tilt = (S, T)`` uses ``T`` where the other side leads with at least ``S``,
+        else ``partner_bid_tilt`` where the partner has bid already, else ``tilt``."""
+        if self.partner_bid_tilt is None and self.bags_tilt is None and self.lead_tilt is None \
+                and self.trail_tilt is None:
             return self.tilt
         view = decode_observation(obs["observation"])
         if self.bags_tilt is not None and view.bags[0] >= self.bags_tilt[0]:
             return self.bags_tilt[1]
         if self.lead_tilt is not None and view.scores[0] >= self.lead_tilt[0] and view.scores[0] > max(view.scores[1:]):
             return self.lead_tilt[1]
+        if self.trail_tilt is not None and view.scores[1] >= self.trail_tilt[0] and view.scores[1] > view.scores[0]:
+            return self.trail_tilt[1]
         if self.partner_bid_tilt is not None and view.partner_bid() is not None:
             return self.partner_bid_tilt
         return self.tilt
@@ -240,6 +246,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     tilt.add_argument("--partner-bid-tilt", type=float, help="the tilt where the partner has bid already")
     tilt.add_argument("--bags-tilt", metavar="K:T", help="the tilt T where the side carries K bags or more")
     tilt.add_argument("--lead-tilt", metavar="S:T", help="the tilt T where the side leads with S points or more")
+    tilt.add_argument("--trail-tilt", metavar="S:T", help="the tilt T where the other side leads with S points or more")
     tilt.add_argument("--baseline", help="the policy compared, paired (default: the probed policy unchanged)")
     bids = _game_flags(sub.add_parser("heuristic-bids", help="the policy's card play with the heuristic's bids"))
     bids.add_argument("--own-blind-nil", action="store_true", help="the policy keeps its own blind-nil decision")
@@ -271,8 +278,9 @@ def main(argv: Optional[list[str]] = None) -> int:
                 parser.error(f"{flag} {text!r}: expected {what} and a tilt, as K:T (e.g. 7:2.0)")
         bags_tilt = threshold_and_tilt("--bags-tilt", args.bags_tilt, "a bag count")
         lead_tilt = threshold_and_tilt("--lead-tilt", args.lead_tilt, "a score")
+        trail_tilt = threshold_and_tilt("--trail-tilt", args.trail_tilt, "a score")
         agents.register("neural_bid_tilt", lambda **o: BidTilt(args.tilt, args.keep_nil, args.partner_bid_tilt,
-                                                               bags_tilt, lead_tilt, **o))
+                                                               bags_tilt, lead_tilt, trail_tilt, **o))
         return _games("neural_bid_tilt", args.games, args.seed, args.workers, args.checkpoint, args.baseline)
     if args.probe == "heuristic-bids":
         agents.register("neural_heuristic_bids", lambda **o: HeuristicBids(not args.own_blind_nil, **o))
