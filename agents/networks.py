@@ -13,6 +13,11 @@ cards of its suit are above and below it, whether it is a master card, which car
 so far and which of one's cards would beat it, suit lengths and known voids), and the card head
 scores each card from the trunk's features together with that card's own features, with weights
 shared by all 52 cards.
+
+With ``score_tilts`` (written by ``python -m train.bid_tilt --lead-tilt/--trail-tilt``) the bids
+depend on the score by a fixed rule on top of the network: where the side leads with at least
+``S`` points (``lead``), or the other side does (``trail``), ``T * (b - 1)`` is added to the logit
+of every bid ``b`` of 1 to 13 (docs/shipped_model.md).
 """
 
 from __future__ import annotations
@@ -23,11 +28,33 @@ import torch
 from torch import nn
 
 from spades_env.cards import NUM_CARDS
-from spades_env.game import NUM_ACTIONS
+from spades_env.game import BID_ACTION_BASE, NUM_ACTIONS
 from spades_env.observation import layout_for_size
 
 NUM_OTHER_ACTIONS = NUM_ACTIONS - NUM_CARDS     # bids 0..13 (ids 52..65), blind nil (66), look (67)
 MASKED_LOGIT = -1e9
+SCORE_TILT_KINDS = ("lead", "trail")
+MAX_SCORE_TILT = 10.0
+
+
+def checked_score_tilts(score_tilts: dict) -> dict:
+    """``score_tilts`` as plain values ({"lead": [S, T], "trail": [S, T]}, either or both), or a
+    ValueError naming what is wrong (a model file is outside input)."""
+    if not isinstance(score_tilts, dict) or not score_tilts or set(score_tilts) - set(SCORE_TILT_KINDS):
+        raise ValueError(f"score_tilts={str(score_tilts)[:80]}: expected a mapping with 'lead' and/or 'trail'")
+    checked = {}
+    for kind, value in score_tilts.items():
+        try:
+            at, tilt = value
+            ok = (isinstance(at, int) and not isinstance(at, bool) and abs(at) <= 100_000
+                  and isinstance(tilt, (int, float)) and not isinstance(tilt, bool) and abs(tilt) <= MAX_SCORE_TILT)
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ValueError(f"score_tilts[{kind!r}]={str(value)[:60]}: expected [points, tilt], an integer score "
+                             f"and a tilt from -{MAX_SCORE_TILT:g} to {MAX_SCORE_TILT:g}")
+        checked[kind] = [int(at), float(tilt)]
+    return checked
 
 
 def mlp(sizes: list[int], last_activation: bool = True) -> nn.Sequential:
@@ -120,11 +147,18 @@ class PolicyNet(nn.Module):
     PARTS = ("all", "cards", "bids")      # what :meth:`part_parameters` can name
 
     def __init__(self, obs_size: int, hidden: int = 256, layers: int = 2, head_hidden: int = 128,
-                 card_features: bool = False) -> None:
+                 card_features: bool = False, score_tilts: Optional[dict] = None) -> None:
         super().__init__()
         self.arch = {"obs_size": obs_size, "hidden": hidden, "layers": layers, "head_hidden": head_hidden}
         if card_features:
             self.arch["card_features"] = True
+        self.score_tilts = None
+        if score_tilts is not None:
+            self.score_tilts = self.arch["score_tilts"] = checked_score_tilts(score_tilts)
+            layout = layout_for_size(obs_size)
+            sides = layout.obs_blocks["sides"]
+            self._score_cells = (layout.obs_blocks["game"].offset, sides.offset, sides.width,
+                                 sides.size // sides.width)
         self.features = CardFeatures(obs_size) if card_features else None
         extra = 0 if self.features is None else NUM_CARDS * self.features.per_card_size + self.features.summary_size
         per_card_size = 0 if self.features is None else self.features.per_card_size
@@ -212,7 +246,31 @@ class PolicyNet(nn.Module):
         return self.trunk(torch.cat([obs, per_card.flatten(1), summary], 1)), per_card
 
     def forward(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        return self.heads(*self.embed(obs), mask)
+        return self.tilt_bids_by_score(obs, self.heads(*self.embed(obs), mask))
+
+    def tilt_bids_by_score(self, obs: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+        """``logits`` with the ``score_tilts`` rule applied (unchanged without one): the scores read
+        back from the observation's cells as :func:`~spades_env.observation.decode_observation` reads
+        them (side 0 is the policy's own, side 1 its left-hand opponents')."""
+        if self.score_tilts is None:
+            return logits
+        game_at, sides_at, width, rows = self._score_cells
+        target = obs[:, game_at].float() * 1000.0
+        scores = torch.round(obs[:, sides_at:sides_at + rows * width].float().view(-1, rows, width)[:, :, 0]
+                             * target[:, None])
+        own, left, others = scores[:, 0], scores[:, 1], scores[:, 1:].max(1).values
+        shift = torch.zeros_like(own)
+        if "trail" in self.score_tilts:
+            at, tilt = self.score_tilts["trail"]
+            shift = torch.where((left >= at) & (left > own), torch.full_like(own, tilt), shift)
+        if "lead" in self.score_tilts:                       # first in the rule's order: it wins a tie
+            at, tilt = self.score_tilts["lead"]
+            shift = torch.where((own >= at) & (own > others), torch.full_like(own, tilt), shift)
+        steps = torch.arange(13, dtype=logits.dtype, device=logits.device)      # b - 1 for bids 1..13
+        first = BID_ACTION_BASE + 1                                            # the action of bid 1
+        tilted = logits.clone()
+        tilted[:, first:first + 13] += shift.to(logits.dtype)[:, None] * steps
+        return tilted
 
     def heads(self, trunk: torch.Tensor, per_card: Optional[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
         """Masked logits (B, 68) from :meth:`embed`'s outputs."""

@@ -111,3 +111,54 @@ def test_the_blind_nil_shift_is_a_threshold_on_its_probability(tmp_path):
         more += shifted.act(obs, {}) == BLIND_NIL_ACTION and plain.act(obs, {}) != BLIND_NIL_ACTION
     assert offers == 40 and more > 0
     assert read_checkpoint(out)["provenance"]["bid_tilt"]["blind_nil"] == math.log(4.0)
+
+
+def test_score_tilts_in_the_network_play_as_the_probe(tmp_path):
+    """--lead-tilt/--trail-tilt: the network's rule chooses exactly as the probe with the same tilts,
+    at bids from scores that lead, trail and tie; card play and the other actions untouched."""
+    out = bid_tilt.tilt_bids(SOURCE, tmp_path / "scored.pt", 0.0,
+                             score_tilts={"lead": [250, -2.0], "trail": [100, 1.5]})
+    scored, plain = agents.make("neural", checkpoint=str(out)), agents.make("neural", checkpoint=str(SOURCE))
+    probe = BidTilt(0.0, lead_tilt=(250, -2.0), trail_tilt=(100, 1.5), checkpoint=str(SOURCE))
+    assert scored.policy.arch["score_tilts"] == {"lead": [250, -2.0], "trail": [100, 1.5]}
+    kinds, changed = set(), 0
+    for obs in _positions(40):
+        choice, before = scored.act(obs, {}), plain.act(obs, {})
+        assert choice == probe.act(obs, {})
+        kinds.add(probe.tilt_at(obs))
+        if BID_ACTION_BASE + 1 <= before <= BID_ACTION_BASE + 13:
+            changed += choice != before
+        else:
+            assert choice == before
+    assert kinds == {0.0, -2.0, 1.5} and changed > 0, (kinds, changed)
+
+
+def test_score_tilts_reach_the_learner_and_bad_ones_are_refused(tmp_path):
+    """PPO's logits (the bfloat16 path too) carry the rule as the forward pass does; a model file
+    with a malformed rule is refused by name (init_from: tests/test_train.py)."""
+    from types import SimpleNamespace
+
+    from agents.networks import PolicyNet
+    from train.ppo_update import learner_logits
+    out = bid_tilt.tilt_bids(SOURCE, tmp_path / "scored.pt", 0.0, score_tilts={"lead": [0, 3.0]})
+    scored, plain = agents.make("neural", checkpoint=str(out)).policy, agents.make("neural", checkpoint=str(SOURCE)).policy
+    observations = list(_positions(6))
+    obs = torch.as_tensor(np.stack([o["observation"] for o in observations]), dtype=torch.float32)
+    mask = torch.as_tensor(np.stack([o["action_mask"] for o in observations]).astype(bool))
+    for precision in ("float32", "bfloat16"):
+        cfg = SimpleNamespace(learn_precision=precision)
+        shift = learner_logits(scored, obs, mask, cfg, torch.device("cpu")) - \
+            learner_logits(plain, obs, mask, cfg, torch.device("cpu"))
+        assert torch.allclose(shift, scored(obs, mask) - plain(obs, mask), atol=1e-3)
+    assert (shift[:, BID_ACTION_BASE + 1:BID_ACTION_BASE + 14].abs().amax(1) > 1).any()   # some position leads
+    assert shift[:, :BID_ACTION_BASE + 1].abs().max() < 1e-3
+    data = read_checkpoint(out)
+    for bad in ({"lead": [250]}, {"ahead": [250, 1.0]}, {"lead": [250, float("inf")]}, {"trail": ["x", 1.0]}):
+        torch.save({**data, "arch": {**data["arch"], "score_tilts": bad}}, tmp_path / "bad.pt")
+        with pytest.raises(ModelError, match="score_tilts"):
+            read_checkpoint(tmp_path / "bad.pt")
+    with pytest.raises(ValueError, match="score_tilts"):
+        PolicyNet(742, score_tilts={"lead": [250, 99.0]})
+    with pytest.raises(SystemExit) as stop:
+        bid_tilt.main([str(SOURCE), str(tmp_path / "x.pt"), "--tilt", "0", "--lead-tilt", "oops"])
+    assert stop.value.code == 2 and not (tmp_path / "x.pt").exists()

@@ -698,6 +698,21 @@ def test_init_from_a_checkpoint_starts_from_its_weights(tmp_path):
         Trainer(tiny(tmp_path, "third", f"init_from={source}", "hidden=8"), log=lambda line: None)
 
 
+def test_init_from_a_model_with_score_tilts_trains_its_network_without_the_rule(tmp_path):
+    from agents.neural import export_model
+    from train.bid_tilt import tilt_bids
+    first = tiny(tmp_path, "first", "total_decisions=512")
+    Trainer(first, log=lambda line: None).train()
+    model = export_model(tmp_path / "first" / "checkpoints" / "last.pt", tmp_path / "first.pt")
+    scored = tilt_bids(model, tmp_path / "scored.pt", 0.0, score_tilts={"lead": [300, -1.0]})
+    lines = []
+    second = Trainer(tiny(tmp_path, "second", f"init_from={scored}"), log=lines.append)
+    assert second.policy.score_tilts is None and "score_tilts" not in second.policy.arch
+    for key, value in read_checkpoint(scored)["policy"].items():
+        assert torch.equal(second.policy.state_dict()[key], value)
+    assert any("score tilts {'lead': [300, -1.0]}" in line and "without them" in line for line in lines)
+
+
 def test_init_from_a_smaller_policy_grows_it_with_the_same_logits(tmp_path):
     first = tiny(tmp_path, "small", "total_decisions=512", "card_features=true")
     Trainer(first, log=lambda line: None).train()

@@ -10,6 +10,11 @@ keep theirs) makes the greedy policy bid ``b + 1`` instead of ``b`` wherever it 
 policy is unsure about. The change is made to the bias of the bidding head's output layer, so the
 result is the same network, as fast, and it plays exactly as ``python -m train.probes bid-tilt``
 measured it (a test checks that). The model's provenance records the tilt and the source file's hash.
+
+``--lead-tilt S:T`` and ``--trail-tilt S:T`` add a tilt that depends on the score, which no bias can
+hold: the network's ``score_tilts`` rule (:class:`agents.networks.PolicyNet`) adds ``T * (b - 1)``
+where the side leads with at least ``S`` points (or the other side does), as ``python -m
+train.probes bid-tilt --tilt 0 --lead-tilt S:T`` plays it.
 """
 
 from __future__ import annotations
@@ -23,16 +28,19 @@ from typing import Optional
 
 import torch
 
+from agents.networks import checked_score_tilts
 from agents.neural import ModelError, read_checkpoint
 from spades_env.game import BID_ACTION_BASE, BLIND_NIL_ACTION, NIL_ACTION
 
 MAX_TILT = 10.0          # beyond this every hand bids 13: surely a typo
 
 
-def tilt_bids(source: str | Path, out: str | Path, tilt: float, blind_nil: float = 0.0, nil: float = 0.0) -> Path:
+def tilt_bids(source: str | Path, out: str | Path, tilt: float, blind_nil: float = 0.0, nil: float = 0.0,
+              score_tilts: Optional[dict] = None) -> Path:
     """Write ``source``'s policy with ``tilt * (b - 1)`` added to the bias of each bid ``b`` of 1..13,
     and ``blind_nil`` to the blind-nil action's (the greedy policy then bids blind nil where its
-    probability of it was above ``1 / (1 + exp(blind_nil))``), and ``nil`` to nil's."""
+    probability of it was above ``1 / (1 + exp(blind_nil))``), and ``nil`` to nil's; ``score_tilts``
+    ({"lead": [S, T], "trail": [S, T]}) becomes the network's rule of that name (replacing any)."""
     for name, value in (("tilt", tilt), ("blind_nil", blind_nil), ("nil", nil)):
         if not isinstance(value, (int, float)) or not math.isfinite(value) or abs(value) > MAX_TILT:
             raise ValueError(f"{name} {value!r}: expected a finite number from -{MAX_TILT:g} to {MAX_TILT:g} "
@@ -41,6 +49,9 @@ def tilt_bids(source: str | Path, out: str | Path, tilt: float, blind_nil: float
     data = read_checkpoint(source)
     if data.get("format") != "spades-neural-policy":
         raise ModelError(f"{source}: expected an exported model (python -m train.export makes one from a checkpoint)")
+    arch = dict(data["arch"])
+    if score_tilts:
+        arch["score_tilts"] = checked_score_tilts(score_tilts)
     policy = {name: tensor.clone() for name, tensor in data["policy"].items()}
     bias_names = sorted(name for name in policy if name.startswith("bid_head.") and name.endswith(".bias"))
     if not bias_names:
@@ -51,7 +62,8 @@ def tilt_bids(source: str | Path, out: str | Path, tilt: float, blind_nil: float
     bias[BLIND_NIL_ACTION - BID_ACTION_BASE] += blind_nil
     bias[NIL_ACTION - BID_ACTION_BASE] += nil
     provenance = dict(data.get("provenance") or {})
-    record = {"tilt": float(tilt), "blind_nil": float(blind_nil), "nil": float(nil), "source": source.name,
+    record = {"tilt": float(tilt), "blind_nil": float(blind_nil), "nil": float(nil),
+              "score_tilts": arch.get("score_tilts"), "source": source.name,
               "source_sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
               "first_bid_action": BID_ACTION_BASE, "tool": "python -m train.bid_tilt"}
     if "bid_tilt" in provenance:                          # a model tilted again keeps the earlier record
@@ -59,7 +71,7 @@ def tilt_bids(source: str | Path, out: str | Path, tilt: float, blind_nil: float
     provenance["bid_tilt"] = record
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
-    torch.save({**data, "policy": policy, "provenance": provenance}, tmp)
+    torch.save({**data, "arch": arch, "policy": policy, "provenance": provenance}, tmp)
     tmp.replace(out)                                      # nothing half-written if killed
     return out
 
@@ -73,11 +85,21 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--blind-nil", type=float, default=0.0,
                         help="log-odds added to blind nil against looking (default 0)")
     parser.add_argument("--nil", type=float, default=0.0, help="log-odds added to nil (default 0)")
+    parser.add_argument("--lead-tilt", metavar="S:T", help="a tilt T more per trick where the side leads with S points or more")
+    parser.add_argument("--trail-tilt", metavar="S:T", help="a tilt T more per trick where the other side leads with S or more")
     args = parser.parse_args(argv)
+    score_tilts = {}
+    for kind, text in (("lead", args.lead_tilt), ("trail", args.trail_tilt)):
+        if text is not None:
+            try:
+                at, value = text.split(":")
+                score_tilts[kind] = [int(at), float(value)]
+            except ValueError:
+                parser.error(f"--{kind}-tilt {text!r}: expected S:T, a score and a tilt (e.g. 350:-0.7)")
     if Path(args.out).resolve() == Path(args.source).resolve():
         parser.error("out is the source: write the tilted model to another file")
     try:
-        path = tilt_bids(args.source, args.out, args.tilt, args.blind_nil, args.nil)
+        path = tilt_bids(args.source, args.out, args.tilt, args.blind_nil, args.nil, score_tilts or None)
     except (ModelError, ValueError, FileNotFoundError) as exc:
         print(f"bid_tilt: error: {exc}", file=sys.stderr)
         return 2

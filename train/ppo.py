@@ -195,6 +195,10 @@ class Trainer:
         """Start from the policy (and critic, where it fits) of a checkpoint or model; returns its
         policy's arch."""
         data = read_checkpoint(path)
+        if data["arch"].get("score_tilts"):
+            self.log(f"init_from: {path}'s score tilts {data['arch']['score_tilts']} are a fixed rule on top of its "
+                     "network (python -m train.bid_tilt); this run starts from the network and trains without them")
+            data = {**data, "arch": {k: v for k, v in data["arch"].items() if k != "score_tilts"}}
         if data["arch"] == self.policy.arch:
             self.policy.load_state_dict(data["policy"])
         elif self.policy.can_grow_from(data["arch"]):
