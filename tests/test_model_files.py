@@ -53,20 +53,49 @@ def test_the_shipped_model_is_the_real_game_policy_with_its_bids_tilted():
     """The default neural model (since 2026-11-28) is the policy trained for whole games (blind nil
     learnt from the heuristic, then its card play by PPO with the bag price: neural_v3) with its
     bids tilted upwards by 1.4 per trick and blind nil shifted by 1.386 (its threshold from 0.5 to
-    0.2) inside the network (python -m train.bid_tilt)."""
+    0.2) inside the network (neural_v4), and the tilt 0.7 lower where its side leads with 350 or
+    more (the network's score rule); both written by python -m train.bid_tilt."""
     import hashlib
     from agents.neural import PREVIOUS_MODELS
     shipped = read_checkpoint(DEFAULT_MODEL)
     assert shipped["provenance"]["config_name"] == "neural_game_bags"
     assert shipped["provenance"]["init_from"] == "runs/neural_blind_nil/model.pt"
-    source = PREVIOUS_MODELS["neural_v3"]
-    assert shipped["provenance"]["bid_tilt"]["tilt"] == 1.4
-    assert shipped["provenance"]["bid_tilt"]["blind_nil"] == 1.386
-    assert shipped["provenance"]["bid_tilt"]["source_sha256"] == hashlib.sha256(source.read_bytes()).hexdigest()
+    assert shipped["arch"]["score_tilts"] == {"lead": [350, -0.7]}
+    record = shipped["provenance"]["bid_tilt"]
+    assert (record["tilt"], record["blind_nil"], record["score_tilts"]) == (0.0, 0.0, {"lead": [350, -0.7]})
+    assert record["source_sha256"] == hashlib.sha256(PREVIOUS_MODELS["neural_v4"].read_bytes()).hexdigest()
+    assert (record["earlier"]["tilt"], record["earlier"]["blind_nil"]) == (1.4, 1.386)
+    assert record["earlier"]["source_sha256"] == hashlib.sha256(PREVIOUS_MODELS["neural_v3"].read_bytes()).hexdigest()
+    v4 = read_checkpoint(PREVIOUS_MODELS["neural_v4"])
+    assert all(torch.equal(shipped["policy"][k], v4["policy"][k]) for k in shipped["policy"])   # the rule alone
+    assert "score_tilts" not in v4["arch"]
     for name in ("neural_v1", "neural_v2", "neural_v3"):
         previous = read_checkpoint(PREVIOUS_MODELS[name])
         assert any(not torch.equal(shipped["policy"][k], previous["policy"][k]) for k in shipped["policy"]), name
     assert read_checkpoint(PREVIOUS_MODEL)["provenance"]["trained_by"] == "spades-train"
+
+
+def test_the_policy_shipped_on_the_morning_of_2026_11_28_stays_loadable_as_neural_v4():
+    """neural_v4 is the tilted network without the score rule; it bids higher than the shipped
+    policy only where its side leads with 350 points or more."""
+    from agents.neural import PREVIOUS_MODELS
+    from spades_env import spades_v0
+    from spades_env.observation import decode_observation
+    bot, shipped = agents.make("neural_v4"), agents.make("neural")
+    assert bot.checkpoint == PREVIOUS_MODELS["neural_v4"] != DEFAULT_MODEL
+    differ = 0
+    env = spades_v0.env()
+    for seed, scores in enumerate([[0, 0], [400, 120], [380, 390], [120, 420], [451, 300], [360, -40]] * 3):
+        env.reset(seed=seed, options={"scores": scores})
+        for _ in range(4):                                   # the four bids (no blind nil offered here)
+            obs, *_ = env.last()
+            view = decode_observation(obs["observation"])
+            leads = view.scores[0] >= 350 and view.scores[0] > view.scores[1]
+            a, b = bot.act(obs), shipped.act(obs)
+            assert a >= b if leads else a == b
+            differ += a != b
+            env.step(b)
+    assert differ > 0
 
 
 def test_the_policy_shipped_on_2026_11_27_stays_loadable_as_neural_v3():
