@@ -40,7 +40,8 @@ def tilt_bids(source: str | Path, out: str | Path, tilt: float, blind_nil: float
     """Write ``source``'s policy with ``tilt * (b - 1)`` added to the bias of each bid ``b`` of 1..13,
     and ``blind_nil`` to the blind-nil action's (the greedy policy then bids blind nil where its
     probability of it was above ``1 / (1 + exp(blind_nil))``), and ``nil`` to nil's; ``score_tilts``
-    ({"lead": [S, T], "trail": [S, T]}) becomes the network's rule of that name (replacing any)."""
+    ({"lead": [S, T], "trail": [S, T]}) becomes the network's rule of that name (replacing the
+    source's, which is kept when none is given)."""
     for name, value in (("tilt", tilt), ("blind_nil", blind_nil), ("nil", nil)):
         if not isinstance(value, (int, float)) or not math.isfinite(value) or abs(value) > MAX_TILT:
             raise ValueError(f"{name} {value!r}: expected a finite number from -{MAX_TILT:g} to {MAX_TILT:g} "
