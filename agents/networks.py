@@ -157,8 +157,12 @@ class PolicyNet(nn.Module):
             self.score_tilts = self.arch["score_tilts"] = checked_score_tilts(score_tilts)
             layout = layout_for_size(obs_size)
             sides = layout.obs_blocks["sides"]
-            self._score_cells = (layout.obs_blocks["game"].offset, sides.offset, sides.width,
-                                 sides.size // sides.width)
+            # the cells the rule reads: the target score, then each side's score (a fraction of it)
+            cells = [layout.obs_blocks["game"].offset] + list(range(sides.offset, sides.offset + sides.size, sides.width))
+            self.register_buffer("_score_cells", torch.tensor(cells), persistent=False)
+            steps = torch.zeros(NUM_ACTIONS)
+            steps[BID_ACTION_BASE + 1:BID_ACTION_BASE + 14] = torch.arange(13.0)      # b - 1 for bids 1..13
+            self.register_buffer("_bid_steps", steps, persistent=False)
         self.features = CardFeatures(obs_size) if card_features else None
         extra = 0 if self.features is None else NUM_CARDS * self.features.per_card_size + self.features.summary_size
         per_card_size = 0 if self.features is None else self.features.per_card_size
@@ -246,31 +250,29 @@ class PolicyNet(nn.Module):
         return self.trunk(torch.cat([obs, per_card.flatten(1), summary], 1)), per_card
 
     def forward(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        return self.tilt_bids_by_score(obs, self.heads(*self.embed(obs), mask))
+        return self.tilt_bids_by_score(obs, self.heads(*self.embed(obs), mask), mask)
 
-    def tilt_bids_by_score(self, obs: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+    def tilt_bids_by_score(self, obs: torch.Tensor, logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """``logits`` with the ``score_tilts`` rule applied (unchanged without one): the scores read
         back from the observation's cells as :func:`~spades_env.observation.decode_observation` reads
-        them (side 0 is the policy's own, side 1 its left-hand opponents')."""
+        them (side 0 is the policy's own, side 1 its left-hand opponents'). On the CPU a batch with
+        no bid to choose is left alone (12 decisions in 13 are cards); elsewhere that test would
+        wait for the device, and the rule's shift of masked logits changes nothing."""
         if self.score_tilts is None:
             return logits
-        game_at, sides_at, width, rows = self._score_cells
-        target = obs[:, game_at].float() * 1000.0
-        scores = torch.round(obs[:, sides_at:sides_at + rows * width].float().view(-1, rows, width)[:, :, 0]
-                             * target[:, None])
-        own, left, others = scores[:, 0], scores[:, 1], scores[:, 1:].max(1).values
+        if obs.device.type == "cpu" and not bool(mask[:, BID_ACTION_BASE + 1:BID_ACTION_BASE + 14].any()):
+            return logits
+        cells = obs[:, self._score_cells].float()
+        scores = torch.round(cells[:, 1:] * (cells[:, :1] * 1000.0))
+        own, left, others = scores[:, 0], scores[:, 1], scores[:, 1:].amax(1)
         shift = torch.zeros_like(own)
         if "trail" in self.score_tilts:
             at, tilt = self.score_tilts["trail"]
-            shift = torch.where((left >= at) & (left > own), torch.full_like(own, tilt), shift)
+            shift = torch.where((left >= at) & (left > own), tilt, shift)
         if "lead" in self.score_tilts:                       # first in the rule's order: it wins a tie
             at, tilt = self.score_tilts["lead"]
-            shift = torch.where((own >= at) & (own > others), torch.full_like(own, tilt), shift)
-        steps = torch.arange(13, dtype=logits.dtype, device=logits.device)      # b - 1 for bids 1..13
-        first = BID_ACTION_BASE + 1                                            # the action of bid 1
-        tilted = logits.clone()
-        tilted[:, first:first + 13] += shift.to(logits.dtype)[:, None] * steps
-        return tilted
+            shift = torch.where((own >= at) & (own > others), tilt, shift)
+        return logits + shift.to(logits.dtype)[:, None] * self._bid_steps.to(logits.dtype)
 
     def heads(self, trunk: torch.Tensor, per_card: Optional[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
         """Masked logits (B, 68) from :meth:`embed`'s outputs."""

@@ -35,6 +35,12 @@ from spades_env.game import BID_ACTION_BASE, BLIND_NIL_ACTION, NIL_ACTION
 MAX_TILT = 10.0          # beyond this every hand bids 13: surely a typo
 
 
+def threshold_and_tilt(text: str) -> tuple[int, float]:
+    """A command line's ``S:T`` (an integer threshold, a tilt) as ``(S, T)``; ValueError otherwise."""
+    at, value = text.split(":")
+    return int(at), float(value)
+
+
 def tilt_bids(source: str | Path, out: str | Path, tilt: float, blind_nil: float = 0.0, nil: float = 0.0,
               score_tilts: Optional[dict] = None) -> Path:
     """Write ``source``'s policy with ``tilt * (b - 1)`` added to the bias of each bid ``b`` of 1..13,
@@ -93,8 +99,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     for kind, text in (("lead", args.lead_tilt), ("trail", args.trail_tilt)):
         if text is not None:
             try:
-                at, value = text.split(":")
-                score_tilts[kind] = [int(at), float(value)]
+                score_tilts[kind] = list(threshold_and_tilt(text))
             except ValueError:
                 parser.error(f"--{kind}-tilt {text!r}: expected S:T, a score and a tilt (e.g. 350:-0.7)")
     if Path(args.out).resolve() == Path(args.source).resolve():

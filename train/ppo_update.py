@@ -60,7 +60,7 @@ def learner_logits(policy, obs: torch.Tensor, mask: torch.Tensor, cfg: Any, devi
     with learner_precision(cfg, device):
         trunk, per_card = policy.embed(obs)
     logits = policy.heads(trunk.float(), None if per_card is None else per_card.float(), mask)
-    return policy.tilt_bids_by_score(obs, logits)
+    return policy.tilt_bids_by_score(obs, logits, mask)
 
 
 def ppo_loss(policy, critic, mb: dict, cfg: Any, critic_only: bool, device: torch.device) -> LossParts:

@@ -18,7 +18,7 @@ the unchanged policy on the same games (``spades-eval --baseline``)::
 ``bid-ratio``: it bids one more where it gives that bid at least ``ratio`` times the probability of its
 choice (optionally only with ``--min-bags`` bags carried).
 ``bid-tilt``: ``tilt * (b - 1)`` added to the log-probability of each bid ``b`` of 1 to 13 (what
-``python -m train.bid_tilt`` writes into a network's bias); ``--partner-bid-tilt``, ``--bags-tilt K:T``
+``python -m train.bid_tilt`` writes into a network's bias); ``--partner-bid-tilt``, ``--bags-tilt K:T``,
 ``--lead-tilt S:T`` and ``--trail-tilt S:T`` use another tilt where the partner has bid, the side
 carries ``K`` bags or more, it leads with ``S`` points or more, or the other side does
 (``--baseline`` names the policy it is paired with).
@@ -266,19 +266,19 @@ def main(argv: Optional[list[str]] = None) -> int:
         agents.register("neural_bid_ratio", lambda **o: BidRatio(args.ratio, args.min_bags, **o))
         return _games("neural_bid_ratio", args.games, args.seed, args.workers, args.checkpoint)
     if args.probe == "bid-tilt":
+        from train.bid_tilt import threshold_and_tilt
         if not abs(args.tilt) < float("inf"):
             parser.error(f"--tilt {args.tilt}: expected a finite number (log-probability per trick of bid)")
-        def threshold_and_tilt(flag: str, text: Optional[str], what: str) -> Optional[tuple[int, float]]:
+        def context_tilt(flag: str, text: Optional[str], what: str) -> Optional[tuple[int, float]]:
             if text is None:
                 return None
             try:
-                at, value = text.split(":")
-                return int(at), float(value)
+                return threshold_and_tilt(text)
             except ValueError:
                 parser.error(f"{flag} {text!r}: expected {what} and a tilt, as K:T (e.g. 7:2.0)")
-        bags_tilt = threshold_and_tilt("--bags-tilt", args.bags_tilt, "a bag count")
-        lead_tilt = threshold_and_tilt("--lead-tilt", args.lead_tilt, "a score")
-        trail_tilt = threshold_and_tilt("--trail-tilt", args.trail_tilt, "a score")
+        bags_tilt = context_tilt("--bags-tilt", args.bags_tilt, "a bag count")
+        lead_tilt = context_tilt("--lead-tilt", args.lead_tilt, "a score")
+        trail_tilt = context_tilt("--trail-tilt", args.trail_tilt, "a score")
         agents.register("neural_bid_tilt", lambda **o: BidTilt(args.tilt, args.keep_nil, args.partner_bid_tilt,
                                                                bags_tilt, lead_tilt, trail_tilt, **o))
         return _games("neural_bid_tilt", args.games, args.seed, args.workers, args.checkpoint, args.baseline)
