@@ -278,6 +278,32 @@ def test_only_ducking_labels_the_positions_where_only_bags_are_left(tmp_path):
         assert not any(view.bids[s] == 0 and view.tricks_taken[s] == 0 for s in range(4))
 
 
+def test_only_nil_defence_labels_and_asks_the_teacher_only_while_an_opponents_nil_is_intact(tmp_path, monkeypatch):
+    import train.label as label_module
+    from spades_env.observation import decode_observation
+    from train.label import nil_defence_position
+    asked: list[bool] = []
+    ask = label_module.Labeller._label
+
+    def counted(self, env, obs, *args):
+        asked.append(nil_defence_position(obs))
+        return (yield from ask(self, env, obs, *args))
+
+    monkeypatch.setattr(label_module.Labeller, "_label", counted)
+    data = load_labels(label(settings(tmp_path, deals=24, shard_deals=12, follow_teacher=0.0, varied_start=1.0,
+                                      only="nil-defence"), progress=False, log=quiet))
+    labelled = data["target"].any(1)
+    assert bool(labelled.any()) and bool((~labelled).any())
+    assert bool((data["phase"][labelled] == PHASE_PLAY).all())
+    for k in range(len(labelled)):                     # every row: labelled exactly while a nil can be broken
+        obs = {"observation": data["obs"][k].float().numpy(), "action_mask": data["mask"][k].numpy()}
+        assert nil_defence_position(obs) == bool(labelled[k]), k
+    for k in labelled.nonzero()[:, 0].tolist():
+        view = decode_observation(data["obs"][k].float().numpy())
+        assert any(view.bids[s] == 0 and view.tricks_taken[s] == 0 for s in (1, 3))
+    assert asked and all(asked) and len(asked) == int(labelled.sum())   # the anchors cost no teacher
+
+
 def test_only_is_checked_and_recorded(tmp_path, blind_nil_labels):
     with pytest.raises(LabelError, match=r"only='blind': expected one of all, blind-nil, ducking"):
         label(settings(tmp_path, only="blind"), log=quiet)
@@ -572,6 +598,27 @@ def test_distillation_by_values_fits_the_values_and_keeps_the_bids(tmp_path, pla
     change = centred_legal(after, mask) - centred_legal(before, mask)
     assert change[bids].abs().max() < 0.25
     assert change[~bids].abs().max() > 1.0
+
+
+def test_distillation_by_values_scores_pruned_candidates_at_the_rows_lowest_value(tmp_path, playout_labels):
+    """A search teacher values only the candidates it kept (the others NaN): the favourite cards are
+    still scored (a pruned favourite counts as its row's lowest value), never NaN, and the fit keeps
+    an epoch that prefers high cards."""
+    data = load_labels(playout_labels)
+    ranked = (torch.arange(68) % 13).float().expand_as(data["values"]).clone()
+    pruned = data["mask"] & (ranked < 4)                  # every legal card below a six: not searched
+    data = {**data, "values": torch.where(pruned, torch.full_like(ranked, float("nan")), data["values"].float())}
+    shards = synthetic_values_folder(tmp_path / "pruned", data, (torch.arange(68) % 13).float())
+    logs: list[str] = []
+    config = tiny(tmp_path, "pruned_values", "imitation_decisions=0", f"distill_data={shards}",
+                  "distill_value_temperature=1", "distill_epochs=30", "distill_learning_rate=0.01", "minibatch_size=32",
+                  "max_updates=0", "eval_every=0")
+    Trainer(config, log=logs.append).distill()
+    first = next(line for line in logs if line.startswith("distillation by values"))
+    start = float(first.split("worth ")[1].split(" points")[0])
+    kept = float(logs[-1].split("worth ")[1].split(" points")[0])
+    assert start == start and kept == kept                # not NaN
+    assert "kept epoch 0 " not in logs[-1] and kept > start + 1.0
 
 
 def test_distillation_by_values_needs_values(tmp_path, heuristic_labels):

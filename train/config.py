@@ -284,7 +284,7 @@ class WarmStartsSection:
                                                          "together: before PPO the policy is fitted to the "
                                                          "teacher's choices there (after init_from or the "
                                                          "imitation); decisions without a label (spades-label "
-                                                         "--only blind-nil or ducking) are held at the starting policy's "
+                                                         "--only blind-nil, ducking or nil-defence) are held at the starting policy's "
                                                          "probabilities (KL); a tenth of the deals is held out "
                                                          "and the epoch that matches most of them is kept")
     distill_epochs: int = _f(4, "passes over the distillation labels")

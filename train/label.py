@@ -61,6 +61,10 @@ high ``--follow-teacher`` (a student that never bids blind nil reaches no blind-
 ``--only ducking`` keeps the label at the card decisions where the only thing left to play for is
 avoiding bags (:func:`ducking_position`: the side's contract made, no set of the other side in
 reach, no nil in play), the rest again kept as anchors.
+``--only nil-defence`` keeps the label at the card decisions made while an opponent's nil or blind
+nil is intact (:func:`nil_defence_position`: the opponent who bid it has taken no trick yet), where
+the search breaks nils the policy lets through; the teacher is asked only there (the anchors cost
+no search), so a slow teacher labels these positions at a fraction of the cost of ``all``.
 """
 
 from __future__ import annotations
@@ -96,7 +100,7 @@ FORMAT = "spades-distill-labels"
 FIELDS = ("obs", "mask", "target", "teacher", "student", "phase", "deal", "seat", "values")  # per labelled decision
 PLAYOUT = "playout"          # the teacher that labels the play-out value of every card
 CONTINUATIONS = ("heuristic", "student")   # who plays the student's side in those play-outs
-ONLY = ("all", "blind-nil", "ducking")      # which decisions keep the teacher's label (the rest: anchors)
+ONLY = ("all", "blind-nil", "ducking", "nil-defence")   # which decisions keep the teacher's label (the rest: anchors)
 
 
 class LabelError(ValueError):
@@ -124,6 +128,13 @@ def ducking_position(obs: dict) -> bool:
     """A card decision where only bags are left to play for, as the heuristic reads the table
     (:func:`agents.heuristic.only_bags_left`)."""
     return heuristic.only_bags_left(decode_observation(obs["observation"]), obs["action_mask"])
+
+
+def nil_defence_position(obs: dict) -> bool:
+    """A card decision while an opponent's nil (blind or not) is intact: the opponent who bid it has
+    taken no trick yet, so the side can still break it."""
+    view = decode_observation(obs["observation"])
+    return view.phase == PHASE_PLAY and any(view.bids[s] == 0 and view.tricks_taken[s] == 0 for s in (1, 3))
 
 
 def card_classes(game: SpadesGame, seat: int) -> list[list[int]]:
@@ -365,7 +376,12 @@ class Labeller:
             if int(np.count_nonzero(obs["action_mask"])) == 1:
                 env.step(student_action)
                 continue
-            labelled = yield from self._label(env, obs, info, seat, student_action, teachers)
+            if only == "nil-defence" and not nil_defence_position(obs):
+                # an anchor row, recorded without asking the teacher (the search is the cost)
+                labelled = (student_action, np.zeros(NUM_ACTIONS, dtype=bool),
+                            np.full(NUM_ACTIONS, np.nan, dtype=np.float32))
+            else:
+                labelled = yield from self._label(env, obs, info, seat, student_action, teachers)
             if labelled is None:                    # its legal cards form a single class: no label
                 env.step(student_action)
                 continue
@@ -760,7 +776,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--only", choices=ONLY, default="all",
                         help="which decisions keep the teacher's label: all (default), blind-nil (the "
                         "blind-nil decisions and the student's side's play once it bid blind nil) or ducking "
-                        "(card decisions where only bags are left to play for); the rest are kept as anchors "
+                        "(card decisions where only bags are left to play for) or nil-defence (card decisions "
+                        "while an opponent's nil is intact); the rest are kept as anchors "
                         "that distill fits to the starting policy")
     parser.add_argument("--rules", default="standard", help="rule preset (partnership rules; default standard)")
     parser.add_argument("--seed", type=int, default=0)

@@ -239,9 +239,14 @@ def _distill_values(policy, data: dict, held_out: torch.Tensor, cfg, generator: 
         fitted = centred(policy(obs[rows].float(), mask[rows]), rows)
         return ((fitted - target[rows]) ** 2).sum(1) / norm[rows]
 
+    # A search teacher values only the candidates it kept: a legal card it pruned counts as worth its
+    # row's lowest value when the favourite cards are scored (a play-out teacher values every class).
+    row_floor = torch.where(valued, values, torch.full_like(values, float("inf"))).min(1, keepdim=True).values
+    scored_values = torch.where(has_values[:, None] & mask & ~valued, row_floor, values)
+
     def held_out_fit() -> tuple[float, float]:
         """(loss, mean play-out value of the favourite card) on the held-out valued decisions."""
-        return held_out_favourites(policy, obs, mask, values, test_rows, loss_of)
+        return held_out_favourites(policy, obs, mask, scored_values, test_rows, loss_of)
 
     start = held_out_fit()
     log(f"distillation by values (T = {cfg.distill_value_temperature:g} points, added to the starting "
