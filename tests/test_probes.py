@@ -100,17 +100,19 @@ def test_bid_ratio_at_zero_raises_as_bid_plus_does_and_never_when_out_of_reach()
 
 
 def test_bid_tilt_by_context_uses_each_tilt_exactly_where_its_condition_holds():
-    """bags first, then the lead, the other side's lead, the partner's bid, else the plain tilt: at every bidding turn
-    the context probe chooses as the plain probe with the tilt its condition picks."""
+    """the partner's blind nil first, then bags, the lead, the other side's lead, the other side's bags, an
+    opponent's nil, the partner's bid, else the plain tilt: at every bidding turn the context probe chooses as the
+    plain probe with the tilt its condition picks."""
     from spades_env.observation import decode_observation
     from train.probes import BidTilt
-    context = BidTilt(0.0, partner_bid_tilt=1.4, bags_tilt=(4, -1.0), lead_tilt=(150, 2.5), trail_tilt=(250, -0.5))
-    plain = {t: BidTilt(t) for t in (0.0, 1.4, -1.0, 2.5, -0.5)}
+    context = BidTilt(0.0, partner_bid_tilt=1.4, bags_tilt=(4, -1.0), lead_tilt=(150, 2.5), trail_tilt=(250, -0.5),
+                      their_bags_tilt=(5, 0.7), their_nil_tilt=-0.3, partner_blind_nil_tilt=1.1)
+    plain = {t: BidTilt(t) for t in (0.0, 1.4, -1.0, 2.5, -0.5, 0.7, -0.3, 1.1)}
     env = spades_v0.env()
     bot = agents.make("heuristic")
     seen = set()
-    for h in range(12):
-        scores = [(0, 0), (200, 40), (-50, 300), (320, 310)][h % 4]
+    for h in range(20):
+        scores = [(0, 0), (200, 40), (-50, 300), (320, 310), (0, 250)][h % 5]
         env.reset(seed=h, options={"scores": list(scores), "bags": [h % 6, (h + 3) % 6]})
         for seat in env.agent_iter():
             obs, _, term, trunc, info = env.last()
@@ -119,12 +121,18 @@ def test_bid_tilt_by_context_uses_each_tilt_exactly_where_its_condition_holds():
                 continue
             if obs["action_mask"][BID_ACTION_BASE:BID_ACTION_BASE + 14].any():
                 view = decode_observation(obs["observation"])
-                if view.bags[0] >= 4:
+                if view.blind[2]:
+                    expected = 1.1
+                elif view.bags[0] >= 4:
                     expected = -1.0
                 elif view.scores[0] >= 150 and view.scores[0] > view.scores[1]:
                     expected = 2.5
                 elif view.scores[1] >= 250 and view.scores[1] > view.scores[0]:
                     expected = -0.5
+                elif view.bags[1] >= 5:
+                    expected = 0.7
+                elif 0 in (view.bids[1], view.bids[3]):
+                    expected = -0.3
                 elif view.partner_bid() is not None:
                     expected = 1.4
                 else:
@@ -133,7 +141,7 @@ def test_bid_tilt_by_context_uses_each_tilt_exactly_where_its_condition_holds():
                 assert context.act(obs) == plain[expected].act(obs)
                 seen.add(expected)
             env.step(bot.act(obs, info))
-    assert seen == {0.0, 1.4, -1.0, 2.5, -0.5}
+    assert seen == {0.0, 1.4, -1.0, 2.5, -0.5, 0.7, -0.3, 1.1}
 
 
 def test_bid_tilt_cli_refuses_a_malformed_context_tilt(capsys):
@@ -184,3 +192,42 @@ def test_heuristic_nil_play_hands_the_cards_to_the_heuristic_only_where_the_side
         assert probe.act(obs) == (bot.act(obs) if nil_side else policy.act(obs))
         seen[nil_side] += 1
     assert seen[True] >= 5 and seen[False] >= 50
+
+
+def test_nil_defence_hands_the_cards_to_the_player_only_while_an_opponents_nil_is_intact():
+    from spades_env.game import PHASE_BIDDING, PHASE_BLIND_DECISION
+    from spades_env.observation import decode_observation
+    from train.probes import NilDefence
+    probe, blind_only = NilDefence(), NilDefence(blind_only=True)
+    bot, policy = agents.make("heuristic"), agents.make("neural")
+    seen = {True: 0, False: 0}
+    for obs, game in _decisions({}, 10, 0):
+        view = decode_observation(obs["observation"])
+        intact = view.phase not in (PHASE_BIDDING, PHASE_BLIND_DECISION) and any(
+            view.bids[s] == 0 and view.tricks_taken[s] == 0 for s in (1, 3))
+        assert probe.act(obs) == (bot.act(obs) if intact else policy.act(obs))
+        if not any(view.blind):
+            assert blind_only.act(obs) == policy.act(obs)
+        seen[intact] += 1
+    assert seen[True] >= 5 and seen[False] >= 50
+
+
+def test_heuristic_blind_nil_takes_only_the_blind_nil_decision_from_the_heuristic():
+    from spades_env.game import PHASE_BLIND_DECISION
+    from spades_env.observation import decode_observation
+    from train.probes import HeuristicBlindNil
+    probe, bot, policy = HeuristicBlindNil(), agents.make("heuristic"), agents.make("neural")
+    decisions = 0
+    env = spades_v0.env()
+    for h, scores in enumerate([(0, 250), (0, 450), (100, 220)]):   # blind nil offered to side 0
+        env.reset(seed=h, options={"scores": list(scores)})
+        for seat in env.agent_iter():
+            obs, _, term, trunc, info = env.last()
+            if term or trunc:
+                env.step(None)
+                continue
+            blind_turn = decode_observation(obs["observation"]).phase == PHASE_BLIND_DECISION
+            assert probe.act(obs) == (bot.act(obs) if blind_turn else policy.act(obs))
+            decisions += blind_turn
+            env.step(bot.act(obs, info))
+    assert decisions >= 3

@@ -10,6 +10,7 @@ the unchanged policy on the same games (``spades-eval --baseline``)::
     python -m train.probes bid-tilt --tilt 1.4 --games 400 --seed 12
     python -m train.probes bid-tilt --tilt 0 --bags-tilt 7:0.6 --games 400 --seed 12
     python -m train.probes heuristic-bids --games 400 --seed 12
+    python -m train.probes nil-defence --player search --games 400 --seed 12
     python -m train.probes strict-ducking-labels -- --teacher heuristic --student agents/models/neural_standard.pt \\
         --only ducking --follow-teacher 0.0 --varied-start 1 --deals 40000 --shard-deals 400 --workers 2 \\
         --seed 31 --out runs/ducking_strict_labels
@@ -19,12 +20,16 @@ the unchanged policy on the same games (``spades-eval --baseline``)::
 choice (optionally only with ``--min-bags`` bags carried).
 ``bid-tilt``: ``tilt * (b - 1)`` added to the log-probability of each bid ``b`` of 1 to 13 (what
 ``python -m train.bid_tilt`` writes into a network's bias); ``--partner-bid-tilt``, ``--bags-tilt K:T``,
-``--lead-tilt S:T`` and ``--trail-tilt S:T`` use another tilt where the partner has bid, the side
-carries ``K`` bags or more, it leads with ``S`` points or more, or the other side does
+``--lead-tilt S:T``, ``--trail-tilt S:T`` and ``--their-bags-tilt K:T`` use another tilt where the
+partner has bid, the side carries ``K`` bags or more, it leads with ``S`` points or more, the other
+side does, or the other side carries ``K`` bags or more; ``--their-nil-tilt`` where an opponent has
+bid nil, ``--partner-blind-nil-tilt`` where the partner has bid blind nil
 (``--baseline`` names the policy it is paired with).
 ``heuristic-bids``: the policy's card play with the heuristic's bids (``--own-blind-nil``: the policy
-keeps its blind-nil decision). ``heuristic-cards``: its bids with the heuristic's passing and card
-play. ``heuristic-nil-play``: the heuristic plays the hands where the policy's side bid nil.
+keeps its blind-nil decision). ``heuristic-blind-nil``: only the blind-nil decision is the
+heuristic's. ``heuristic-cards``: its bids with the heuristic's passing and card
+play. ``heuristic-nil-play``: the heuristic (or ``--player``) plays the hands where the policy's side
+bid nil. ``nil-defence``: the heuristic (or ``--player``) plays while an opponent's nil is intact.
 ``blind-nil-at``: it bids blind nil whenever its probability of it is above the threshold.
 ``strict-ducking-labels``: ``spades-label --only ducking`` with a stricter test, positions where
 no set is possible at all (both sides past their contracts, no nil intact).
@@ -108,27 +113,39 @@ class BidTilt(_Probe):
 
     def __init__(self, tilt: float, keep_nil: bool = False, partner_bid_tilt: Optional[float] = None,
                  bags_tilt: Optional[tuple[int, float]] = None, lead_tilt: Optional[tuple[int, float]] = None,
-                 trail_tilt: Optional[tuple[int, float]] = None, **options) -> None:
+                 trail_tilt: Optional[tuple[int, float]] = None,
+                 their_bags_tilt: Optional[tuple[int, float]] = None, their_nil_tilt: Optional[float] = None,
+                 partner_blind_nil_tilt: Optional[float] = None, **options) -> None:
         super().__init__(**options)
         self.tilt, self.keep_nil = tilt, keep_nil
         self.partner_bid_tilt, self.bags_tilt, self.lead_tilt = partner_bid_tilt, bags_tilt, lead_tilt
-        self.trail_tilt = trail_tilt
+        self.trail_tilt, self.their_bags_tilt, self.their_nil_tilt = trail_tilt, their_bags_tilt, their_nil_tilt
+        self.partner_blind_nil_tilt = partner_blind_nil_tilt
 
     def tilt_at(self, obs: dict) -> float:
-        """The tilt for this bidding turn: ``bags_tilt = (K, T)`` uses ``T`` where the side carries at
-        least ``K`` bags, else ``lead_tilt = (S, T)`` uses ``T`` where the side leads with at least ``S``
-        points, else ``trail_tilt = (S, T)`` uses ``T`` where the other side leads with at least ``S``,
-        else ``partner_bid_tilt`` where the partner has bid already, else ``tilt``."""
+        """The tilt for this bidding turn, the first condition that holds deciding:
+        ``partner_blind_nil_tilt`` where the partner has bid blind nil; ``bags_tilt = (K, T)``: ``T``
+        where the side carries at least ``K`` bags; ``lead_tilt = (S, T)`` where the side leads with at
+        least ``S`` points; ``trail_tilt = (S, T)`` where the other side does; ``their_bags_tilt =
+        (K, T)`` where the other side carries at least ``K`` bags; ``their_nil_tilt`` where an opponent
+        has bid nil or blind nil; ``partner_bid_tilt`` where the partner has bid; else ``tilt``."""
         if self.partner_bid_tilt is None and self.bags_tilt is None and self.lead_tilt is None \
-                and self.trail_tilt is None:
+                and self.trail_tilt is None and self.their_bags_tilt is None and self.their_nil_tilt is None \
+                and self.partner_blind_nil_tilt is None:
             return self.tilt
         view = decode_observation(obs["observation"])
+        if self.partner_blind_nil_tilt is not None and view.blind[2]:
+            return self.partner_blind_nil_tilt
         if self.bags_tilt is not None and view.bags[0] >= self.bags_tilt[0]:
             return self.bags_tilt[1]
         if self.lead_tilt is not None and view.scores[0] >= self.lead_tilt[0] and view.scores[0] > max(view.scores[1:]):
             return self.lead_tilt[1]
         if self.trail_tilt is not None and view.scores[1] >= self.trail_tilt[0] and view.scores[1] > view.scores[0]:
             return self.trail_tilt[1]
+        if self.their_bags_tilt is not None and view.bags[1] >= self.their_bags_tilt[0]:
+            return self.their_bags_tilt[1]
+        if self.their_nil_tilt is not None and 0 in (view.bids[1], view.bids[3]):
+            return self.their_nil_tilt
         if self.partner_bid_tilt is not None and view.partner_bid() is not None:
             return self.partner_bid_tilt
         return self.tilt
@@ -184,6 +201,15 @@ class HeuristicBids(_Probe):
         return self.inner.act(obs, info)
 
 
+class HeuristicBlindNil(HeuristicBids):
+    """The policy, except that the heuristic makes the blind-nil decision (bid it, or look)."""
+
+    def act(self, obs: dict, info: Optional[dict] = None) -> int:
+        if decode_observation(obs["observation"]).phase == PHASE_BLIND_DECISION:
+            return self.heuristic.act(obs, info)
+        return self.inner.act(obs, info)
+
+
 class HeuristicCards(HeuristicBids):
     """The policy's bids (and blind-nil decision) with the heuristic's passing and card play."""
 
@@ -195,14 +221,37 @@ class HeuristicCards(HeuristicBids):
 
 
 class HeuristicNilPlay(HeuristicBids):
-    """The policy, except that the heuristic passes and plays the cards of a side that bid nil
-    (or blind nil), both the nil bidder and its partner, from the end of the bidding on."""
+    """The policy, except that the heuristic (or ``player``) passes and plays the cards of a side
+    that bid nil (or blind nil), both the nil bidder and its partner, from the end of the bidding on."""
+
+    def __init__(self, player: str = "heuristic", **options) -> None:
+        _Probe.__init__(self, **options)
+        self.heuristic, self.blind_nil = agents.make(player), True
 
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
         view = decode_observation(obs["observation"])
         side_bid_nil = 0 in (view.bids[0], view.bids[2]) or view.blind[0] or view.blind[2]
         if side_bid_nil and view.phase not in (PHASE_BIDDING, PHASE_BLIND_DECISION):
             return self.heuristic.act(obs, info)
+        return self.inner.act(obs, info)
+
+
+class NilDefence(HeuristicBids):
+    """The policy, except that ``player`` (the heuristic, or ``search``) passes and plays its cards
+    while an opponent's nil (with ``blind_only``, a blind nil) is intact, that is while the
+    opponent who bid it has taken no trick: how much better would another card play break them?"""
+
+    def __init__(self, player: str = "heuristic", blind_only: bool = False, **options) -> None:
+        _Probe.__init__(self, **options)
+        # ``self.heuristic`` is whoever takes over (reset with the policy by HeuristicBids.reset)
+        self.heuristic, self.blind_nil, self.blind_only = agents.make(player), True, blind_only
+
+    def act(self, obs: dict, info: Optional[dict] = None) -> int:
+        view = decode_observation(obs["observation"])
+        if view.phase not in (PHASE_BIDDING, PHASE_BLIND_DECISION):
+            for seat in (1, 3):
+                if view.bids[seat] == 0 and view.tricks_taken[seat] == 0 and (view.blind[seat] or not self.blind_only):
+                    return self.heuristic.act(obs, info)
         return self.inner.act(obs, info)
 
 
@@ -247,11 +296,19 @@ def main(argv: Optional[list[str]] = None) -> int:
     tilt.add_argument("--bags-tilt", metavar="K:T", help="the tilt T where the side carries K bags or more")
     tilt.add_argument("--lead-tilt", metavar="S:T", help="the tilt T where the side leads with S points or more")
     tilt.add_argument("--trail-tilt", metavar="S:T", help="the tilt T where the other side leads with S points or more")
+    tilt.add_argument("--their-bags-tilt", metavar="K:T", help="the tilt T where the other side carries K bags or more")
+    tilt.add_argument("--partner-blind-nil-tilt", type=float, help="the tilt where the partner has bid blind nil")
+    tilt.add_argument("--their-nil-tilt", type=float, help="the tilt where an opponent has bid nil or blind nil")
     tilt.add_argument("--baseline", help="the policy compared, paired (default: the probed policy unchanged)")
     bids = _game_flags(sub.add_parser("heuristic-bids", help="the policy's card play with the heuristic's bids"))
     bids.add_argument("--own-blind-nil", action="store_true", help="the policy keeps its own blind-nil decision")
+    _game_flags(sub.add_parser("heuristic-blind-nil", help="the heuristic's blind-nil decision, the policy's all else"))
     _game_flags(sub.add_parser("heuristic-cards", help="the policy's bids with the heuristic's card play"))
-    _game_flags(sub.add_parser("heuristic-nil-play", help="the heuristic plays the hands where the side bid nil"))
+    nil_play = _game_flags(sub.add_parser("heuristic-nil-play", help="the heuristic plays the hands where the side bid nil"))
+    nil_play.add_argument("--player", default="heuristic", help="who plays them instead (an agent spec: search, ...)")
+    defence = _game_flags(sub.add_parser("nil-defence", help="another player plays while an opponent's nil is intact"))
+    defence.add_argument("--player", default="heuristic", help="who plays then (an agent spec: heuristic, search, ...)")
+    defence.add_argument("--blind-only", action="store_true", help="only against a blind nil")
     labels = sub.add_parser("strict-ducking-labels", help="spades-label --only ducking, where no set is possible")
     labels.add_argument("label_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
@@ -279,18 +336,26 @@ def main(argv: Optional[list[str]] = None) -> int:
         bags_tilt = context_tilt("--bags-tilt", args.bags_tilt, "a bag count")
         lead_tilt = context_tilt("--lead-tilt", args.lead_tilt, "a score")
         trail_tilt = context_tilt("--trail-tilt", args.trail_tilt, "a score")
+        their_bags_tilt = context_tilt("--their-bags-tilt", args.their_bags_tilt, "a bag count")
         agents.register("neural_bid_tilt", lambda **o: BidTilt(args.tilt, args.keep_nil, args.partner_bid_tilt,
-                                                               bags_tilt, lead_tilt, trail_tilt, **o))
+                                                               bags_tilt, lead_tilt, trail_tilt, their_bags_tilt,
+                                                               args.their_nil_tilt, args.partner_blind_nil_tilt, **o))
         return _games("neural_bid_tilt", args.games, args.seed, args.workers, args.checkpoint, args.baseline)
     if args.probe == "heuristic-bids":
         agents.register("neural_heuristic_bids", lambda **o: HeuristicBids(not args.own_blind_nil, **o))
         return _games("neural_heuristic_bids", args.games, args.seed, args.workers, args.checkpoint)
+    if args.probe == "heuristic-blind-nil":
+        agents.register("neural_heuristic_blind_nil", lambda **o: HeuristicBlindNil(**o))
+        return _games("neural_heuristic_blind_nil", args.games, args.seed, args.workers, args.checkpoint)
     if args.probe == "heuristic-cards":
         agents.register("neural_heuristic_cards", lambda **o: HeuristicCards(**o))
         return _games("neural_heuristic_cards", args.games, args.seed, args.workers, args.checkpoint)
     if args.probe == "heuristic-nil-play":
-        agents.register("neural_heuristic_nil_play", lambda **o: HeuristicNilPlay(**o))
+        agents.register("neural_heuristic_nil_play", lambda **o: HeuristicNilPlay(args.player, **o))
         return _games("neural_heuristic_nil_play", args.games, args.seed, args.workers, args.checkpoint)
+    if args.probe == "nil-defence":
+        agents.register("neural_nil_defence", lambda **o: NilDefence(args.player, args.blind_only, **o))
+        return _games("neural_nil_defence", args.games, args.seed, args.workers, args.checkpoint)
     if args.probe == "bid-plus":
         if not 0.0 <= args.share <= 1.0:
             parser.error(f"--share {args.share}: expected a share from 0 to 1")
