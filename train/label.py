@@ -775,7 +775,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                         "bags instead of 0-0, where blind nil is offered and bags near the limit cost (default 0)")
     parser.add_argument("--only", choices=ONLY, default="all",
                         help="which decisions keep the teacher's label: all (default), blind-nil (the "
-                        "blind-nil decisions and the student's side's play once it bid blind nil) or ducking "
+                        "blind-nil decisions and the student's side's play once it bid blind nil), ducking "
                         "(card decisions where only bags are left to play for) or nil-defence (card decisions "
                         "while an opponent's nil is intact); the rest are kept as anchors "
                         "that distill fits to the starting policy")
