@@ -198,7 +198,7 @@ def test_nil_defence_hands_the_cards_to_the_player_only_while_an_opponents_nil_i
     from spades_env.game import PHASE_BIDDING, PHASE_BLIND_DECISION
     from spades_env.observation import decode_observation
     from train.probes import NilDefence
-    probe, blind_only = NilDefence(), NilDefence(blind_only=True)
+    probe, blind_only, leads_only = NilDefence(), NilDefence(blind_only=True), NilDefence(leads_only=True)
     bot, policy = agents.make("heuristic"), agents.make("neural")
     seen = {True: 0, False: 0}
     for obs, game in _decisions({}, 10, 0):
@@ -206,6 +206,8 @@ def test_nil_defence_hands_the_cards_to_the_player_only_while_an_opponents_nil_i
         intact = view.phase not in (PHASE_BIDDING, PHASE_BLIND_DECISION) and any(
             view.bids[s] == 0 and view.tricks_taken[s] == 0 for s in (1, 3))
         assert probe.act(obs) == (bot.act(obs) if intact else policy.act(obs))
+        leading = view.phase == PHASE_PLAY and not view.current_trick
+        assert leads_only.act(obs) == (bot.act(obs) if intact and leading else policy.act(obs))
         if not any(view.blind):
             assert blind_only.act(obs) == policy.act(obs)
         seen[intact] += 1

@@ -29,7 +29,8 @@ bid nil, ``--partner-blind-nil-tilt`` where the partner has bid blind nil
 keeps its blind-nil decision). ``heuristic-blind-nil``: only the blind-nil decision is the
 heuristic's. ``heuristic-cards``: its bids with the heuristic's passing and card
 play. ``heuristic-nil-play``: the heuristic (or ``--player``) plays the hands where the policy's side
-bid nil. ``nil-defence``: the heuristic (or ``--player``) plays while an opponent's nil is intact.
+bid nil. ``nil-defence``: the heuristic (or ``--player``) plays while an opponent's nil is intact
+(``--blind-only``: a blind nil; ``--leads-only``: only the leads).
 ``blind-nil-at``: it bids blind nil whenever its probability of it is above the threshold.
 ``strict-ducking-labels``: ``spades-label --only ducking`` with a stricter test, positions where
 no set is possible at all (both sides past their contracts, no nil intact).
@@ -47,7 +48,7 @@ import numpy as np
 
 import agents
 from agents import heuristic
-from spades_env.game import BID_ACTION_BASE, BLIND_NIL_ACTION, PHASE_BIDDING, PHASE_BLIND_DECISION
+from spades_env.game import BID_ACTION_BASE, BLIND_NIL_ACTION, PHASE_BIDDING, PHASE_BLIND_DECISION, PHASE_PLAY
 from spades_env.observation import decode_observation
 
 
@@ -238,16 +239,21 @@ class HeuristicNilPlay(HeuristicBids):
 
 class NilDefence(HeuristicBids):
     """The policy, except that ``player`` (the heuristic, or ``search``) passes and plays its cards
-    while an opponent's nil (with ``blind_only``, a blind nil) is intact, that is while the
-    opponent who bid it has taken no trick: how much better would another card play break them?"""
+    (with ``leads_only``, only its leads) while an opponent's nil (with ``blind_only``, a blind nil)
+    is intact, that is while the opponent who bid it has taken no trick: how much better would
+    another card play break them?"""
 
-    def __init__(self, player: str = "heuristic", blind_only: bool = False, **options) -> None:
+    def __init__(self, player: str = "heuristic", blind_only: bool = False, leads_only: bool = False,
+                 **options) -> None:
         _Probe.__init__(self, **options)
         # ``self.heuristic`` is whoever takes over (reset with the policy by HeuristicBids.reset)
         self.heuristic, self.blind_nil, self.blind_only = agents.make(player), True, blind_only
+        self.leads_only = leads_only
 
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
         view = decode_observation(obs["observation"])
+        if self.leads_only and (view.phase != PHASE_PLAY or view.current_trick):
+            return self.inner.act(obs, info)
         if view.phase not in (PHASE_BIDDING, PHASE_BLIND_DECISION):
             for seat in (1, 3):
                 if view.bids[seat] == 0 and view.tricks_taken[seat] == 0 and (view.blind[seat] or not self.blind_only):
@@ -309,6 +315,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     defence = _game_flags(sub.add_parser("nil-defence", help="another player plays while an opponent's nil is intact"))
     defence.add_argument("--player", default="heuristic", help="who plays then (an agent spec: heuristic, search, ...)")
     defence.add_argument("--blind-only", action="store_true", help="only against a blind nil")
+    defence.add_argument("--leads-only", action="store_true", help="only the cards the side leads to a trick")
     labels = sub.add_parser("strict-ducking-labels", help="spades-label --only ducking, where no set is possible")
     labels.add_argument("label_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
@@ -354,7 +361,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         agents.register("neural_heuristic_nil_play", lambda **o: HeuristicNilPlay(args.player, **o))
         return _games("neural_heuristic_nil_play", args.games, args.seed, args.workers, args.checkpoint)
     if args.probe == "nil-defence":
-        agents.register("neural_nil_defence", lambda **o: NilDefence(args.player, args.blind_only, **o))
+        agents.register("neural_nil_defence", lambda **o: NilDefence(args.player, args.blind_only, args.leads_only, **o))
         return _games("neural_nil_defence", args.games, args.seed, args.workers, args.checkpoint)
     if args.probe == "bid-plus":
         if not 0.0 <= args.share <= 1.0:
