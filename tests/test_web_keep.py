@@ -86,6 +86,27 @@ def test_a_kept_game_is_written_after_each_move_and_replays(client, folders):
     replay(final)
 
 
+def test_what_a_client_sees_is_kept_even_before_the_agents_thread_writes_it(folders, monkeypatch):
+    """The agents move in a worker thread that writes the record after them; a client polling the game
+    may see the end first. The view itself writes what it shows, so a game seen over is kept over
+    (the planted delay: the agents' thread never writes)."""
+    import web.server as server
+
+    def kick_without_keeping(self, game):
+        self.pool.submit(game.advance)
+
+    monkeypatch.setattr(server.WebState, "kick", kick_without_keeping)
+    records, kept = folders
+    with TestClient(create_app(records, keep_dir=kept), base_url="http://127.0.0.1:8000") as client:
+        state = client.post("/api/games", json={"seat": 2, "seed": 4, "rules": SHORT, "keep": True}).json()
+        state = _play(client, state)
+        assert state["over"]
+        final = json.loads((kept / f"web-{state['id']}.json").read_text())
+        assert final.get("winner") is not None
+        assert final["hands"][-1]["actions"][-1][0] != 2      # an agent's move ended it: only the view wrote it
+        replay(final)
+
+
 def test_the_switch_turns_keeping_on_and_off_within_a_game(client, folders):
     _, kept = folders
     state = client.post("/api/games", json={"seat": 0, "seed": 5, "rules": SHORT}).json()

@@ -17,7 +17,7 @@ talks to a small JSON API:
   ``player_name``: the record's ``players`` then says ``person:NAME`` for the person's seat), or
   switched on by ``POST /api/games/{id}/keep`` {keep}, has its record written to the keep folder
   (``--keep-games DIR``, by default the records folder) as ``web-<id>.json`` after every move of
-  the person's and at the end; nothing is written for a game whose switch is off.
+  the person's and at the end (a view shows only what is written); nothing is written for a game whose switch is off.
   ``GET /api/kept-games`` says how many are kept where; ``GET /api/kept-games/export`` downloads
   them all as JSON lines (one record a line). No name or path from the client is opened.
 - ``GET /api/records`` lists the records folder; ``GET /api/records/{name}`` replays one into
@@ -266,7 +266,8 @@ async def new_game(request: Request) -> Response:
 
 
 async def game_view(request: Request) -> Response:
-    game = _state(request).game(request.path_params["game_id"])
+    state = _state(request)
+    game = state.game(request.path_params["game_id"])
     try:
         since = int(request.query_params.get("since", -1))
         wait = min(MAX_WAIT, max(0.0, float(request.query_params.get("wait", 0))))
@@ -275,7 +276,10 @@ async def game_view(request: Request) -> Response:
     deadline = time.monotonic() + wait
     while game.version <= since and time.monotonic() < deadline and not game.error:
         await asyncio.sleep(0.02)
-    return JSONResponse(game.view())
+    view = game.view()
+    if game.keep:     # what a client sees is kept already (the agents' thread may not have written it yet)
+        await asyncio.get_running_loop().run_in_executor(state.pool, state.keep, game)
+    return JSONResponse(view)
 
 
 async def game_action(request: Request) -> Response:
