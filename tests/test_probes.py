@@ -79,6 +79,12 @@ def test_the_cli_plays_paired_games_and_refuses_a_bad_share(capsys):
     assert "expected" in capsys.readouterr().err
 
 
+def test_the_cli_plays_the_nil_probes_paired(capsys):
+    for argv in (["nil-defence", "--leads-only"], ["heuristic-blind-nil"], ["heuristic-nil-play", "--player", "random"]):
+        assert main(argv + ["--games", "1", "--workers", "1"]) == 0, argv
+        assert "candidate minus baseline" in capsys.readouterr().out
+
+
 def test_bid_ratio_at_zero_raises_as_bid_plus_does_and_never_when_out_of_reach():
     """Ratio 0 raises every bid 1..12 it may (as bid-plus at share 1); a ratio no probability reaches
     raises none; with a bag floor, only where the side carries that many bags."""

@@ -130,11 +130,16 @@ def ducking_position(obs: dict) -> bool:
     return heuristic.only_bags_left(decode_observation(obs["observation"]), obs["action_mask"])
 
 
+def intact_opponent_nils(view) -> list[int]:
+    """The opponents (relative seats 1 and 3 of an :class:`~spades_env.observation.ObservationView`)
+    whose nil, blind or not, is intact: bid, and no trick taken yet, so the side can still break it."""
+    return [s for s in (1, 3) if view.bids[s] == 0 and view.tricks_taken[s] == 0]
+
+
 def nil_defence_position(obs: dict) -> bool:
-    """A card decision while an opponent's nil (blind or not) is intact: the opponent who bid it has
-    taken no trick yet, so the side can still break it."""
+    """A card decision while an opponent's nil (blind or not) is intact (:func:`intact_opponent_nils`)."""
     view = decode_observation(obs["observation"])
-    return view.phase == PHASE_PLAY and any(view.bids[s] == 0 and view.tricks_taken[s] == 0 for s in (1, 3))
+    return view.phase == PHASE_PLAY and bool(intact_opponent_nils(view))
 
 
 def card_classes(game: SpadesGame, seat: int) -> list[list[int]]:

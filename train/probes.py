@@ -50,6 +50,7 @@ import agents
 from agents import heuristic
 from spades_env.game import BID_ACTION_BASE, BLIND_NIL_ACTION, PHASE_BIDDING, PHASE_BLIND_DECISION, PHASE_PLAY
 from spades_env.observation import decode_observation
+from train.label import intact_opponent_nils
 
 
 class _Probe:
@@ -122,6 +123,8 @@ class BidTilt(_Probe):
         self.partner_bid_tilt, self.bags_tilt, self.lead_tilt = partner_bid_tilt, bags_tilt, lead_tilt
         self.trail_tilt, self.their_bags_tilt, self.their_nil_tilt = trail_tilt, their_bags_tilt, their_nil_tilt
         self.partner_blind_nil_tilt = partner_blind_nil_tilt
+        self.by_context = any(t is not None for t in (partner_bid_tilt, bags_tilt, lead_tilt, trail_tilt,
+                                                      their_bags_tilt, their_nil_tilt, partner_blind_nil_tilt))
 
     def tilt_at(self, obs: dict) -> float:
         """The tilt for this bidding turn, the first condition that holds deciding:
@@ -130,9 +133,7 @@ class BidTilt(_Probe):
         least ``S`` points; ``trail_tilt = (S, T)`` where the other side does; ``their_bags_tilt =
         (K, T)`` where the other side carries at least ``K`` bags; ``their_nil_tilt`` where an opponent
         has bid nil or blind nil; ``partner_bid_tilt`` where the partner has bid; else ``tilt``."""
-        if self.partner_bid_tilt is None and self.bags_tilt is None and self.lead_tilt is None \
-                and self.trail_tilt is None and self.their_bags_tilt is None and self.their_nil_tilt is None \
-                and self.partner_blind_nil_tilt is None:
+        if not self.by_context:
             return self.tilt
         view = decode_observation(obs["observation"])
         if self.partner_blind_nil_tilt is not None and view.blind[2]:
@@ -185,11 +186,12 @@ class BlindNilAt(_Probe):
 
 class HeuristicBids(_Probe):
     """The policy's card play with the heuristic's bids (and with ``blind_nil`` its blind-nil
-    decision too): is the policy's bidding or its card play behind? The subclasses swap other parts."""
+    decision too): is the policy's bidding or its card play behind? The subclasses swap other parts,
+    some to another ``player`` than the heuristic (``self.heuristic`` is whoever takes over)."""
 
-    def __init__(self, blind_nil: bool = True, **options) -> None:
+    def __init__(self, blind_nil: bool = True, player: str = "heuristic", **options) -> None:
         super().__init__(**options)
-        self.heuristic, self.blind_nil = agents.make("heuristic"), blind_nil
+        self.heuristic, self.blind_nil = agents.make(player), blind_nil
 
     def reset(self, seed: Optional[int] = None) -> None:
         self.inner.reset(seed)
@@ -226,8 +228,7 @@ class HeuristicNilPlay(HeuristicBids):
     that bid nil (or blind nil), both the nil bidder and its partner, from the end of the bidding on."""
 
     def __init__(self, player: str = "heuristic", **options) -> None:
-        _Probe.__init__(self, **options)
-        self.heuristic, self.blind_nil = agents.make(player), True
+        super().__init__(player=player, **options)
 
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
         view = decode_observation(obs["observation"])
@@ -245,19 +246,16 @@ class NilDefence(HeuristicBids):
 
     def __init__(self, player: str = "heuristic", blind_only: bool = False, leads_only: bool = False,
                  **options) -> None:
-        _Probe.__init__(self, **options)
-        # ``self.heuristic`` is whoever takes over (reset with the policy by HeuristicBids.reset)
-        self.heuristic, self.blind_nil, self.blind_only = agents.make(player), True, blind_only
-        self.leads_only = leads_only
+        super().__init__(player=player, **options)
+        self.blind_only, self.leads_only = blind_only, leads_only
 
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
         view = decode_observation(obs["observation"])
         if self.leads_only and (view.phase != PHASE_PLAY or view.current_trick):
             return self.inner.act(obs, info)
         if view.phase not in (PHASE_BIDDING, PHASE_BLIND_DECISION):
-            for seat in (1, 3):
-                if view.bids[seat] == 0 and view.tricks_taken[seat] == 0 and (view.blind[seat] or not self.blind_only):
-                    return self.heuristic.act(obs, info)
+            if any(view.blind[s] or not self.blind_only for s in intact_opponent_nils(view)):
+                return self.heuristic.act(obs, info)
         return self.inner.act(obs, info)
 
 

@@ -277,7 +277,9 @@ async def game_view(request: Request) -> Response:
     while game.version <= since and time.monotonic() < deadline and not game.error:
         await asyncio.sleep(0.02)
     view = game.view()
-    if game.keep:     # what a client sees is kept already (the agents' thread may not have written it yet)
+    if game.keep and game.kept_version != game.version:
+        # what a client sees is kept already (the agents' thread may not have written it yet);
+        # a poll that saw nothing new costs no thread (keep() checks again under its lock)
         await asyncio.get_running_loop().run_in_executor(state.pool, state.keep, game)
     return JSONResponse(view)
 
