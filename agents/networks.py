@@ -18,6 +18,14 @@ With ``score_tilts`` (written by ``python -m train.bid_tilt --lead-tilt/--trail-
 depend on the score by a fixed rule on top of the network: where the side leads with at least
 ``S`` points (``lead``), or the other side does (``trail``), ``T * (b - 1)`` is added to the logit
 of every bid ``b`` of 1 to 13 (docs/shipped_model.md).
+
+With ``nil_defence_head`` the card decisions taken while an opponent's nil (blind or not) is
+intact (bid, no trick taken yet) are scored by a second card head of the same shape, which also
+reads who holds the intact nil, whether that seat has played to the trick and whether its card
+wins it. It starts as a copy of the card head (:meth:`PolicyNet.copy_card_head_to_nil_defence`),
+so the policy plays as before, and ``part_parameters("nil_defence")`` names it alone: training it
+changes the play there and nowhere else (breaking the other side's nils is where the native search
+outplays the policy most: docs/shipped_model.md).
 """
 
 from __future__ import annotations
@@ -28,13 +36,15 @@ import torch
 from torch import nn
 
 from spades_env.cards import NUM_CARDS
-from spades_env.game import BID_ACTION_BASE, NUM_ACTIONS
-from spades_env.observation import layout_for_size
+from spades_env.game import BID_ACTION_BASE, NUM_ACTIONS, PHASE_PLAY
+from spades_env.observation import BID_SLOTS, layout_for_size
 
 NUM_OTHER_ACTIONS = NUM_ACTIONS - NUM_CARDS     # bids 0..13 (ids 52..65), blind nil (66), look (67)
 MASKED_LOGIT = -1e9
 SCORE_TILT_KINDS = ("lead", "trail")
 MAX_SCORE_TILT = 10.0
+NIL_DEFENCE_OPPONENTS = (1, 3)        # the relative seats of the other side (four players, two sides)
+NIL_DEFENCE_CONTEXT = 3 * len(NIL_DEFENCE_OPPONENTS)   # per opponent: nil intact, played to the trick, winning it
 
 
 def checked_score_tilts(score_tilts: dict) -> dict:
@@ -79,6 +89,7 @@ class CardFeatures(nn.Module):
     """
 
     PER_CARD = 12       # plus one known-void flag per other seat
+    WINNER = 4          # the per-card channel that marks the trick's winning card so far
 
     def __init__(self, obs_size: int) -> None:
         super().__init__()
@@ -142,12 +153,16 @@ class PolicyNet(nn.Module):
 
     ``card_features``: the trunk also reads :class:`CardFeatures` and the card head scores each
     card from the trunk's output and the card's own features (weights shared across cards, plus a
-    learned embedding per card)."""
+    learned embedding per card).
 
-    PARTS = ("all", "cards", "bids")      # what :meth:`part_parameters` can name
+    ``nil_defence_head``: a second card head scores the cards while an opponent's nil is intact
+    (module doc); it needs ``card_features`` and four players in two sides."""
+
+    PARTS = ("all", "cards", "bids", "nil_defence")      # what :meth:`part_parameters` can name
 
     def __init__(self, obs_size: int, hidden: int = 256, layers: int = 2, head_hidden: int = 128,
-                 card_features: bool = False, score_tilts: Optional[dict] = None) -> None:
+                 card_features: bool = False, score_tilts: Optional[dict] = None,
+                 nil_defence_head: bool = False) -> None:
         super().__init__()
         self.arch = {"obs_size": obs_size, "hidden": hidden, "layers": layers, "head_hidden": head_hidden}
         if card_features:
@@ -181,6 +196,55 @@ class PolicyNet(nn.Module):
         for layer in (last_card_layer, self.bid_head[-1]):
             nn.init.orthogonal_(layer.weight, gain=0.01)
             nn.init.zeros_(layer.bias)
+        self.defends_nils = bool(nil_defence_head)
+        if self.defends_nils:
+            self._build_nil_defence_head(obs_size, hidden, head_hidden, per_card_size)
+
+    def _build_nil_defence_head(self, obs_size: int, hidden: int, head_hidden: int, per_card_size: int) -> None:
+        """The second card head and the observation cells its gate and context read."""
+        layout = layout_for_size(obs_size)
+        if self.features is None or layout.n != 4 or layout.num_sides != 2:
+            raise ValueError("nil_defence_head: expected card_features and four players in two sides "
+                             f"(got card_features={self.features is not None}, {layout.n} players)")
+        self.arch["nil_defence_head"] = True
+        blocks = layout.obs_blocks
+        bids, taken, trick = blocks["bids"], blocks["tricks_taken"], blocks["current_trick"]
+        opponents = NIL_DEFENCE_OPPONENTS
+        self.register_buffer("_play_cell", torch.tensor(blocks["phase"].offset + PHASE_PLAY), persistent=False)
+        # bid slot 0 is nil (a blind nil sets it too, with the blind flag); tricks-taken slot 0 is "none yet"
+        self.register_buffer("_nil_cells", torch.tensor([bids.offset + r * BID_SLOTS for r in opponents]),
+                             persistent=False)
+        self.register_buffer("_no_trick_cells", torch.tensor([taken.offset + r * taken.width for r in opponents]),
+                             persistent=False)
+        self.register_buffer("_opponent_trick_cells", torch.tensor(
+            [trick.offset + r * NUM_CARDS + c for r in opponents for c in range(NUM_CARDS)]), persistent=False)
+        self.nil_context = nn.Linear(hidden + NIL_DEFENCE_CONTEXT, head_hidden)
+        self.nil_own = nn.Linear(per_card_size, head_hidden, bias=False)
+        self.nil_embedding = nn.Parameter(torch.zeros(NUM_CARDS, head_hidden))
+        self.nil_score = nn.Linear(head_hidden, 1)
+        self.copy_card_head_to_nil_defence()
+
+    @torch.no_grad()
+    def copy_card_head_to_nil_defence(self) -> None:
+        """The nil-defence head set to the card head's weights (its extra context inputs weighted 0),
+        so that it scores every card exactly as the card head does."""
+        hidden = self.card_context.weight.shape[1]
+        self.nil_context.weight.zero_()
+        self.nil_context.weight[:, :hidden] = self.card_context.weight
+        self.nil_context.bias.copy_(self.card_context.bias)
+        self.nil_own.weight.copy_(self.card_own.weight)
+        self.nil_embedding.copy_(self.card_embedding)
+        self.nil_score.weight.copy_(self.card_score.weight)
+        self.nil_score.bias.copy_(self.card_score.bias)
+
+    def load_adding_nil_defence(self, state: dict) -> None:
+        """Load the weights of the same policy without a nil-defence head (``state``), the head
+        starting as a copy of its card head: the same logits everywhere."""
+        missing, unexpected = self.load_state_dict(state, strict=False)
+        if unexpected or not self.defends_nils or any(not name.startswith("nil_") for name in missing):
+            raise ValueError("load_adding_nil_defence: expected the weights of this policy without its nil-defence "
+                             f"head (missing {sorted(missing)[:3]}, unexpected {sorted(unexpected)[:3]})")
+        self.copy_card_head_to_nil_defence()
 
     @torch.no_grad()
     def reset_bid_head(self) -> None:
@@ -199,6 +263,11 @@ class PolicyNet(nn.Module):
             return list(self.parameters())
         if part == "bids":
             return list(self.bid_head.parameters())
+        if part == "nil_defence":
+            if not self.defends_nils:
+                raise ValueError("part='nil_defence': this policy has no nil-defence head (nil_defence_head)")
+            return [*self.nil_context.parameters(), *self.nil_own.parameters(), self.nil_embedding,
+                    *self.nil_score.parameters()]
         if part == "cards":
             if self.features is None:
                 return list(self.card_head.parameters())
@@ -207,10 +276,11 @@ class PolicyNet(nn.Module):
         raise ValueError(f"part={part!r}: expected one of {', '.join(self.PARTS)}")
 
     def can_grow_from(self, arch: dict) -> bool:
-        """Whether :meth:`load_grown` accepts a policy of shape ``arch``: the same observation and
-        card features, no wider or deeper than this one."""
+        """Whether :meth:`load_grown` accepts a policy of shape ``arch``: the same observation, card
+        features and nil-defence head, no wider or deeper than this one."""
         return (arch.get("obs_size") == self.arch["obs_size"]
                 and bool(arch.get("card_features")) == bool(self.arch.get("card_features"))
+                and bool(arch.get("nil_defence_head")) == self.defends_nils
                 and all(isinstance(arch.get(k), int) and 1 <= arch[k] <= self.arch[k]
                         for k in ("hidden", "layers", "head_hidden")))
 
@@ -250,7 +320,44 @@ class PolicyNet(nn.Module):
         return self.trunk(torch.cat([obs, per_card.flatten(1), summary], 1)), per_card
 
     def forward(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        return self.tilt_bids_by_score(obs, self.heads(*self.embed(obs), mask), mask)
+        return self.logits_from(obs, *self.embed(obs), mask)
+
+    def logits_from(self, obs: torch.Tensor, trunk: torch.Tensor, per_card: Optional[torch.Tensor],
+                    mask: torch.Tensor) -> torch.Tensor:
+        """The masked logits (B, 68) from :meth:`embed`'s outputs: the heads, the nil-defence head
+        where it applies, then the score rule."""
+        logits = self.defend_nils(obs, trunk, per_card, self.heads(trunk, per_card, mask), mask)
+        return self.tilt_bids_by_score(obs, logits, mask)
+
+    def nil_defence_gate(self, obs: torch.Tensor) -> torch.Tensor:
+        """(B,) bool: a card to play while an opponent's nil, blind or not, is intact (bid, and no
+        trick taken yet); :func:`train.label.nil_defence_position` is the readable reference."""
+        intact = (obs[:, self._nil_cells] > 0.5) & (obs[:, self._no_trick_cells] > 0.5)
+        return (obs[:, self._play_cell] > 0.5) & intact.any(1)
+
+    def nil_defence_context(self, obs: torch.Tensor, per_card: torch.Tensor) -> torch.Tensor:
+        """(B, 6): for each opponent (left, then right) whether its nil is intact, whether it has
+        played to the current trick and whether its card wins the trick so far."""
+        intact = ((obs[:, self._nil_cells] > 0.5) & (obs[:, self._no_trick_cells] > 0.5)).to(per_card.dtype)
+        trick = obs[:, self._opponent_trick_cells].reshape(obs.shape[0], len(NIL_DEFENCE_OPPONENTS), NUM_CARDS)
+        trick = trick.to(per_card.dtype)
+        winning = (trick * per_card[:, None, :, CardFeatures.WINNER]).sum(2)
+        return torch.cat([intact, trick.sum(2), winning], 1)
+
+    def defend_nils(self, obs: torch.Tensor, trunk: torch.Tensor, per_card: Optional[torch.Tensor],
+                    logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``logits`` with the card logits of the rows :meth:`nil_defence_gate` picks scored by the
+        nil-defence head instead (unchanged without one). Only those rows are computed."""
+        if not self.defends_nils:
+            return logits
+        rows = self.nil_defence_gate(obs).nonzero()[:, 0]
+        if rows.numel() == 0:
+            return logits
+        legal = mask[rows, :NUM_CARDS]
+        context = torch.cat([trunk[rows], self.nil_defence_context(obs[rows], per_card[rows])], 1)
+        cards = self.score_legal_cards(self.nil_context(context), per_card[rows], legal, self.nil_own,
+                                       self.nil_embedding, self.nil_score).masked_fill(~legal, MASKED_LOGIT)
+        return logits.index_put((rows,), torch.cat([cards.to(logits.dtype), logits[rows, NUM_CARDS:]], 1))
 
     def tilt_bids_by_score(self, obs: torch.Tensor, logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """``logits`` with the ``score_tilts`` rule applied (unchanged without one): the scores read
@@ -288,11 +395,20 @@ class PolicyNet(nn.Module):
         worth, 13 of 52; other entries hold a score or 0): the per-card layer is most of the learner's time, and
         the other cards' logits are masked anyway. Equal to :meth:`every_card_logits` on every
         legal card (tests/test_networks.py)."""
+        return self.score_legal_cards(self.card_context(trunk), per_card, legal, self.card_own,
+                                      self.card_embedding, self.card_score)
+
+    @staticmethod
+    def score_legal_cards(context: torch.Tensor, per_card: torch.Tensor, legal: torch.Tensor, own_layer: nn.Module,
+                          embedding: torch.Tensor, score_layer: nn.Module) -> torch.Tensor:
+        """A card head's logits (B, 52) at the legal cards: ``relu(context + own_layer(card's
+        features) + embedding[card])`` scored by ``score_layer`` (the card head's and the
+        nil-defence head's layers)."""
         k = max(int(legal.sum(1).max()), 1) if legal.shape[0] else 1
         picked = legal.float().topk(k, 1).indices                            # (B, k): every legal card, then fillers
         own = per_card.gather(1, picked[:, :, None].expand(-1, -1, per_card.shape[2]))
-        hidden = torch.relu(self.card_context(trunk)[:, None, :] + self.card_own(own) + self.card_embedding[picked])
-        scores = self.card_score(hidden)[:, :, 0]
+        hidden = torch.relu(context[:, None, :] + own_layer(own) + embedding[picked])
+        scores = score_layer(hidden)[:, :, 0]
         return scores.new_zeros(scores.shape[0], NUM_CARDS).scatter(1, picked, scores)
 
     def every_card_logits(self, trunk: torch.Tensor, per_card: torch.Tensor) -> torch.Tensor:

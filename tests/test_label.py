@@ -304,6 +304,28 @@ def test_only_nil_defence_labels_and_asks_the_teacher_only_while_an_opponents_ni
     assert asked and all(asked) and len(asked) == int(labelled.sum())   # the anchors cost no teacher
 
 
+def test_only_nil_defence_play_out_values_value_every_class_there_and_nowhere_else(tmp_path):
+    """``--teacher playout --only nil-defence``: the student's own play-outs value every legal card
+    while an opponent's nil is intact (the classes' values, the best ones the target), and no other
+    decision is valued (anchors)."""
+    from train.label import nil_defence_position
+    data = load_labels(label(settings(tmp_path, deals=12, shard_deals=6, teacher="playout", continuation="student",
+                                      follow_teacher=0.0, varied_start=1.0, only="nil-defence"),
+                             progress=False, log=quiet))
+    valued = ~torch.isnan(data["values"].float())
+    labelled = data["target"].any(1)
+    assert bool(labelled.any()) and bool((~labelled).any())
+    assert torch.equal(valued.any(1), labelled)
+    for k in range(len(labelled)):
+        obs = {"observation": data["obs"][k].float().numpy(), "action_mask": data["mask"][k].numpy()}
+        assert nil_defence_position(obs) == bool(labelled[k]), k
+        if labelled[k]:
+            legal = data["mask"][k]
+            assert torch.equal(valued[k], legal)                       # every legal card valued
+            values = data["values"][k].float()
+            assert torch.equal(data["target"][k], legal & (values == values[legal].max()))
+
+
 def test_only_is_checked_and_recorded(tmp_path, blind_nil_labels):
     with pytest.raises(LabelError, match=r"only='blind': expected one of all, blind-nil, ducking"):
         label(settings(tmp_path, only="blind"), log=quiet)

@@ -210,6 +210,10 @@ class NetworksSection:
     card_features: bool = _f(False, "the policy also reads derived card-counting features (unseen cards above "
                                      "and below each card, master cards, the trick's winner, voids) and scores "
                                      "each card with weights shared by all cards (agents.networks.CardFeatures)")
+    nil_defence_head: bool = _f(False, "the policy scores its cards with a second card head while an opponent's "
+                                       "nil is intact (needs card_features; after init_from a policy without one it "
+                                       "starts as a copy of the card head, so the play is unchanged until trained; "
+                                       "policy_parts: nil_defence trains it alone)")
     critic: str = _f("local", "'local': the critic sees the seat's observation; 'central': also the full "
                               "state, all hands included (training only; the policy never sees it)")
 
@@ -261,8 +265,10 @@ class PPOSection:
     max_grad_norm: float = _f(0.5, "gradient clipping (global norm)")
     target_kl: Optional[float] = _f(None, "stop an update's epochs early once the approximate KL exceeds this")
     policy_parts: str = _f("all", "what of the policy PPO trains: 'all', 'cards' (the card head alone: the trunk "
-                                  "and the bidding head stay as they are, so the bids do not change) or 'bids' (the "
-                                  "bidding head alone); the critic always trains")
+                                  "and the bidding head stay as they are, so the bids do not change), 'bids' (the "
+                                  "bidding head alone) or 'nil_defence' (the nil-defence head alone, so only the "
+                                  "play while an opponent's nil is intact changes; the distillation too fits it "
+                                  "alone); the critic always trains")
     reset_bid_head: bool = _f(False, "after init_from, the bidding head starts again from random weights (with "
                                      "policy_parts: bids, the ablation's control: a trained card play kept, the "
                                      "bid learnt from nothing)")
@@ -597,8 +603,13 @@ class TrainConfig:
             raise ConfigError(f"bid_advantage_norm={self.bid_advantage_norm!r}: expected 'joint' or 'separate'")
         if self.reset_bid_head and not self.init_from:
             raise ConfigError("reset_bid_head: true needs init_from (from scratch the bidding head is new anyway)")
-        if self.policy_parts not in ("all", "cards", "bids"):
-            raise ConfigError(f"policy_parts={self.policy_parts!r}: expected 'all', 'cards' or 'bids'")
+        if self.policy_parts not in ("all", "cards", "bids", "nil_defence"):
+            raise ConfigError(f"policy_parts={self.policy_parts!r}: expected 'all', 'cards', 'bids' or 'nil_defence'")
+        if self.policy_parts == "nil_defence" and not self.nil_defence_head:
+            raise ConfigError("policy_parts: nil_defence needs nil_defence_head: true (the head it trains)")
+        if self.nil_defence_head and not self.card_features:
+            raise ConfigError("nil_defence_head: true needs card_features: true (it scores each card as the card "
+                              "head does)")
         if self.distill_keep not in ("score", "loss", "last"):
             raise ConfigError(f"distill_keep={self.distill_keep!r}: expected 'score', 'loss' or 'last'")
         if self.learn_precision not in ("float32", "bfloat16", "auto"):

@@ -64,7 +64,9 @@ reach, no nil in play), the rest again kept as anchors.
 ``--only nil-defence`` keeps the label at the card decisions made while an opponent's nil or blind
 nil is intact (:func:`nil_defence_position`: the opponent who bid it has taken no trick yet), where
 the search breaks nils the policy lets through; the teacher is asked only there (the anchors cost
-no search), so a slow teacher labels these positions at a fraction of the cost of ``all``.
+no search), so a slow teacher labels these positions at a fraction of the cost of ``all``. It is
+the one ``--only`` that ``--teacher playout`` takes too: every card class valued by play-outs on
+the true deal there, nowhere else.
 """
 
 from __future__ import annotations
@@ -569,7 +571,7 @@ def check_settings(settings: dict) -> dict:
     settings.setdefault("only", "all")
     if settings["only"] not in ONLY:
         raise LabelError(f"only={settings['only']!r}: expected one of {', '.join(ONLY)}")
-    if settings["only"] != "all" and settings["teacher"] == PLAYOUT:
+    if settings["only"] in ("blind-nil", "ducking") and settings["teacher"] == PLAYOUT:
         raise LabelError(f"only={settings['only']!r} needs a teacher that chooses (an agent spec); "
                          f"--teacher {PLAYOUT} values cards and keeps the student's bids")
     if not isinstance(settings["varied_start"], (int, float)) or not 0.0 <= settings["varied_start"] <= 1.0:

@@ -115,7 +115,7 @@ class Trainer:
         self.obs_size = self.env.obs_size
         # (a factory that does not hold the trainer: a trainer dropped unfinished frees its run folder at once)
         new_policy = functools.partial(PolicyNet, self.obs_size, cfg.hidden, cfg.layers, cfg.head_hidden,
-                                       cfg.card_features)
+                                       cfg.card_features, nil_defence_head=cfg.nil_defence_head)
         self.opponents = OpponentPool(cfg.opponents, cfg.pool_size, cfg.num_envs, new_policy, self.generator, dev)
         self.collector = Collector(self.env, self.opponents, self.heuristic, self.starts, cfg.rollout_steps,
                                    cfg.critic == "central", self.generator, dev,
@@ -201,6 +201,9 @@ class Trainer:
             data = {**data, "arch": {k: v for k, v in data["arch"].items() if k != "score_tilts"}}
         if data["arch"] == self.policy.arch:
             self.policy.load_state_dict(data["policy"])
+        elif self.policy.defends_nils and {**data["arch"], "nil_defence_head": True} == self.policy.arch:
+            self.policy.load_adding_nil_defence(data["policy"])
+            self.log(f"init_from: {path}'s policy gets a nil-defence head, a copy of its card head (same play)")
         elif self.policy.can_grow_from(data["arch"]):
             self.policy.load_grown(data["policy"], data["arch"])
             self.log(f"init_from: {path}'s policy {data['arch']} grown into {self.policy.arch} (same logits; "

@@ -59,8 +59,7 @@ def learner_logits(policy, obs: torch.Tensor, mask: torch.Tensor, cfg: Any, devi
         return policy(obs, mask)
     with learner_precision(cfg, device):
         trunk, per_card = policy.embed(obs)
-    logits = policy.heads(trunk.float(), None if per_card is None else per_card.float(), mask)
-    return policy.tilt_bids_by_score(obs, logits, mask)
+    return policy.logits_from(obs, trunk.float(), None if per_card is None else per_card.float(), mask)
 
 
 def ppo_loss(policy, critic, mb: dict, cfg: Any, critic_only: bool, device: torch.device) -> LossParts:
@@ -182,7 +181,7 @@ def entropy_bonus(entropy: torch.Tensor, action: torch.Tensor, cfg: Any) -> torc
 
 @contextlib.contextmanager
 def policy_parts_only(policy, part: str):
-    """Within it, the policy's weights outside ``part`` ('all', 'cards', 'bids') take no
+    """Within it, the policy's weights outside ``part`` ('all', 'cards', 'bids', 'nil_defence') take no
     gradient, so PPO's steps leave them as they are (Adam skips weights without a gradient)."""
     keep = {id(p) for p in policy.part_parameters(part)}
     frozen = [p for p in policy.parameters() if id(p) not in keep]

@@ -194,11 +194,15 @@ def _fit_keep_best(policy, cfg, generator: torch.Generator, log: Callable[[str],
                    train_loss: Callable[[torch.Tensor], torch.Tensor], held_out_fit: Callable[[], tuple[float, float]], start: tuple[float, float],
                    describe: Callable[[float, float], str]) -> tuple[float, float, int]:
     """:func:`train.fitting.fit_keep_best` with the distillation's settings (``distill_epochs``,
-    ``distill_learning_rate``, ``distill_keep``)."""
-    return fit_keep_best(policy, train_rows, train_loss, held_out_fit, start, describe,
-                         epochs=cfg.distill_epochs, learning_rate=cfg.distill_learning_rate,
-                         keep=cfg.distill_keep, minibatch_size=cfg.minibatch_size,
-                         max_grad_norm=cfg.max_grad_norm, generator=generator, log=log)
+    ``distill_learning_rate``, ``distill_keep``); with ``policy_parts: nil_defence`` only the
+    nil-defence head moves (so nothing outside its gate can drift)."""
+    from .ppo_update import policy_parts_only
+    part = "nil_defence" if cfg.policy_parts == "nil_defence" else "all"
+    with policy_parts_only(policy, part):
+        return fit_keep_best(policy, train_rows, train_loss, held_out_fit, start, describe,
+                             epochs=cfg.distill_epochs, learning_rate=cfg.distill_learning_rate,
+                             keep=cfg.distill_keep, minibatch_size=cfg.minibatch_size,
+                             max_grad_norm=cfg.max_grad_norm, generator=generator, log=log)
 
 
 def _distill_values(policy, data: dict, held_out: torch.Tensor, cfg, generator: torch.Generator,
