@@ -276,11 +276,13 @@ class PolicyNet(nn.Module):
         raise ValueError(f"part={part!r}: expected one of {', '.join(self.PARTS)}")
 
     def can_grow_from(self, arch: dict) -> bool:
-        """Whether :meth:`load_grown` accepts a policy of shape ``arch``: the same observation, card
-        features and nil-defence head, no wider or deeper than this one."""
+        """Whether :meth:`load_grown` accepts a policy of shape ``arch``: the same observation and
+        card features, no wider or deeper than this one, and neither with a nil-defence head (its
+        context columns follow the trunk's width, so a copy into the leading block would misplace
+        them)."""
         return (arch.get("obs_size") == self.arch["obs_size"]
                 and bool(arch.get("card_features")) == bool(self.arch.get("card_features"))
-                and bool(arch.get("nil_defence_head")) == self.defends_nils
+                and not arch.get("nil_defence_head") and not self.defends_nils
                 and all(isinstance(arch.get(k), int) and 1 <= arch[k] <= self.arch[k]
                         for k in ("hidden", "layers", "head_hidden")))
 

@@ -326,6 +326,32 @@ def test_only_nil_defence_play_out_values_value_every_class_there_and_nowhere_el
             assert torch.equal(data["target"][k], legal & (values == values[legal].max()))
 
 
+def test_distillation_into_the_nil_defence_head_moves_only_its_play(tmp_path):
+    """Values fitted with ``nil_defence_head`` and ``policy_parts: nil_defence``, starting from the
+    shipped policy: its logits change at the positions the head plays and at no other decision."""
+    from agents.neural import policy_from_checkpoint
+    folder = label(settings(tmp_path / "labels", deals=8, shard_deals=8, teacher="playout", continuation="student",
+                            follow_teacher=0.0, varied_start=1.0, only="nil-defence"), progress=False, log=quiet)
+    config = tiny(tmp_path, "head", "imitation_decisions=0", "hidden=256", "head_hidden=128", "card_features=true",
+                  "nil_defence_head=true", "policy_parts=nil_defence", f"init_from={DEFAULT_MODEL}",
+                  f"distill_data={folder}", "distill_value_temperature=1", "distill_epochs=3",
+                  "distill_learning_rate=0.01", "distill_keep=last", "max_updates=0", "eval_every=0")
+    trainer = Trainer(config, log=quiet)
+    trainer.distill()
+    shipped, _ = policy_from_checkpoint(read_checkpoint(DEFAULT_MODEL))
+    shipped.score_tilts = None                      # init_from trains the network without the score rule
+    for name, weights in trainer.policy.state_dict().items():
+        if not name.startswith("nil_"):
+            assert torch.equal(weights, shipped.state_dict()[name]), name
+    data = load_labels(folder)
+    obs, mask = data["obs"].float(), data["mask"]
+    with torch.no_grad():
+        after, before = trainer.policy(obs, mask), shipped(obs, mask)
+    gate = trainer.policy.nil_defence_gate(obs)
+    assert torch.equal(after[~gate], before[~gate])
+    assert (after[gate] - before[gate]).abs().max() > 0.1
+
+
 def test_only_is_checked_and_recorded(tmp_path, blind_nil_labels):
     with pytest.raises(LabelError, match=r"only='blind': expected one of all, blind-nil, ducking"):
         label(settings(tmp_path, only="blind"), log=quiet)

@@ -179,8 +179,8 @@ def distill(policy, cfg, rules, generator: torch.Generator, device: torch.device
         + f", {int(labelled[test_rows].sum()):,} labels held out; "
         f"the policy matches the teacher on {100 * start[1]:.1f}% of the held-out ones")
     best_loss, best_hits, best_epoch = _fit_keep_best(
-        policy, cfg, generator, log,
-        train_rows, lambda rows: loss_and_hits(rows)[0].mean(), held_out_fit, start, describe)
+        policy, cfg, generator, log, _rows_that_move(policy, cfg, obs, train_rows),
+        lambda rows: loss_and_hits(rows)[0].mean(), held_out_fit, start, describe)
     log(f"distillation: kept epoch {best_epoch} ({100 * best_hits:.1f}% of the held-out labels matched, "
         f"loss {best_loss:.4f})")
     result = {"distill_accuracy": best_hits, "distill_loss": best_loss, "distill_epoch": best_epoch}
@@ -188,6 +188,17 @@ def distill(policy, cfg, rules, generator: torch.Generator, device: torch.device
         held_out_fit()                  # the drift of the weights kept, not of the last epoch's
         result["distill_anchor_kl"] = anchor_drift["kl"]
     return result
+
+
+def _rows_that_move(policy, cfg, obs: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """The training rows whose loss depends on the weights the fit moves: with ``policy_parts:
+    nil_defence`` only the rows inside the head's gate (elsewhere the logits cannot change, so the
+    other rows would cost time and add nothing), else all of them."""
+    if cfg.policy_parts != "nil_defence":
+        return rows
+    with torch.no_grad():
+        gated = torch.cat([policy.nil_defence_gate(obs[part].float()) for part in rows.split(65536)])
+    return rows[gated]
 
 
 def _fit_keep_best(policy, cfg, generator: torch.Generator, log: Callable[[str], None], train_rows: torch.Tensor,
@@ -259,8 +270,8 @@ def _distill_values(policy, data: dict, held_out: torch.Tensor, cfg, generator: 
         f"{test_rows.numel():,} valued ones held out; there the policy's favourite cards are worth "
         f"{start[1]:+.3f} points")
     best_loss, best_value, best_epoch = _fit_keep_best(
-        policy, cfg, generator, log,
-        train_rows, lambda rows: loss_of(rows).mean(), held_out_fit, start,
+        policy, cfg, generator, log, _rows_that_move(policy, cfg, obs, train_rows),
+        lambda rows: loss_of(rows).mean(), held_out_fit, start,
         lambda loss, value: f"held-out loss {loss:.4f}, favourite cards worth {value:+.3f} points")
     log(f"distillation: kept epoch {best_epoch} (favourite cards worth {best_value:+.3f} points on the "
         f"held-out decisions, loss {best_loss:.4f})")
