@@ -113,23 +113,34 @@ def test_models_without_card_features_still_load():
     assert again.features is None
 
 
-def observed_batch(rules: str, players: int | None = None, hands: int = 2):
-    """Every decision's observation and mask from a few hands of heuristic play."""
+def observed_positions(rules: str, players: int | None = None, hands: int = 2, starts=None) -> list[dict]:
+    """Every decision's observation (a copy of the env's dict) from a few hands of heuristic
+    play; ``starts(hand)`` gives each hand's reset options (random scores, say)."""
     kwargs = {} if players is None else {"players": players}
     env = spades_v0.raw_env(rules=rules, episode="hand", **kwargs)
-    obs_rows, masks = [], []
+    seen = []
     for hand_no in range(hands):
-        env.reset(seed=hand_no)
+        env.reset(seed=hand_no, options=None if starts is None else starts(hand_no))
         bots = {name: agents.make("heuristic", seed=i) for i, name in enumerate(env.agents)}
         for name in env.agent_iter():
             obs, _, term, trunc, info = env.last()
             if term or trunc:
                 env.step(None)
                 continue
-            obs_rows.append(obs["observation"])
-            masks.append(obs["action_mask"])
+            seen.append({k: np.array(v) for k, v in obs.items()})
             env.step(bots[name].act(obs, info))
-    return torch.from_numpy(np.stack(obs_rows)).float(), torch.from_numpy(np.stack(masks)).bool()
+    return seen
+
+
+def batched(seen: list[dict]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The observations and masks of :func:`observed_positions` as tensors."""
+    return (torch.from_numpy(np.stack([o["observation"] for o in seen])).float(),
+            torch.from_numpy(np.stack([o["action_mask"] for o in seen])).bool())
+
+
+def observed_batch(rules: str, players: int | None = None, hands: int = 2):
+    """Every decision's observation and mask from a few hands of heuristic play."""
+    return batched(observed_positions(rules, players, hands))
 
 
 @pytest.mark.parametrize("rules, players", [("standard", None), ("cutthroat", 3)])

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import random
 
-import numpy as np
 import pytest
 import torch
 
-import agents
 from agents.neural import NeuralAgent, check_declared_sizes, policy_from_checkpoint
 from agents.networks import PolicyNet
 from spades_env import spades_v0
@@ -19,6 +17,7 @@ from train.label import nil_defence_position, random_start
 from train.ppo import Trainer
 from train.ppo_update import learner_logits
 
+from test_networks import batched, observed_positions
 from test_train import tiny
 
 
@@ -26,21 +25,8 @@ def heuristic_positions(hands: int = 12) -> tuple[list[dict], torch.Tensor, torc
     """Every decision of ``hands`` hands of the heuristic from random scores (so blind nils come
     up as well as nils): the observation dicts and their batched tensors."""
     rules, rng = make_rules("standard"), random.Random(3)
-    env = spades_v0.raw_env(rules="standard", episode="hand")
-    seen = []
-    for hand in range(hands):
-        env.reset(seed=hand, options=random_start(rules, 1.0, rng))
-        bots = {name: agents.make("heuristic", seed=i) for i, name in enumerate(env.agents)}
-        for name in env.agent_iter():
-            obs, _, term, trunc, info = env.last()
-            if term or trunc:
-                env.step(None)
-                continue
-            seen.append({k: np.array(v) for k, v in obs.items()})
-            env.step(bots[name].act(obs, info))
-    obs = torch.from_numpy(np.stack([o["observation"] for o in seen])).float()
-    mask = torch.from_numpy(np.stack([o["action_mask"] for o in seen])).bool()
-    return seen, obs, mask
+    seen = observed_positions("standard", hands=hands, starts=lambda hand: random_start(rules, 1.0, rng))
+    return (seen, *batched(seen))
 
 
 @pytest.fixture(scope="module")
