@@ -331,16 +331,20 @@ class PolicyNet(nn.Module):
         logits = self.defend_nils(obs, trunk, per_card, self.heads(trunk, per_card, mask), mask)
         return self.tilt_bids_by_score(obs, logits, mask)
 
+    def intact_opponent_nils(self, obs: torch.Tensor) -> torch.Tensor:
+        """(B, 2) bool: each opponent's (left, then right) nil, blind or not, bid and no trick taken
+        yet."""
+        return (obs[:, self._nil_cells] > 0.5) & (obs[:, self._no_trick_cells] > 0.5)
+
     def nil_defence_gate(self, obs: torch.Tensor) -> torch.Tensor:
-        """(B,) bool: a card to play while an opponent's nil, blind or not, is intact (bid, and no
-        trick taken yet); :func:`train.label.nil_defence_position` is the readable reference."""
-        intact = (obs[:, self._nil_cells] > 0.5) & (obs[:, self._no_trick_cells] > 0.5)
-        return (obs[:, self._play_cell] > 0.5) & intact.any(1)
+        """(B,) bool: a card to play while an opponent's nil is intact;
+        :func:`train.label.nil_defence_position` is the readable reference."""
+        return (obs[:, self._play_cell] > 0.5) & self.intact_opponent_nils(obs).any(1)
 
     def nil_defence_context(self, obs: torch.Tensor, per_card: torch.Tensor) -> torch.Tensor:
         """(B, 6): for each opponent (left, then right) whether its nil is intact, whether it has
         played to the current trick and whether its card wins the trick so far."""
-        intact = ((obs[:, self._nil_cells] > 0.5) & (obs[:, self._no_trick_cells] > 0.5)).to(per_card.dtype)
+        intact = self.intact_opponent_nils(obs).to(per_card.dtype)
         trick = obs[:, self._opponent_trick_cells].reshape(obs.shape[0], len(NIL_DEFENCE_OPPONENTS), NUM_CARDS)
         trick = trick.to(per_card.dtype)
         winning = (trick * per_card[:, None, :, CardFeatures.WINNER]).sum(2)

@@ -357,6 +357,8 @@ def test_only_is_checked_and_recorded(tmp_path, blind_nil_labels):
         label(settings(tmp_path, only="blind"), log=quiet)
     with pytest.raises(LabelError, match=r"only='blind-nil' needs a teacher that chooses"):
         label(settings(tmp_path, teacher="playout", only="blind-nil"), log=quiet)
+    with pytest.raises(LabelError, match=r"only='ducking' needs a teacher that chooses"):
+        label(settings(tmp_path, teacher="playout", only="ducking"), log=quiet)
     assert json.loads((blind_nil_labels / "labels.json").read_text())["only"] == "blind-nil"
     copy = tmp_path / "copy"
     shutil.copytree(blind_nil_labels, copy)

@@ -11,6 +11,7 @@ import torch
 from agents.neural import NeuralAgent, check_declared_sizes, policy_from_checkpoint
 from agents.networks import PolicyNet
 from spades_env import spades_v0
+from spades_env.observation import Layout
 from spades_env.rules import make_rules
 from train.config import ConfigError, load_config
 from train.label import nil_defence_position, random_start
@@ -128,6 +129,9 @@ def test_a_model_with_the_head_saves_loads_and_plays(tmp_path, positions):
         plain.part_parameters("nil_defence")
     with pytest.raises(ValueError, match="nil_defence_head: expected card_features"):
         PolicyNet(742, hidden=32, nil_defence_head=True)
+    three_players = Layout(make_rules("cutthroat")).obs_size
+    with pytest.raises(ValueError, match="four players in two sides"):
+        PolicyNet(three_players, hidden=32, card_features=True, nil_defence_head=True)
 
 
 def test_policy_parts_nil_defence_trains_the_head_alone_from_a_policy_without_one(tmp_path):
@@ -150,6 +154,9 @@ def test_policy_parts_nil_defence_trains_the_head_alone_from_a_policy_without_on
         trainer.learn(trainer.collect())
     moved = {k for k, v in trainer.policy.state_dict().items() if not torch.equal(before[k], v)}
     assert moved and all(k.startswith("nil_") for k in moved), moved
+    trainer.opponents.add(trainer.policy)                          # past policies keep the head too
+    with torch.no_grad():
+        assert torch.equal(trainer.opponents.nets[0](obs, mask), trainer.policy(obs, mask))
     assert any(not torch.equal(critic_before[k], v) for k, v in trainer.critic.state_dict().items())
     with pytest.raises(ConfigError, match="policy_parts: nil_defence needs nil_defence_head: true"):
         load_config(None, ["policy_parts=nil_defence"])

@@ -19,6 +19,7 @@ from spades_env.vector import SpadesVectorEnv
 
 from .config import ConfigError
 from .fitting import fit_keep_best, held_out_favourites, progress_bar as _bar
+from .ppo_update import policy_parts_only
 from .rollout import StartingScores, agent_actions, critic_input, finished_rows, seat_advantages
 
 
@@ -207,7 +208,6 @@ def _fit_keep_best(policy, cfg, generator: torch.Generator, log: Callable[[str],
     """:func:`train.fitting.fit_keep_best` with the distillation's settings (``distill_epochs``,
     ``distill_learning_rate``, ``distill_keep``); with ``policy_parts: nil_defence`` only the
     nil-defence head moves (so nothing outside its gate can drift)."""
-    from .ppo_update import policy_parts_only
     part = "nil_defence" if cfg.policy_parts == "nil_defence" else "all"
     with policy_parts_only(policy, part):
         return fit_keep_best(policy, train_rows, train_loss, held_out_fit, start, describe,
