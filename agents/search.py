@@ -487,6 +487,17 @@ class SearchAgent(Agent):
         return choice
 
     # ------------------------------------------------------------------ worlds
+    def draw_worlds(self, view: ObservationView, rules: Rules, n_worlds: int,
+                    rng: random.Random) -> list[tuple[list[int], float]]:
+        """``n_worlds`` deals consistent with what the seat of ``view`` knows, drawn as this agent
+        draws them before a card decision (uniformly, weighted by the bids unless
+        ``infer_bids=False``): (hands in ``view``'s frame, seat 0 the seat; weight) pairs, a deal
+        drawn k times once with weight k. For others that value cards over the seat's beliefs
+        (``spades-label --teacher playout --worlds``)."""
+        knowledge = Knowledge(view)
+        self._decision_rng = rng
+        return self._draw_worlds(view, rules, knowledge, knowledge.sampler(), n_worlds)
+
     def _draw_worlds(self, view: ObservationView, rules: Rules, knowledge: Knowledge, sampler: DealSampler,
                      n_worlds: int) -> list[tuple[list[int], float]]:
         """``n_worlds`` consistent deals as (hands, weight): plain draws, or with bid inference

@@ -577,6 +577,105 @@ def test_student_continuation_labels_deals_in_one_batch_as_one_by_one(tmp_path):
                            torch.nan_to_num(data["values"][:first].float()))      # other play-outs, other values
 
 
+def _mid_hand(seed: int, steps: int):
+    """An env ``steps`` decisions of the heuristic into a hand (the bids, then some cards)."""
+    env = spades_v0.raw_env(rules="standard", episode="hand", reward_scale=1.0)
+    env.reset(seed=seed)
+    _play_heuristic_steps(env, [agents.make("heuristic", seed=k) for k in range(4)], steps)
+    return env
+
+
+def test_sampled_worlds_keep_what_the_seat_knows_and_redeal_the_rest():
+    """``--worlds``' tables: the seat's hand, the cards played, the voids shown and every public fact
+    are the true table's; the other hands are a fresh deal of the unseen cards of the right sizes
+    (no seat given a suit it showed void in), not the true one; each table's encoder is the one
+    written afresh from it; the weights count the draws."""
+    from agents.search import SearchAgent
+    from spades_env.observation import ObservationEncoder, decode_observation
+    from train.label import sampled_tables
+    from spades_env.cards import SUIT_MASKS
+    redealt = 0
+    for seed in range(4):
+        env = _mid_hand(seed, 4 + 6 + 3 * seed)
+        game, seat = env.unwrapped.game, env.agent_name_mapping[env.agent_selection]
+        obs, *_ = env.last()
+        before = env.unwrapped.encoder.buffer.copy()
+        tables = sampled_tables(game, seat, env.unwrapped.encoder, decode_observation(obs["observation"]),
+                                game.rules, 8, random.Random(seed), SearchAgent(backend="python"))
+        assert np.array_equal(env.unwrapped.encoder.buffer, before)           # the table's own encoder untouched
+        assert sum(weight for _, _, weight in tables) == pytest.approx(8.0)
+        unseen = sum(game.hands) & ~game.hands[seat]
+        for table, code, _ in tables:
+            assert table.hands[seat] == game.hands[seat]
+            assert [h.bit_count() for h in table.hands] == [h.bit_count() for h in game.hands]
+            assert sum(table.hands) & ~table.hands[seat] == unseen
+            assert all(a & b == 0 for i, a in enumerate(table.hands) for b in table.hands[i + 1:])
+            for s in range(4):
+                for suit in range(4):
+                    if game.voids[s] >> suit & 1:
+                        assert table.hands[s] & SUIT_MASKS[suit] == 0
+            assert (table.played, table.trick_cards, table.bids, table.scores, table.to_act) == \
+                (game.played, game.trick_cards, game.bids, game.scores, game.to_act)
+            assert table.legal_mask() == game.legal_mask()
+            fresh = ObservationEncoder(table.rules)
+            fresh.encode_all(table)
+            assert np.array_equal(code.buffer, fresh.buffer)
+            assert np.array_equal(code.observe(seat), env.unwrapped.encoder.observe(seat))   # what the seat sees
+            redealt += table.hands != game.hands
+    assert redealt >= 16
+
+
+@pytest.mark.parametrize("continuation", ["heuristic", "student"])
+def test_values_over_worlds_are_the_weighted_means_of_each_worlds_play_outs(continuation):
+    """A request over several worlds is valued as the weighted mean of each world's play-outs, the
+    batched play-outs agreeing with :func:`playout_values` on each world alone."""
+    from agents.search import SearchAgent
+    from spades_env.observation import decode_observation
+    from train.label import Labeller, _PlayOut, card_classes, playout_values, sampled_tables
+    labeller = Labeller(settings(Path("unused"), teacher="playout", continuation=continuation, worlds=6))
+    requests, expected = [], []
+    for seed in range(3):
+        env = _mid_hand(seed, 4 + 5 + 2 * seed)
+        game, seat = env.unwrapped.game, env.agent_name_mapping[env.agent_selection]
+        obs, *_ = env.last()
+        tables = sampled_tables(game, seat, env.unwrapped.encoder, decode_observation(obs["observation"]),
+                                game.rules, 6, random.Random(seed), SearchAgent(backend="python"))
+        groups = card_classes(game, seat)
+        requests.append(_PlayOut(tables, seat, groups))
+        policy = labeller.student.policy if continuation == "student" else None
+        per_world = [[value for _, value in playout_values(t, seat, policy, code if policy else None)]
+                     for t, code, _ in tables]
+        weights = [w for _, _, w in tables]
+        expected.append([sum(w * row[j] for row, w in zip(per_world, weights)) / sum(weights)
+                         for j in range(len(groups))])
+    got = labeller._play_outs(requests)
+    for row, want in zip(got, expected):
+        assert row == pytest.approx(want)
+
+
+def test_playout_labels_over_worlds_are_reproducible_and_recorded(tmp_path):
+    """``worlds`` labels every legal card at the valued positions, the same on a second run, not the
+    true deal's values, and the folder records it (a folder of the true deal is not resumed with it)."""
+    options = settings(tmp_path / "worlds", deals=4, shard_deals=2, teacher="playout", continuation="student",
+                       follow_teacher=0.0, varied_start=1.0, worlds=4)
+    data = load_labels(label(options, progress=False, log=quiet))
+    again = load_labels(label(dict(options, out=str(tmp_path / "again")), progress=False, log=quiet))
+    torch.testing.assert_close(data["values"], again["values"], rtol=0, atol=0, equal_nan=True)
+    play = data["phase"] == PHASE_PLAY
+    assert bool(play.any())
+    assert torch.equal(~torch.isnan(data["values"][play].float()), data["mask"][play])
+    assert data["settings"]["worlds"] == 4
+    true_deal = load_labels(label(dict(options, worlds=0, out=str(tmp_path / "true")), progress=False, log=quiet))
+    assert torch.equal(true_deal["obs"], data["obs"])                       # the same positions (the student's play)
+    assert not torch.equal(torch.nan_to_num(true_deal["values"].float()), torch.nan_to_num(data["values"].float()))
+    with pytest.raises(LabelError, match=r"other settings \(worlds: 0 there, 4 now\)"):
+        label(dict(options, out=str(tmp_path / "true")), log=quiet)
+    with pytest.raises(LabelError, match=r"worlds=4 applies to --teacher playout only"):
+        label(settings(tmp_path / "bad", worlds=4), log=quiet)
+    with pytest.raises(LabelError, match=r"worlds=-1: expected a number of deals"):
+        label(dict(options, worlds=-1, out=str(tmp_path / "bad")), log=quiet)
+
+
 def test_a_search_teacher_labels_the_mean_value_of_every_candidate(tmp_path):
     # With stage=0 the search keeps every class of equivalent cards: each gets the mean of its
     # play-outs over the sampled deals; bids get none.

@@ -46,6 +46,11 @@ fits them the same way.
 the values are then what each card is worth when the hand goes on with the student's own play
 (a step of policy iteration against the heuristic), at about half the labelling speed.
 
+``--worlds N`` (with ``--teacher playout``) values every class over N deals consistent with what
+the seat knows instead of the true one (:func:`sampled_tables`: the hidden hands redealt as the
+search draws its worlds, weighted by the bids), the class's value the weighted mean of its
+play-outs there: N times the play-outs, each label far less noisy than one true deal's.
+
 ``--varied-start SHARE`` starts that share of the deals from random scores (-150..490) and bags
 instead of 0-0 (as ``spades-train``'s ``varied_start``): blind nil is then offered to a side 100
 points behind, and bags near the limit cost their penalty in the values.
@@ -88,7 +93,7 @@ from agents.neural import DEFAULT_MODEL, ModelError, NeuralAgent
 from agents import heuristic
 from agents.native_heuristic import available as native_available
 from agents.native_search import table_values
-from agents.search import hand_value, play_out, refresh_view, rollout_views, touching_groups
+from agents.search import SearchAgent, hand_value, play_out, refresh_view, rollout_views, touching_groups
 from agents.specs import AgentSpecError, parse_agent_spec
 from evaluation import default_workers, derive_seed, die_with_parent, make_deal, mp_context, resolve_rules
 from spades_env import spades_v0
@@ -187,6 +192,30 @@ def playout_values(game: SpadesGame, seat: int, policy: Optional[torch.nn.Module
     return [(group, hand_value(table, seat)) for group, table in zip(groups, tables)]
 
 
+def sampled_tables(game: SpadesGame, seat: int, encoder: ObservationEncoder, view, rules, n_worlds: int,
+                   rng: random.Random, drawer: SearchAgent) -> list[tuple[SpadesGame, ObservationEncoder, float]]:
+    """The true table ``game`` with the hands ``seat`` cannot see replaced, ``n_worlds`` times, by
+    a deal consistent with what it knows (``view``: its observation decoded), drawn as ``drawer``
+    (a :class:`~agents.search.SearchAgent`) draws its worlds, bids weighing them: (table, its
+    observation encoder written afresh, weight) per distinct deal. The seat's own hand, the
+    cards played and every public fact stay the table's."""
+    n = game.n
+    tables = []
+    for hands, weight in drawer.draw_worlds(view, rules, n_worlds, rng):
+        table = game.copy()
+        table.hands = [hands[(s - seat) % n] for s in range(n)]     # the view's frame has the seat at 0
+        code = encoder.copy()
+        code.encode_all(table)
+        tables.append((table, code, weight))
+    return tables
+
+
+def weighted_means(rows: list[list[float]], weights: list[float]) -> list[float]:
+    """Per column, the mean of ``rows`` weighted by ``weights`` (one row per table)."""
+    total = sum(weights)
+    return [sum(w * row[j] for row, w in zip(rows, weights)) / total for j in range(len(rows[0]))]
+
+
 def policy_play_out(tables: list[SpadesGame], encoders: list[ObservationEncoder], sides: list[int],
                     policy: torch.nn.Module, first: Optional[list[int]] = None) -> None:
     """Play every table (in the play phase) to the end of its hand: the seats of ``sides[k]`` by
@@ -261,12 +290,15 @@ class _StudentTurn:
 
 
 class _PlayOut:
-    """A request from a deal being labelled: value these card classes of ``seat`` at ``game``."""
+    """A request from a deal being labelled: value these card classes of ``seat`` on each table of
+    ``tables`` ((game, its observation encoder, weight): the true table, or the worlds drawn for
+    ``--worlds``), a class's value the weighted mean over the tables."""
 
-    __slots__ = ("game", "seat", "encoder", "groups")
+    __slots__ = ("tables", "seat", "groups")
 
-    def __init__(self, game: SpadesGame, seat: int, encoder: ObservationEncoder, groups: list[list[int]]) -> None:
-        self.game, self.seat, self.encoder, self.groups = game, seat, encoder, groups
+    def __init__(self, tables: list[tuple[SpadesGame, ObservationEncoder, float]], seat: int,
+                 groups: list[list[int]]) -> None:
+        self.tables, self.seat, self.groups = tables, seat, groups
 
 
 class Labeller:
@@ -281,6 +313,8 @@ class Labeller:
         # its own decisions); a play-out teacher needs none.
         self.playout = settings["teacher"] == PLAYOUT
         self.by_student = settings.get("continuation", "heuristic") == "student"
+        # --worlds: the deals a valued card is played out on are drawn as the search draws its worlds
+        self.world_drawer = SearchAgent(backend="python") if settings.get("worlds", 0) else None
 
     def _make_opponents(self) -> list:
         name, options = parse_agent_spec(self.settings["opponents"])
@@ -334,19 +368,24 @@ class Labeller:
         """The value of every class of every request (the hand's score difference for the seat's
         side), the classes' play-outs batched together."""
         if not self.by_student:
-            return [[value for _, value in playout_values(r.game, r.seat)] for r in requests]
+            return [weighted_means([[value for _, value in playout_values(game, r.seat)] for game, _, _ in r.tables],
+                                   [weight for _, _, weight in r.tables]) for r in requests]
         tables, encoders, sides, first = [], [], [], []
         for r in requests:
-            for group in r.groups:
-                tables.append(r.game.copy())
-                encoders.append(r.encoder)
-                sides.append(r.game.side_of[r.seat])
-                first.append(group[0])
+            for game, encoder, _ in r.tables:
+                for group in r.groups:
+                    tables.append(game.copy())
+                    encoders.append(encoder)
+                    sides.append(game.side_of[r.seat])
+                    first.append(group[0])
         policy_play_out(tables, encoders, sides, self.student.policy, first)
         values, k = [], 0
         for r in requests:
-            values.append([hand_value(table, r.seat) for table in tables[k:k + len(r.groups)]])
-            k += len(r.groups)
+            rows = []
+            for _ in r.tables:
+                rows.append([hand_value(table, r.seat) for table in tables[k:k + len(r.groups)]])
+                k += len(r.groups)
+            values.append(weighted_means(rows, [weight for _, _, weight in r.tables]))
         return values
 
     def _play_deal(self, index: int, env, opponents: list, teachers: list):
@@ -365,6 +404,7 @@ class Labeller:
         for k, agent in enumerate([self.student] + teachers + opponents):
             agent.reset(derive_seed("spades-label", seed, "agent", index, k))
         follow = random.Random(derive_seed("spades-label", seed, "follow", index))
+        worlds_rng = random.Random(derive_seed("spades-label", seed, "worlds", index))
         rows: dict[str, list] = {k: [] for k in FIELDS}
         only = self.settings.get("only", "all")
         side_blind_from = None                  # the row at which the student's side bid blind nil
@@ -388,7 +428,7 @@ class Labeller:
                 labelled = (student_action, np.zeros(NUM_ACTIONS, dtype=bool),
                             np.full(NUM_ACTIONS, np.nan, dtype=np.float32))
             else:
-                labelled = yield from self._label(env, obs, info, seat, student_action, teachers)
+                labelled = yield from self._label(env, obs, info, seat, student_action, teachers, worlds_rng)
             if labelled is None:                    # its legal cards form a single class: no label
                 env.step(student_action)
                 continue
@@ -421,7 +461,8 @@ class Labeller:
                 rows["target"][k] = np.zeros(NUM_ACTIONS, dtype=bool)        # no label: an anchor row
         return rows
 
-    def _label(self, env, obs: dict, info: dict, seat: int, student_action: int, teachers: list):
+    def _label(self, env, obs: dict, info: dict, seat: int, student_action: int, teachers: list,
+               worlds_rng: Optional[random.Random] = None):
         """A generator returning (the teacher's action, the target set, the values) of one decision
         of the student, or None for a play-out label whose legal cards form a single class; it
         yields a :class:`_PlayOut` request when the card classes need values."""
@@ -444,7 +485,13 @@ class Labeller:
         groups = card_classes(game, seat)
         if len(groups) == 1:
             return None
-        classes = list(zip(groups, (yield _PlayOut(game, seat, env.unwrapped.encoder, groups))))
+        encoder = env.unwrapped.encoder
+        if self.settings.get("worlds", 0):
+            tables = sampled_tables(game, seat, encoder, decode_observation(obs["observation"]), self.rules,
+                                    self.settings["worlds"], worlds_rng, self.world_drawer)
+        else:
+            tables = [(game, encoder, 1.0)]
+        classes = list(zip(groups, (yield _PlayOut(tables, seat, groups))))
         best = max(value for _, value in classes)
         for group, value in classes:
             values[group] = value
@@ -569,6 +616,13 @@ def check_settings(settings: dict) -> dict:
     settings.setdefault("continuation", "heuristic")
     settings.setdefault("varied_start", 0.0)
     settings.setdefault("only", "all")
+    settings.setdefault("worlds", 0)
+    if not isinstance(settings["worlds"], int) or isinstance(settings["worlds"], bool) or settings["worlds"] < 0:
+        raise LabelError(f"worlds={settings['worlds']!r}: expected a number of deals to value each card on "
+                         "(0: the true deal)")
+    if settings["worlds"] and settings["teacher"] != PLAYOUT:
+        raise LabelError(f"worlds={settings['worlds']} applies to --teacher {PLAYOUT} only (a search teacher draws "
+                         f"its own worlds: --teacher search:worlds=N); the teacher here is {settings['teacher']!r}")
     if settings["only"] not in ONLY:
         raise LabelError(f"only={settings['only']!r}: expected one of {', '.join(ONLY)}")
     if settings["only"] in ("blind-nil", "ducking") and settings["teacher"] == PLAYOUT:
@@ -621,6 +675,7 @@ def label(settings: dict, progress: bool = True, log=print) -> Path:
         previous.setdefault("continuation", "heuristic")        # folders labelled before the options existed
         previous.setdefault("varied_start", 0.0)
         previous.setdefault("only", "all")
+        previous.setdefault("worlds", 0)
         differ = sorted(k for k in set(previous) | set(fixed) if previous.get(k) != fixed.get(k))
         if differ:
             raise LabelError(f"{out} holds labels made with other settings "
@@ -692,6 +747,7 @@ def shard_settings_differ(data: dict, settings: dict) -> list[str]:
         side.setdefault("continuation", "heuristic")
         side.setdefault("varied_start", 0.0)
         side.setdefault("only", "all")
+        side.setdefault("worlds", 0)
     return sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
 
 
@@ -777,6 +833,10 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="with --teacher playout: who plays the student's side after the valued card "
                         "(default heuristic: all four seats; student: the student's greedy policy, the other "
                         "side still the heuristic)")
+    parser.add_argument("--worlds", type=int, default=0, metavar="N",
+                        help="with --teacher playout: value each card over N deals consistent with what the seat "
+                        "knows (drawn as the search draws its worlds, weighted by the bids) instead of the one "
+                        "true deal: N times the play-outs, labels far less noisy (default 0: the true deal)")
     parser.add_argument("--varied-start", type=float, default=0.0, metavar="SHARE",
                         help="share of the deals (drawn per deal) that start from random scores (-150..490) and "
                         "bags instead of 0-0, where blind nil is offered and bags near the limit cost (default 0)")
@@ -799,6 +859,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     settings = {"student": args.student, "teacher": args.teacher, "opponents": args.opponents, "deals": args.deals,
                 "shard_deals": args.shard_deals, "follow_teacher": args.follow_teacher,
                 "continuation": args.continuation, "varied_start": args.varied_start, "only": args.only,
+                "worlds": args.worlds,
                 "rules": args.rules,
                 "seed": args.seed, "workers": args.workers or default_workers(), "out": args.out, "ray": args.ray}
     try:
