@@ -34,5 +34,7 @@ register("neural_v1", _previous_neural("neural_v1", "until 2026-11-26 (PPO and p
 register("neural_v2", _previous_neural("neural_v2", "from 2026-11-26 to 2026-11-27 (expert iteration's round 4)"))
 register("neural_v3", _previous_neural("neural_v3", "from 2026-11-27 to 2026-11-28 (blind nil learnt, card play priced for bags)"))
 register("neural_v4", _previous_neural("neural_v4", "on 2026-11-28 until noon (neural_v3 with its bids tilted upwards)"))
+register("neural_v5", _previous_neural("neural_v5", "on 2026-11-28 from noon to the evening (neural_v4 with its bids safer "
+                                                   "ahead near 500)"))
 
 __all__ = ["Agent", "RandomAgent", "available", "legal_actions", "make", "register"]

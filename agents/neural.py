@@ -24,20 +24,24 @@ from .networks import NUM_ACTIONS, PolicyNet
 
 MODEL_FORMAT = "spades-neural-policy"
 CHECKPOINT_FORMAT = "spades-train-checkpoint"
-# The shipped policy (docs/shipped_model.md), since 2026-11-28: the policy trained for whole games
-# (blind nil learnt from the heuristic, card play by PPO with the bag price) with its bids tilted
-# upwards and blind nil made likelier inside the network (python -m train.bid_tilt --tilt 1.4
-# --blind-nil 1.386), and the tilt 0.7 lower where its side leads with 350 points or more (the
-# network's score_tilts rule: python -m train.bid_tilt --lead-tilt 350:-0.7). The policies shipped
-# before it stay loadable under their own names, each a copy of its file: agents.make("neural_v4")
-# (the same without the score rule, shipped that morning), agents.make("neural_v3") (the network
+# The shipped policy (docs/shipped_model.md), since the evening of 2026-11-28: the policy trained for
+# whole games (blind nil learnt from the heuristic, card play by PPO with the bag price) with its
+# bids tilted upwards and blind nil made likelier inside the network (python -m train.bid_tilt
+# --tilt 1.4 --blind-nil 1.386), the tilt 0.7 lower where its side leads with 350 points or more
+# (the network's score_tilts rule: python -m train.bid_tilt --lead-tilt 350:-0.7), and a head of
+# its own for the cards it plays while an opponent's nil is intact, fitted to play-out values of
+# its own play (nil_defence_head). The policies shipped before it stay loadable under their own
+# names, each a copy of its file: agents.make("neural_v5") (the same without the nil-defence head,
+# shipped at noon), agents.make("neural_v4") (without the score rule either, shipped that
+# morning), agents.make("neural_v3") (the network
 # untilted, shipped 2026-11-27), agents.make("neural_v2") (expert iteration's round 4, shipped
 # 2026-11-26) and agents.make("neural_v1") (shipped until 2026-11-26).
 MODELS_DIR = Path(__file__).parent / "models"
 DEFAULT_MODEL = MODELS_DIR / "neural_standard.pt"
 PREVIOUS_MODEL = MODELS_DIR / "neural_standard_v1.pt"
 PREVIOUS_MODELS = {"neural_v1": PREVIOUS_MODEL, "neural_v2": MODELS_DIR / "neural_standard_v2.pt",
-                   "neural_v3": MODELS_DIR / "neural_standard_v3.pt", "neural_v4": MODELS_DIR / "neural_standard_v4.pt"}
+                   "neural_v3": MODELS_DIR / "neural_standard_v3.pt", "neural_v4": MODELS_DIR / "neural_standard_v4.pt",
+                   "neural_v5": MODELS_DIR / "neural_standard_v5.pt"}
 
 
 def shipped_models() -> list[str]:

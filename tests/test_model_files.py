@@ -49,15 +49,60 @@ def test_the_policy_shipped_on_2026_11_26_stays_loadable_as_neural_v2():
         agents.make("neural_v2", checkpoint=str(DEFAULT_MODEL))
 
 
-def test_the_shipped_model_is_the_real_game_policy_with_its_bids_tilted():
-    """The default neural model (since 2026-11-28) is the policy trained for whole games (blind nil
-    learnt from the heuristic, then its card play by PPO with the bag price: neural_v3) with its
-    bids tilted upwards by 1.4 per trick and blind nil shifted by 1.386 (its threshold from 0.5 to
-    0.2) inside the network (neural_v4), and the tilt 0.7 lower where its side leads with 350 or
-    more (the network's score rule); both written by python -m train.bid_tilt."""
+def test_the_shipped_model_is_neural_v5_with_a_nil_defence_head():
+    """The default neural model (since the evening of 2026-11-28) is neural_v5 weight for weight,
+    plus the nil-defence head fitted alone (policy_parts: nil_defence) to play-out values of
+    neural_v5's own play; the score rule written back by python -m train.bid_tilt."""
+    from agents.neural import PREVIOUS_MODELS
+    shipped, v5 = read_checkpoint(DEFAULT_MODEL), read_checkpoint(PREVIOUS_MODELS["neural_v5"])
+    assert shipped["arch"]["nil_defence_head"] is True and not v5["arch"].get("nil_defence_head", False)
+    assert shipped["arch"]["score_tilts"] == v5["arch"]["score_tilts"] == {"lead": [350, -0.7]}
+    config = shipped["provenance"]["config"]
+    assert (config["policy_parts"], config["init_from"]) == ("nil_defence", "agents/models/neural_standard.pt")
+    assert config["distill_data"] == ["runs/nil_defence_worlds8", "runs/nil_defence_playout", "runs/nil_defence_playout2"]
+    assert set(v5["policy"]) < set(shipped["policy"])
+    assert all(k.startswith("nil_") for k in set(shipped["policy"]) - set(v5["policy"]))
+    assert all(torch.equal(shipped["policy"][k], v5["policy"][k]) for k in v5["policy"])    # only the head is new
+
+
+def test_the_policy_shipped_at_noon_on_2026_11_28_stays_loadable_as_neural_v5():
+    """neural_v5 plays as the shipped policy everywhere but the card decisions taken while an
+    opponent's nil is intact (the nil-defence head's gate), where they differ at times."""
+    from agents.neural import PREVIOUS_MODELS
+    from spades_env import spades_v0
+    from train.label import nil_defence_position
+    bot, shipped = agents.make("neural_v5"), agents.make("neural")
+    assert bot.checkpoint == PREVIOUS_MODELS["neural_v5"] != DEFAULT_MODEL
+    gated = differ = 0
+    env = spades_v0.env(episode="hand")
+    for seed in range(40):
+        env.reset(seed=seed, options={"scores": [seed * 10 - 100, 200 - seed * 5]})
+        for name in env.agent_iter():
+            obs, _, termination, truncation, _ = env.last()
+            if termination or truncation:
+                env.step(None)
+                continue
+            a, b = bot.act(obs), shipped.act(obs)
+            if nil_defence_position(obs):
+                gated += 1
+                differ += a != b
+            else:
+                assert a == b
+            env.step(b)
+    assert gated > 0 and differ > 0
+    with pytest.raises(ValueError, match="neural_v5 is one fixed model"):
+        agents.make("neural_v5", checkpoint=str(DEFAULT_MODEL))
+
+
+def test_neural_v5_is_the_real_game_policy_with_its_bids_tilted():
+    """neural_v5 (shipped from noon to the evening of 2026-11-28) is the policy trained for whole
+    games (blind nil learnt from the heuristic, then its card play by PPO with the bag price:
+    neural_v3) with its bids tilted upwards by 1.4 per trick and blind nil shifted by 1.386 (its
+    threshold from 0.5 to 0.2) inside the network (neural_v4), and the tilt 0.7 lower where its
+    side leads with 350 or more (the network's score rule); both written by python -m train.bid_tilt."""
     import hashlib
     from agents.neural import PREVIOUS_MODELS
-    shipped = read_checkpoint(DEFAULT_MODEL)
+    shipped = read_checkpoint(PREVIOUS_MODELS["neural_v5"])
     assert shipped["provenance"]["config_name"] == "neural_game_bags"
     assert shipped["provenance"]["init_from"] == "runs/neural_blind_nil/model.pt"
     assert shipped["arch"]["score_tilts"] == {"lead": [350, -0.7]}
@@ -76,12 +121,12 @@ def test_the_shipped_model_is_the_real_game_policy_with_its_bids_tilted():
 
 
 def test_the_policy_shipped_on_the_morning_of_2026_11_28_stays_loadable_as_neural_v4():
-    """neural_v4 is the tilted network without the score rule; it bids higher than the shipped
-    policy only where its side leads with 350 points or more."""
+    """neural_v4 is the tilted network without the score rule; it bids higher than neural_v5 (whose
+    bids the shipped policy keeps) only where its side leads with 350 points or more."""
     from agents.neural import PREVIOUS_MODELS
     from spades_env import spades_v0
     from spades_env.observation import decode_observation
-    bot, shipped = agents.make("neural_v4"), agents.make("neural")
+    bot, shipped = agents.make("neural_v4"), agents.make("neural_v5")
     assert bot.checkpoint == PREVIOUS_MODELS["neural_v4"] != DEFAULT_MODEL
     differ = 0
     env = spades_v0.env()
