@@ -674,6 +674,8 @@ def test_playout_labels_over_worlds_are_reproducible_and_recorded(tmp_path):
         label(settings(tmp_path / "bad", worlds=4), log=quiet)
     with pytest.raises(LabelError, match=r"worlds=-1: expected a number of deals"):
         label(dict(options, worlds=-1, out=str(tmp_path / "bad")), log=quiet)
+    with pytest.raises(LabelError, match=r"worlds=2.5: expected a number of deals"):
+        label(dict(options, worlds=2.5, out=str(tmp_path / "bad")), log=quiet)
 
 
 def test_a_search_teacher_labels_the_mean_value_of_every_candidate(tmp_path):
