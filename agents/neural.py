@@ -33,9 +33,9 @@ CHECKPOINT_FORMAT = "spades-train-checkpoint"
 # its own play (nil_defence_head). The policies shipped before it stay loadable under their own
 # names, each a copy of its file: agents.make("neural_v5") (the same without the nil-defence head,
 # shipped at noon), agents.make("neural_v4") (without the score rule either, shipped that
-# morning), agents.make("neural_v3") (the network
-# untilted, shipped 2026-11-27), agents.make("neural_v2") (expert iteration's round 4, shipped
-# 2026-11-26) and agents.make("neural_v1") (shipped until 2026-11-26).
+# morning), agents.make("neural_v3") (the network untilted, shipped 2026-11-27),
+# agents.make("neural_v2") (expert iteration's round 4, shipped 2026-11-26) and
+# agents.make("neural_v1") (shipped until 2026-11-26).
 MODELS_DIR = Path(__file__).parent / "models"
 DEFAULT_MODEL = MODELS_DIR / "neural_standard.pt"
 PREVIOUS_MODEL = MODELS_DIR / "neural_standard_v1.pt"
