@@ -34,7 +34,10 @@ from typing import Any, Optional, Sequence
 from .outcomes import HAND_KINDS, TEAMS, EvaluationError, PlayOutcome, TeamTally
 
 FORMAT = "spades-eval-journal"
-VERSION = 3                       # 2: a checksum on every line; 3: points by kind, games decided by
+VERSION = 4                       # 2: a checksum on every line; 3: points by kind, games decided by;
+                                  # 4: games won from behind going into the last hand
+READS = (3, 4)                    # a version-3 journal resumes: its plays count no wins from behind
+_ADDED_IN_4 = {"wins_from_behind"}
 CHECK = "check"                   # the key of a line's checksum (its last key)
 _OUTCOME_FIELDS = {f.name for f in dataclasses.fields(PlayOutcome)}
 _TALLY_FIELDS = {f.name for f in dataclasses.fields(TeamTally)}
@@ -220,9 +223,9 @@ class Journal:
         written = entry.pop(CHECK, None)
         if header and entry.get("format") != FORMAT:
             raise self._fail(None, "not a spades-eval journal")
-        if header and entry.get("version") != VERSION:
-            raise self._fail(1, f"journal format version {entry.get('version')!r}; this spades-eval reads version "
-                                f"{VERSION}: finish it with the spades-eval that wrote it, or delete it to start again")
+        if header and entry.get("version") not in READS:
+            raise self._fail(1, f"journal format version {entry.get('version')!r}; this spades-eval reads versions "
+                                f"{', '.join(map(str, READS))}: finish it with the spades-eval that wrote it, or delete it to start again")
         if written != checksum(entry):
             raise self._fail(number, "its checksum does not match its content (changed since spades-eval wrote it); "
                                      "delete the journal to start again")
@@ -287,7 +290,7 @@ def _outcome(data: Any, unit: int) -> PlayOutcome:
     if not isinstance(tallies, dict) or set(tallies) != set(TEAMS):
         raise ValueError("tallies need teams A and B")
     for tally in tallies.values():
-        if not isinstance(tally, dict) or set(tally) != _TALLY_FIELDS:
+        if not isinstance(tally, dict) or set(tally) not in (_TALLY_FIELDS, _TALLY_FIELDS - _ADDED_IN_4):
             raise ValueError(f"a tally needs exactly the fields {sorted(_TALLY_FIELDS)}")
         for name, value in tally.items():
             if not (_is_int(value) or (name == "seconds" and isinstance(value, float))) or \

@@ -34,7 +34,7 @@ from spades_env.starts import StartError, check_rules, check_start_name, load_ta
 
 from .journal import Journal
 from .outcomes import (TEAMS, EvaluationError, PlayOutcome, TeamTally, decided_by, hand_kind, tally_hand,
-                       team_points)
+                       team_points, won_from_behind)
 
 MODES = ("hands", "games")
 
@@ -303,6 +303,7 @@ class _Worker:
                 decided = decided_by(hands, rules, seats_of, winner)
                 tallies[winner].wins_by_bag_out = int(decided["bag_out"])
                 tallies[winner].wins_by_blind_nil = int(decided["blind_nil"])
+                tallies[winner].wins_from_behind = int(won_from_behind(hands, rules, seats_of, winner))
         return PlayOutcome(unit, play, len(hands), tallies, winner, record, kinds)
 
 

@@ -55,6 +55,8 @@ class TeamTally:
     # Games won that a last hand decided (:func:`decided_by`): by the loser's bag-out, by a blind nil.
     wins_by_bag_out: int = 0
     wins_by_blind_nil: int = 0
+    # Games won from behind: the winner trailed going into the last hand (:func:`won_from_behind`).
+    wins_from_behind: int = 0
 
     def add(self, other: "TeamTally") -> None:
         mine, theirs = self.__dict__, other.__dict__
@@ -164,6 +166,21 @@ def decided_by(hands: list[dict], rules: Rules, team_seats: dict[str, tuple[int,
                 if last["blind"][nil["seat"]] and nil["kept"] == kept_wanted and rules.blind_nil_bonus >= margin:
                     out["blind_nil"] = True
     return out
+
+
+def won_from_behind(hands: list[dict], rules: Rules, team_seats: dict[str, tuple[int, int]],
+                    winner: Optional[str]) -> bool:
+    """Whether the winner trailed going into the game's last hand (its side's score before that hand,
+    the final score less the hand's change, below the loser's): the games a lead was lost in the
+    last hand, where a blind nil or a set decides more games than anything earlier does. A level
+    score is not trailing; a game without a winner counts for neither."""
+    if winner is None or not hands:
+        return False
+    loser = "B" if winner == "A" else "A"
+    last = hands[-1]
+    before = {team: sum(last["scores"][d] - last["score_change"][d] for d in sorted({rules.side_of(s) for s in seats}))
+              for team, seats in team_seats.items()}
+    return before[winner] < before[loser]
 
 
 HAND_KINDS = ("no nil: both made", "no nil: A set", "no nil: B set", "no nil: both set",

@@ -108,6 +108,7 @@ def format_match(r: MatchResult) -> str:
     if r.mode == "games":
         rows.append(("games won / lost / tied", *both(lambda t: f"{t.wins}/{t.losses}/{t.ties}")))
         rows.append(("won by a bag-out / blind nil", *both(lambda t: f"{t.wins_by_bag_out}/{t.wins_by_blind_nil}")))
+        rows.append(("won from behind in the last hand", *both(lambda t: str(t.wins_from_behind))))
     rows.append(("time per decision", *both(lambda t: _duration(t.seconds_per_decision))))
     lines += _table(rows, ("", f"A: {r.team_a}", f"B: {r.team_b}"))
     if r.hand_kinds:

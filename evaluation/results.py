@@ -65,6 +65,7 @@ class TeamStats:
     bag_penalties: int = 0           # times the bags reached the limit
     wins_by_bag_out: int = 0         # games won that the loser's bag penalty in the last hand decided
     wins_by_blind_nil: int = 0       # games won that a blind nil in the last hand decided
+    wins_from_behind: int = 0        # games won that the team trailed going into the last hand
 
     @classmethod
     def from_tally(cls, name: str, t: TeamTally) -> "TeamStats":
@@ -80,7 +81,7 @@ class TeamStats:
                    points_by_kind=points_by_kind(t),
                    points_by_kind_per_hand={k: v / t.hands for k, v in points_by_kind(t).items()},
                    bag_penalties=t.bag_penalties, wins_by_bag_out=t.wins_by_bag_out,
-                   wins_by_blind_nil=t.wins_by_blind_nil)
+                   wins_by_blind_nil=t.wins_by_blind_nil, wins_from_behind=t.wins_from_behind)
 
 
 TIMING_FIELDS = ("elapsed_s", "hands_per_s", "seconds_per_decision", "workers")

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from evaluation import evaluate
-from evaluation.outcomes import POINT_KINDS, TeamTally, decided_by, points_by_kind, tally_hand
+from evaluation.outcomes import POINT_KINDS, TeamTally, decided_by, points_by_kind, tally_hand, won_from_behind
 from spades_env.rules import make_rules
 from train.config import load_config
 from train.ppo import Trainer
@@ -64,6 +64,25 @@ def test_a_blind_nil_in_the_last_hand_that_outweighs_the_margin_decides_the_game
     assert decided_by([loser_kept], RULES, SEATS, "A")["blind_nil"] is False
 
 
+def test_a_game_won_from_behind_is_one_the_winner_trailed_going_into_the_last_hand():
+    blind0 = (True, False, False, False)
+    # A was at 320 against B's 430 before the last hand (520 - 200, 470 - 40): a comeback
+    comeback = last_hand([520, 470], [side_result(0, nil_points=200, nils=[(0, True)]), side_result(40)], blind0)
+    assert won_from_behind([comeback], RULES, SEATS, "A") is True
+    assert won_from_behind([comeback], RULES, {"A": (1, 3), "B": (0, 2)}, "B") is True   # the seats swapped
+    # A led going in (460 against 400) and kept the lead
+    held = last_hand([520, 470], [side_result(60), side_result(70)])
+    assert won_from_behind([held], RULES, SEATS, "A") is False
+    # B, 40 ahead going in, lost it: A's win is from behind, B's would not have been
+    lost_lead = last_hand([510, 420], [side_result(80), side_result(-50, made=False)])
+    assert won_from_behind([lost_lead], RULES, SEATS, "A") is True
+    # level going in is not behind; no winner, no comeback
+    level = last_hand([510, 480], [side_result(60), side_result(30)])
+    assert won_from_behind([level], RULES, SEATS, "A") is False
+    assert won_from_behind([comeback], RULES, SEATS, None) is False
+    assert won_from_behind([], RULES, SEATS, "A") is False
+
+
 def test_points_by_kind_split_blind_nils_from_nils_and_add_up():
     hand = last_hand([0, 0], [side_result(50, 2, nil_points=200 - 100, penalties=1, nils=[(0, True), (2, False)]),
                               side_result(-60, made=False)], (True, False, False, False))
@@ -85,13 +104,16 @@ def test_games_report_the_breakdown_and_keep_every_field():
     for team in ("A", "B"):
         t = data["teams"][team]
         for key in ("bags_per_hand", "blind_nil_bids", "blind_nil_kept", "nil_bids", "nil_kept", "bag_penalties",
-                    "wins_by_bag_out", "wins_by_blind_nil", "points_by_kind", "points_by_kind_per_hand"):
+                    "wins_by_bag_out", "wins_by_blind_nil", "wins_from_behind", "points_by_kind",
+                    "points_by_kind_per_hand"):
             assert key in t
+        assert t["wins_from_behind"] <= t["wins"]
         assert sum(t["points_by_kind"].values()) == t["points"]
     assert data["decided_by"]["games"] == 6
     assert data["decided_by"]["bag_out"] <= 6 and data["decided_by"]["blind_nil"] <= 6
     text = result.format()
     assert "points per hand: blind nils" in text and "won by a bag-out / blind nil" in text
+    assert "won from behind in the last hand" in text
     assert evaluate("heuristic", "random", deals=2, workers=1).to_dict()["decided_by"] is None
 
 

@@ -219,8 +219,30 @@ def test_an_unknown_version_is_refused(tmp_path, monkeypatch):
     for resign in (True, False):
         journal.write_text(good)
         _rewrite(journal, 1, lambda header: header.update(version=99), resign=resign)
-        with pytest.raises(EvaluationError, match=f"version 99; this spades-eval reads version {journal_module.VERSION}"):
+        with pytest.raises(EvaluationError, match="version 99; this spades-eval reads versions 3, 4"):
             _small(journal)
+
+
+def test_a_version_3_journal_resumes_its_plays_counting_no_wins_from_behind(tmp_path, monkeypatch):
+    """Version 4 added one tally field (games won from behind going into the last hand): a journal
+    written before it still resumes, every other figure as the uninterrupted run's."""
+    journal = tmp_path / "j.jsonl"
+    games = dict(games=3, duplicate=True, seed=5, workers=1, journal=str(journal))
+    plain = evaluate("heuristic", "random", **games)
+    def drop_field(entry):
+        for play in entry["outcomes"]:
+            for tally in play["tallies"].values():
+                del tally["wins_from_behind"]
+    _rewrite(journal, 1, lambda header: header.update(version=3))
+    for number in range(2, len(_lines(journal)) + 1):
+        _rewrite(journal, number, drop_field)
+    _no_play(monkeypatch)
+    resumed = evaluate("heuristic", "random", **games).to_dict(timing=False)
+    expected = plain.to_dict(timing=False)
+    for data in (resumed, expected):
+        for team in data["teams"].values():
+            team.pop("wins_from_behind")
+    assert resumed == expected
 
 
 def test_a_header_torn_by_a_kill_starts_again(tmp_path):
