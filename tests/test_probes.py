@@ -106,14 +106,15 @@ def test_bid_ratio_at_zero_raises_as_bid_plus_does_and_never_when_out_of_reach()
 
 
 def test_bid_tilt_by_context_uses_each_tilt_exactly_where_its_condition_holds():
-    """the partner's blind nil first, then bags, the lead, the other side's lead, the other side's bags, an
+    """the partner's blind nil first, then an opponent's blind nil, bags, the lead, the other side's lead, the other side's bags, an
     opponent's nil, the partner's bid, else the plain tilt: at every bidding turn the context probe chooses as the
     plain probe with the tilt its condition picks."""
     from spades_env.observation import decode_observation
     from train.probes import BidTilt
     context = BidTilt(0.0, partner_bid_tilt=1.4, bags_tilt=(4, -1.0), lead_tilt=(150, 2.5), trail_tilt=(250, -0.5),
-                      their_bags_tilt=(5, 0.7), their_nil_tilt=-0.3, partner_blind_nil_tilt=1.1)
-    plain = {t: BidTilt(t) for t in (0.0, 1.4, -1.0, 2.5, -0.5, 0.7, -0.3, 1.1)}
+                      their_bags_tilt=(5, 0.7), their_nil_tilt=-0.3, partner_blind_nil_tilt=1.1,
+                      their_blind_nil_tilt=-1.2)
+    plain = {t: BidTilt(t) for t in (0.0, 1.4, -1.0, 2.5, -0.5, 0.7, -0.3, 1.1, -1.2)}
     env = spades_v0.env()
     bot = agents.make("heuristic")
     seen = set()
@@ -129,6 +130,8 @@ def test_bid_tilt_by_context_uses_each_tilt_exactly_where_its_condition_holds():
                 view = decode_observation(obs["observation"])
                 if view.blind[2]:
                     expected = 1.1
+                elif view.blind[1] or view.blind[3]:
+                    expected = -1.2
                 elif view.bags[0] >= 4:
                     expected = -1.0
                 elif view.scores[0] >= 150 and view.scores[0] > view.scores[1]:
@@ -147,7 +150,7 @@ def test_bid_tilt_by_context_uses_each_tilt_exactly_where_its_condition_holds():
                 assert context.act(obs) == plain[expected].act(obs)
                 seen.add(expected)
             env.step(bot.act(obs, info))
-    assert seen == {0.0, 1.4, -1.0, 2.5, -0.5, 0.7, -0.3, 1.1}
+    assert seen == {0.0, 1.4, -1.0, 2.5, -0.5, 0.7, -0.3, 1.1, -1.2}
 
 
 def test_bid_tilt_cli_refuses_a_malformed_context_tilt(capsys):

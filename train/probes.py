@@ -23,8 +23,8 @@ choice (optionally only with ``--min-bags`` bags carried).
 ``--lead-tilt S:T``, ``--trail-tilt S:T`` and ``--their-bags-tilt K:T`` use another tilt where the
 partner has bid, the side carries ``K`` bags or more, it leads with ``S`` points or more, the other
 side does, or the other side carries ``K`` bags or more; ``--their-nil-tilt`` where an opponent has
-bid nil, ``--partner-blind-nil-tilt`` where the partner has bid blind nil
-(``--baseline`` names the policy it is paired with).
+bid nil, ``--partner-blind-nil-tilt`` where the partner has bid blind nil, ``--their-blind-nil-tilt``
+where an opponent has (``--baseline`` names the policy it is paired with).
 ``heuristic-bids``: the policy's card play with the heuristic's bids (``--own-blind-nil``: the policy
 keeps its blind-nil decision). ``heuristic-blind-nil``: only the blind-nil decision is the
 heuristic's. ``heuristic-cards``: its bids with the heuristic's passing and card
@@ -117,18 +117,21 @@ class BidTilt(_Probe):
                  bags_tilt: Optional[tuple[int, float]] = None, lead_tilt: Optional[tuple[int, float]] = None,
                  trail_tilt: Optional[tuple[int, float]] = None,
                  their_bags_tilt: Optional[tuple[int, float]] = None, their_nil_tilt: Optional[float] = None,
-                 partner_blind_nil_tilt: Optional[float] = None, **options) -> None:
+                 partner_blind_nil_tilt: Optional[float] = None, their_blind_nil_tilt: Optional[float] = None,
+                 **options) -> None:
         super().__init__(**options)
         self.tilt, self.keep_nil = tilt, keep_nil
         self.partner_bid_tilt, self.bags_tilt, self.lead_tilt = partner_bid_tilt, bags_tilt, lead_tilt
         self.trail_tilt, self.their_bags_tilt, self.their_nil_tilt = trail_tilt, their_bags_tilt, their_nil_tilt
-        self.partner_blind_nil_tilt = partner_blind_nil_tilt
+        self.partner_blind_nil_tilt, self.their_blind_nil_tilt = partner_blind_nil_tilt, their_blind_nil_tilt
         self.by_context = any(t is not None for t in (partner_bid_tilt, bags_tilt, lead_tilt, trail_tilt,
-                                                      their_bags_tilt, their_nil_tilt, partner_blind_nil_tilt))
+                                                      their_bags_tilt, their_nil_tilt, partner_blind_nil_tilt,
+                                                      their_blind_nil_tilt))
 
     def tilt_at(self, obs: dict) -> float:
         """The tilt for this bidding turn, the first condition that holds deciding:
-        ``partner_blind_nil_tilt`` where the partner has bid blind nil; ``bags_tilt = (K, T)``: ``T``
+        ``partner_blind_nil_tilt`` where the partner has bid blind nil; ``their_blind_nil_tilt`` where an
+        opponent has; ``bags_tilt = (K, T)``: ``T``
         where the side carries at least ``K`` bags; ``lead_tilt = (S, T)`` where the side leads with at
         least ``S`` points; ``trail_tilt = (S, T)`` where the other side does; ``their_bags_tilt =
         (K, T)`` where the other side carries at least ``K`` bags; ``their_nil_tilt`` where an opponent
@@ -138,6 +141,8 @@ class BidTilt(_Probe):
         view = decode_observation(obs["observation"])
         if self.partner_blind_nil_tilt is not None and view.blind[2]:
             return self.partner_blind_nil_tilt
+        if self.their_blind_nil_tilt is not None and (view.blind[1] or view.blind[3]):
+            return self.their_blind_nil_tilt
         if self.bags_tilt is not None and view.bags[0] >= self.bags_tilt[0]:
             return self.bags_tilt[1]
         if self.lead_tilt is not None and view.scores[0] >= self.lead_tilt[0] and view.scores[0] > max(view.scores[1:]):
@@ -302,6 +307,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     tilt.add_argument("--trail-tilt", metavar="S:T", help="the tilt T where the other side leads with S points or more")
     tilt.add_argument("--their-bags-tilt", metavar="K:T", help="the tilt T where the other side carries K bags or more")
     tilt.add_argument("--partner-blind-nil-tilt", type=float, help="the tilt where the partner has bid blind nil")
+    tilt.add_argument("--their-blind-nil-tilt", type=float, help="the tilt where an opponent has bid blind nil")
     tilt.add_argument("--their-nil-tilt", type=float, help="the tilt where an opponent has bid nil or blind nil")
     tilt.add_argument("--baseline", help="the policy compared, paired (default: the probed policy unchanged)")
     bids = _game_flags(sub.add_parser("heuristic-bids", help="the policy's card play with the heuristic's bids"))
@@ -344,7 +350,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         their_bags_tilt = context_tilt("--their-bags-tilt", args.their_bags_tilt, "a bag count")
         agents.register("neural_bid_tilt", lambda **o: BidTilt(args.tilt, args.keep_nil, args.partner_bid_tilt,
                                                                bags_tilt, lead_tilt, trail_tilt, their_bags_tilt,
-                                                               args.their_nil_tilt, args.partner_blind_nil_tilt, **o))
+                                                               args.their_nil_tilt, args.partner_blind_nil_tilt,
+                                                               args.their_blind_nil_tilt, **o))
         return _games("neural_bid_tilt", args.games, args.seed, args.workers, args.checkpoint, args.baseline)
     if args.probe == "heuristic-bids":
         agents.register("neural_heuristic_bids", lambda **o: HeuristicBids(not args.own_blind_nil, **o))
