@@ -57,17 +57,25 @@ def collect_bid_values(policy: PolicyNet, rules, deals: int, generator: torch.Ge
     decision blind nil and look), ``deal`` (deals, 5: the four hands as bitboards and the
     dealer), ``turn`` (which of the four bids was tried, 0 = the first) and ``against_opponent``
     (whether ``opponent`` played the other side). ``bag_cost``: points charged per carried bag in
-    those values (:mod:`spades_env.rewards`; 10 prices bags as a game does)."""
+    those values (:mod:`spades_env.rewards`; 10 prices bags as a game does).
+
+    What a game's value of the score needs (:mod:`train.game_bid_values`), each pair ordered
+    (the bidder's side, the other side): ``side_values`` (deals, 16, 2), each side's points with
+    its carried bags priced as in ``values`` (their difference is ``values``); ``start_scores`` and
+    ``start_bags`` (deals, 2); ``final_scores`` (deals, 16, 2), the scores when the hand was scored."""
     if opponent_share > 0 and opponent is None:
         raise ValueError("collect_bid_values: opponent_share > 0 needs an opponent agent")
     policy.eval()
-    parts: dict[str, list] = {"obs": [], "mask": [], "values": [], "deal": [], "turn": [], "against_opponent": []}
+    parts: dict[str, list] = {"obs": [], "mask": [], "values": [], "deal": [], "turn": [], "against_opponent": [],
+                              "side_values": [], "start_scores": [], "start_bags": [], "final_scores": []}
     done_deals = 0
     while done_deals < deals:
         D = min(deals_per_batch, deals - done_deals)
         B = D * NUM_CANDIDATES
         seed = int(torch.randint(0, 2**62, (1,), generator=generator, device=device))
-        env = SpadesVectorEnv(B, rules=rules, reward="team_diff", episode="hand", device=device,
+        # Each seat is paid its own side's points (team_score): the bidder's side's minus the
+        # other side's is what team_diff would pay, and each side's own is kept for the game's value.
+        env = SpadesVectorEnv(B, rules=rules, reward="team_score", episode="hand", device=device,
                               reward_scale=1.0, bag_cost=bag_cost, check_actions=False, seed=seed)
         dealt = env.draw_deals(D)                                      # (D, 5): 4 hands + a dealer
         copies = torch.arange(B, device=device) // NUM_CANDIDATES
@@ -77,6 +85,7 @@ def collect_bid_values(policy: PolicyNet, rules, deals: int, generator: torch.Ge
             kwargs = {"scores": scores[copies], "bags": None if bags is None else bags[copies]}
         dealer = dealt[copies, 4] if env.rules.fixed_dealer is None else None
         obs, mask = env.reset(deals=dealt[copies, :4], dealer=dealer, **kwargs)
+        start_scores, start_bags = env.state.scores.clone(), env.state.bags.clone()     # (B, 2) by side
         dealt[:, 4] = env.state.dealer[::NUM_CANDIDATES]               # the dealer actually used
         turn = torch.randint(0, 4, (D,), generator=generator, device=device)[copies]     # which bid is tried
         # The coins come from their own stream, so the deals and turns drawn do not depend on them.
@@ -92,6 +101,7 @@ def collect_bid_values(policy: PolicyNet, rules, deals: int, generator: torch.Ge
         finished = torch.zeros(B, dtype=torch.bool, device=device)
         bidder = torch.zeros(B, dtype=torch.int64, device=device)
         total = torch.zeros(B, 4, device=device)
+        final_scores = torch.zeros(B, 2, dtype=start_scores.dtype, device=device)
         seen_obs = torch.zeros(B, obs.shape[1], dtype=torch.float16, device=device)
         seen_mask = torch.zeros(B, NUM_ACTIONS, dtype=torch.bool, device=device)
         while not bool(finished.all()):
@@ -113,10 +123,14 @@ def collect_bid_values(policy: PolicyNet, rules, deals: int, generator: torch.Ge
                 seen_obs[here], seen_mask[here] = obs[here].to(torch.float16), mask[here]
                 legal = mask.gather(1, candidate[:, None])[:, 0]
                 actions = torch.where(here & legal, candidate, actions)
-            obs, mask, rewards, done, _ = env.step(actions)
+            obs, mask, rewards, done, info = env.step(actions)
             total += rewards.to(total.dtype) * (~finished)[:, None]
+            ended = done & ~finished
+            final_scores[ended] = info["final_scores"][ended].to(final_scores.dtype)
             finished |= done
-        value = total.gather(1, bidder[:, None])[:, 0]
+        own = total.gather(1, bidder[:, None])[:, 0]
+        other = total.gather(1, ((bidder + 1) % 4)[:, None])[:, 0]
+        value = own - other
         legal = seen_mask.gather(1, candidate[:, None])[:, 0] & recorded
         values = torch.where(legal, value, torch.full_like(value, float("nan"))).reshape(D, NUM_CANDIDATES)
         first = torch.arange(D, device=device) * NUM_CANDIDATES
@@ -131,6 +145,15 @@ def collect_bid_values(policy: PolicyNet, rules, deals: int, generator: torch.Ge
         parts["deal"].append(dealt[keep].cpu())
         parts["turn"].append(turn[first][keep].cpu())
         parts["against_opponent"].append(against[first][keep].cpu())
+        # The pairs ordered (the bidder's side, the other side).
+        side = (bidder % 2)[:, None]
+        ordered = torch.cat([side, 1 - side], 1)
+        sides = torch.stack([own, other], 1).reshape(D, NUM_CANDIDATES, 2)
+        parts["side_values"].append(torch.where(legal.reshape(D, NUM_CANDIDATES, 1), sides,
+                                                torch.full_like(sides, float("nan")))[keep].cpu())
+        parts["start_scores"].append(start_scores.gather(1, ordered)[first][keep].cpu())
+        parts["start_bags"].append(start_bags.gather(1, ordered)[first][keep].cpu())
+        parts["final_scores"].append(final_scores.gather(1, ordered).reshape(D, NUM_CANDIDATES, 2)[keep].cpu())
         done_deals += D
         if progress is not None:
             progress(D)
@@ -139,9 +162,14 @@ def collect_bid_values(policy: PolicyNet, rules, deals: int, generator: torch.Ge
 
 def fit_bid_head(policy: PolicyNet, data: dict[str, torch.Tensor], temperature: float, epochs: int,
                  learning_rate: float, minibatch_size: int, generator: torch.Generator,
-                 log: Callable[[str], None] = print) -> dict:
+                 log: Callable[[str], None] = print, prior_logits: Optional[torch.Tensor] = None) -> dict:
     """Fit the bidding head (only) to the values (module doc); a tenth of the decisions is held
-    out and the epoch with the lowest held-out loss is kept. Returns the held-out figures."""
+    out and the epoch with the lowest held-out loss is kept. Returns the held-out figures.
+
+    ``prior_logits`` (decisions, 16; e.g. the starting policy's own bidding logits): the target is
+    they plus the values over ``temperature``, both centred (the policy ``p * exp(value / T)``: one
+    step of policy improvement from those bids, keeping what they know where the values do not
+    tell the actions apart), instead of the values alone."""
     device = next(policy.parameters()).device
     with torch.no_grad():
         obs = data["obs"].to(device).float()
@@ -150,6 +178,9 @@ def fit_bid_head(policy: PolicyNet, data: dict[str, torch.Tensor], temperature: 
     legal = ~torch.isnan(values)
     count = legal.sum(1, keepdim=True).clamp(min=1)
     target = torch.where(legal, values, torch.zeros_like(values)) / temperature
+    if prior_logits is not None:
+        prior = prior_logits.to(device).float()
+        target = target + torch.where(legal, prior, torch.zeros_like(prior))
     target = torch.where(legal, target - target.sum(1, keepdim=True) / count, torch.zeros_like(target))
     n = values.shape[0]
     held_out = torch.arange(n, device=device) % 10 == 9
