@@ -324,11 +324,14 @@ def main(argv: Optional[list[str]] = None) -> int:
         value = getattr(args, name, None)
         if value is not None and value < 1:
             parser.error(f"--{name.replace('_', '-')} {value}: expected 1 or more")
-    if args.command == "collect":
-        if not 0 <= args.heuristic_share <= 1:
-            parser.error(f"--heuristic-share {args.heuristic_share}: expected 0 to 1")
-        return collect(args)
-    return fit(args)
+    if args.command == "collect" and not 0 <= args.heuristic_share <= 1:
+        parser.error(f"--heuristic-share {args.heuristic_share}: expected 0 to 1")
+    from agents.neural import ModelError
+    try:
+        return collect(args) if args.command == "collect" else fit(args)
+    except (FileNotFoundError, IsADirectoryError, ModelError, ValueError) as exc:
+        print(f"game_bid_values: error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
