@@ -225,7 +225,8 @@ class Journal:
             raise self._fail(None, "not a spades-eval journal")
         if header and entry.get("version") not in READS:
             raise self._fail(1, f"journal format version {entry.get('version')!r}; this spades-eval reads versions "
-                                f"{', '.join(map(str, READS))}: finish it with the spades-eval that wrote it, or delete it to start again")
+                                f"{', '.join(map(str, READS))}: finish it with the spades-eval that wrote it, or "
+                                "delete it to start again")
         if written != checksum(entry):
             raise self._fail(number, "its checksum does not match its content (changed since spades-eval wrote it); "
                                      "delete the journal to start again")

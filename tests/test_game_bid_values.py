@@ -129,7 +129,8 @@ def test_a_step_from_the_policy_with_no_value_differences_keeps_its_bids():
 def test_missing_inputs_are_one_line_errors(tmp_path, capsys):
     assert main(["fit", "--data", str(tmp_path / "none"), "--student", SHIPPED, "--out", str(tmp_path / "m.pt")]) == 2
     assert "no shard_*.pt (run collect first)" in capsys.readouterr().err
-    assert main(["collect", "--student", str(tmp_path / "absent.pt"), "--deals", "4", "--out", str(tmp_path / "c")]) == 2
+    missing = ["collect", "--student", str(tmp_path / "absent.pt"), "--deals", "4", "--out", str(tmp_path / "c")]
+    assert main(missing) == 2
     assert "absent.pt" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["collect", "--student", SHIPPED, "--deals", "0", "--out", str(tmp_path / "c")])

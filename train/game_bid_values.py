@@ -1,7 +1,8 @@
 """Bids valued by what they do to the game, not to the hand: Monte-Carlo bid values
 (:mod:`train.bid_values`) scored by the probability of winning from the score each bid leaves.
 
-    python -m train.game_bid_values collect --student agents/models/neural_standard.pt --deals 16384 --out runs/game_bids
+    python -m train.game_bid_values collect --student agents/models/neural_standard.pt --deals 32768 \
+        --out runs/game_bids
     python -m train.game_bid_values fit --data runs/game_bids --student agents/models/neural_standard.pt \\
         --objective win --out runs/game_bids_win.pt
 
