@@ -36,5 +36,7 @@ register("neural_v3", _previous_neural("neural_v3", "from 2026-11-27 to 2026-11-
 register("neural_v4", _previous_neural("neural_v4", "on 2026-11-28 until noon (neural_v3 with its bids tilted upwards)"))
 register("neural_v5", _previous_neural("neural_v5", "on 2026-11-28 from noon to the evening (neural_v4 with its bids safer "
                                                    "ahead near 500)"))
+register("neural_v6", _previous_neural("neural_v6", "from the evening of 2026-11-28 to 2026-11-29 (neural_v5 with a head of "
+                                                   "its own for the nil defence)"))
 
 __all__ = ["Agent", "RandomAgent", "available", "legal_actions", "make", "register"]

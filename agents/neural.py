@@ -24,24 +24,26 @@ from .networks import NUM_ACTIONS, PolicyNet
 
 MODEL_FORMAT = "spades-neural-policy"
 CHECKPOINT_FORMAT = "spades-train-checkpoint"
-# The shipped policy (docs/shipped_model.md), since the evening of 2026-11-28: the policy trained for
-# whole games (blind nil learnt from the heuristic, card play by PPO with the bag price) with its
-# bids tilted upwards and blind nil made likelier inside the network (python -m train.bid_tilt
-# --tilt 1.4 --blind-nil 1.386), the tilt 0.7 lower where its side leads with 350 points or more
-# (the network's score_tilts rule: python -m train.bid_tilt --lead-tilt 350:-0.7), and a head of
-# its own for the cards it plays while an opponent's nil is intact, fitted to play-out values of
-# its own play (nil_defence_head). The policies shipped before it stay loadable under their own
-# names, each a copy of its file: agents.make("neural_v5") (the same without the nil-defence head,
-# shipped at noon), agents.make("neural_v4") (without the score rule either, shipped that
-# morning), agents.make("neural_v3") (the network untilted, shipped 2026-11-27),
-# agents.make("neural_v2") (expert iteration's round 4, shipped 2026-11-26) and
-# agents.make("neural_v1") (shipped until 2026-11-26).
+# The shipped policy (docs/shipped_model.md), since 2026-11-29: the policy trained for whole games
+# (blind nil learnt from the heuristic, card play by PPO with the bag price), with a head of its
+# own for the cards it plays while an opponent's nil is intact (nil_defence_head, fitted to
+# play-out values of its own play), and its bidding head fitted to Monte-Carlo values of every bid
+# scored by the probability of winning the game from the score each leaves (python -m
+# train.game_bid_values fit --objective win --from-policy), then tilted 0.5 a trick upwards
+# (python -m train.bid_tilt). The policies shipped before it stay loadable under their own names,
+# each a copy of its file: agents.make("neural_v6") (the same network with the bids of before:
+# tilted 1.4 a trick, 0.7 less where its side leads with 350 or more; shipped the evening of
+# 2026-11-28), agents.make("neural_v5") (without the nil-defence head, shipped at noon),
+# agents.make("neural_v4") (without the score rule either, shipped that morning),
+# agents.make("neural_v3") (the network untilted, shipped 2026-11-27), agents.make("neural_v2")
+# (expert iteration's round 4, shipped 2026-11-26) and agents.make("neural_v1") (shipped until
+# 2026-11-26).
 MODELS_DIR = Path(__file__).parent / "models"
 DEFAULT_MODEL = MODELS_DIR / "neural_standard.pt"
 PREVIOUS_MODEL = MODELS_DIR / "neural_standard_v1.pt"
 PREVIOUS_MODELS = {"neural_v1": PREVIOUS_MODEL, "neural_v2": MODELS_DIR / "neural_standard_v2.pt",
                    "neural_v3": MODELS_DIR / "neural_standard_v3.pt", "neural_v4": MODELS_DIR / "neural_standard_v4.pt",
-                   "neural_v5": MODELS_DIR / "neural_standard_v5.pt"}
+                   "neural_v5": MODELS_DIR / "neural_standard_v5.pt", "neural_v6": MODELS_DIR / "neural_standard_v6.pt"}
 
 
 def shipped_models() -> list[str]:

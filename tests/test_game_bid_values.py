@@ -13,7 +13,7 @@ from spades_env.rules import make_rules
 from train.game_bid_values import WinTable, load_collection, main, win_values
 
 RULES = make_rules("standard")
-SHIPPED = "agents/models/neural_standard.pt"
+SHIPPED = "agents/models/neural_standard_v6.pt"        # the policy the shipped bids were valued under
 
 
 def test_a_fair_game_is_even_and_a_lead_is_worth_more_the_nearer_the_end():

@@ -49,29 +49,71 @@ def test_the_policy_shipped_on_2026_11_26_stays_loadable_as_neural_v2():
         agents.make("neural_v2", checkpoint=str(DEFAULT_MODEL))
 
 
-def test_the_shipped_model_is_neural_v5_with_a_nil_defence_head():
-    """The default neural model (since the evening of 2026-11-28) is neural_v5 weight for weight,
-    plus the nil-defence head fitted alone (policy_parts: nil_defence) to play-out values of
-    neural_v5's own play; the score rule written back by python -m train.bid_tilt."""
+def test_the_shipped_model_is_neural_v6_with_bids_valued_by_the_game():
+    """The default neural model (since 2026-11-29) is neural_v6 weight for weight except its
+    bidding head, fitted to Monte-Carlo bid values scored by the probability of winning the game
+    (python -m train.game_bid_values fit --objective win --from-policy) and tilted 0.5 upwards;
+    the score rule, dropped, is in the values."""
+    import hashlib
     from agents.neural import PREVIOUS_MODELS
-    shipped, v5 = read_checkpoint(DEFAULT_MODEL), read_checkpoint(PREVIOUS_MODELS["neural_v5"])
-    assert shipped["arch"]["nil_defence_head"] is True and not v5["arch"].get("nil_defence_head", False)
-    assert shipped["arch"]["score_tilts"] == v5["arch"]["score_tilts"] == {"lead": [350, -0.7]}
-    config = shipped["provenance"]["config"]
+    shipped, v6 = read_checkpoint(DEFAULT_MODEL), read_checkpoint(PREVIOUS_MODELS["neural_v6"])
+    assert shipped["arch"]["nil_defence_head"] is True and "score_tilts" not in shipped["arch"]
+    assert v6["arch"]["score_tilts"] == {"lead": [350, -0.7]}
+    record = shipped["provenance"]["game_bid_values"]
+    assert (record["objective"], record["from_policy"], record["deals"]) == ("win", True, 131072)
+    assert record["student_sha256"] == hashlib.sha256(PREVIOUS_MODELS["neural_v6"].read_bytes()).hexdigest()
+    assert record["score_tilts_dropped"] == {"lead": [350, -0.7]}
+    assert shipped["provenance"]["bid_tilt"]["tilt"] == 0.5
+    assert set(shipped["policy"]) == set(v6["policy"])
+    moved = {k for k in v6["policy"] if not torch.equal(shipped["policy"][k], v6["policy"][k])}
+    assert moved and all(k.startswith("bid_head.") for k in moved)          # only the bids are new
+
+
+def test_the_policy_shipped_on_the_evening_of_2026_11_28_stays_loadable_as_neural_v6():
+    """neural_v6 is neural_v5 weight for weight plus the nil-defence head fitted alone (policy_parts:
+    nil_defence) to play-out values of neural_v5's own play, the score rule written back by python
+    -m train.bid_tilt; it plays the cards as the shipped policy does, and bids otherwise at times."""
+    from agents.neural import PREVIOUS_MODELS
+    from spades_env import spades_v0
+    from spades_env.game import BID_ACTION_BASE
+    v6, v5 = read_checkpoint(PREVIOUS_MODELS["neural_v6"]), read_checkpoint(PREVIOUS_MODELS["neural_v5"])
+    assert v6["arch"]["nil_defence_head"] is True and not v5["arch"].get("nil_defence_head", False)
+    config = v6["provenance"]["config"]
     assert (config["policy_parts"], config["init_from"]) == ("nil_defence", "agents/models/neural_standard.pt")
     assert config["distill_data"] == ["runs/nil_defence_worlds8", "runs/nil_defence_playout", "runs/nil_defence_playout2"]
-    assert set(v5["policy"]) < set(shipped["policy"])
-    assert all(k.startswith("nil_") for k in set(shipped["policy"]) - set(v5["policy"]))
-    assert all(torch.equal(shipped["policy"][k], v5["policy"][k]) for k in v5["policy"])    # only the head is new
+    assert set(v5["policy"]) < set(v6["policy"])
+    assert all(k.startswith("nil_") for k in set(v6["policy"]) - set(v5["policy"]))
+    assert all(torch.equal(v6["policy"][k], v5["policy"][k]) for k in v5["policy"])        # only the head is new
+    bot, shipped = agents.make("neural_v6"), agents.make("neural")
+    assert bot.checkpoint == PREVIOUS_MODELS["neural_v6"] != DEFAULT_MODEL
+    bids = differ = 0
+    env = spades_v0.env(episode="hand")
+    for seed in range(30):
+        env.reset(seed=seed, options={"scores": [seed * 15 - 100, 300 - seed * 10]})
+        for name in env.agent_iter():
+            obs, _, termination, truncation, _ = env.last()
+            if termination or truncation:
+                env.step(None)
+                continue
+            a, b = bot.act(obs), shipped.act(obs)
+            if b >= BID_ACTION_BASE:
+                bids += 1
+                differ += a != b
+            else:
+                assert a == b
+            env.step(b)
+    assert bids > 0 and differ > 0
+    with pytest.raises(ValueError, match="neural_v6 is one fixed model"):
+        agents.make("neural_v6", checkpoint=str(DEFAULT_MODEL))
 
 
 def test_the_policy_shipped_at_noon_on_2026_11_28_stays_loadable_as_neural_v5():
-    """neural_v5 plays as the shipped policy everywhere but the card decisions taken while an
-    opponent's nil is intact (the nil-defence head's gate), where they differ at times."""
+    """neural_v5 plays as neural_v6 everywhere but the card decisions taken while an opponent's nil
+    is intact (the nil-defence head's gate), where they differ at times."""
     from agents.neural import PREVIOUS_MODELS
     from spades_env import spades_v0
     from train.label import nil_defence_position
-    bot, shipped = agents.make("neural_v5"), agents.make("neural")
+    bot, shipped = agents.make("neural_v5"), agents.make("neural_v6")
     assert bot.checkpoint == PREVIOUS_MODELS["neural_v5"] != DEFAULT_MODEL
     gated = differ = 0
     env = spades_v0.env(episode="hand")

@@ -42,7 +42,7 @@ def test_bid_plus_raises_every_bid_it_may_and_nothing_else():
 
 
 def test_blind_nil_at_zero_always_bids_it_and_at_one_never():
-    eager, never = BlindNilAt(0.0), BlindNilAt(0.999999)
+    eager, never = BlindNilAt(0.0), BlindNilAt(1.0)        # a probability never exceeds 1
     offered = 0
     for obs, game in _decisions({"rules": {"blind_nil_min_deficit": 0}}, 6, 0):
         if obs["action_mask"][BLIND_NIL_ACTION]:
