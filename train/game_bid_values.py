@@ -1,7 +1,7 @@
 """Bids valued by what they do to the game, not to the hand: Monte-Carlo bid values
 (:mod:`train.bid_values`) scored by the probability of winning from the score each bid leaves.
 
-    python -m train.game_bid_values collect --student agents/models/neural_standard.pt --deals 32768 \
+    python -m train.game_bid_values collect --student agents/models/neural_standard.pt --deals 32768 \\
         --out runs/game_bids
     python -m train.game_bid_values fit --data runs/game_bids --student agents/models/neural_standard.pt \\
         --objective win --out runs/game_bids_win.pt
@@ -98,12 +98,12 @@ class WinTable:
         scores outside the grid's interior are clamped to it)."""
         a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
         first, last = self.scores[0], self.scores[-1]
-        x = (np.clip(a, first, last) - first) / self.step
-        y = (np.clip(b, first, last) - first) / self.step
-        i, j = np.minimum(np.floor(x).astype(np.int64), self.size - 2 if self.size > 1 else 0), \
-            np.minimum(np.floor(y).astype(np.int64), self.size - 2 if self.size > 1 else 0)
         if self.size == 1:
             return np.full(np.broadcast(a, b).shape, self.grid[0, 0])
+        x = (np.clip(a, first, last) - first) / self.step
+        y = (np.clip(b, first, last) - first) / self.step
+        i = np.minimum(np.floor(x).astype(np.int64), self.size - 2)      # the cell's lower corner
+        j = np.minimum(np.floor(y).astype(np.int64), self.size - 2)
         fx, fy = x - i, y - j
         g = self.grid
         return ((1 - fx) * (1 - fy) * g[i, j] + fx * (1 - fy) * g[i + 1, j]
@@ -141,10 +141,11 @@ class WinTable:
 def played_changes(data: dict[str, torch.Tensor], policy) -> np.ndarray:
     """The (bidder's side, other side) bag-priced score changes of the hands played with the
     policy's own choice at the tried turn: the hands the game goes on with."""
-    with torch.no_grad():
-        logits = policy(data["obs"].float(), data["mask"])
     from spades_env.game import BID_ACTION_BASE
-    own = (logits.argmax(1) - BID_ACTION_BASE).clamp(0, NUM_CANDIDATES - 1)
+    with torch.no_grad():
+        chosen = torch.cat([policy(o.float(), m).argmax(1) for o, m in
+                            zip(data["obs"].split(8192), data["mask"].split(8192))])
+    own = (chosen - BID_ACTION_BASE).clamp(0, NUM_CANDIDATES - 1)
     rows = torch.arange(len(own))
     changes = data["side_values"][rows, own].numpy()
     return changes[np.isfinite(changes).all(1)]
@@ -232,7 +233,7 @@ def load_collection(folder: str | Path) -> dict[str, torch.Tensor]:
     paths = sorted(Path(folder).glob("shard_*.pt"))
     if not paths:
         raise FileNotFoundError(f"{folder}: no shard_*.pt (run collect first)")
-    parts = [torch.load(p, weights_only=False)["data"] for p in paths]
+    parts = [torch.load(p, weights_only=True)["data"] for p in paths]       # tensors only: no code runs
     return {k: torch.cat([part[k] for part in parts]) for k in parts[0]}
 
 
@@ -249,14 +250,19 @@ def fit(args) -> int:
     data = {k: torch.cat([part[k] for part in parts]) for k in parts[0]}
     settings = [json.loads((Path(folder) / "settings.json").read_text()) for folder in args.data]
     bag_cost = settings[0]["bag_cost"]
-    if any(s["bag_cost"] != bag_cost or s["rules"] != settings[0]["rules"] for s in settings):
-        print("game_bid_values: error: --data folders collected with other bag costs or rules", file=sys.stderr)
+    if any(s["bag_cost"] != bag_cost or s["rules"] != args.rules for s in settings):
+        print(f"game_bid_values: error: --data folders collected with other bag costs or other rules than "
+              f"--rules {args.rules}", file=sys.stderr)
         return 2
+    student_hash = hashlib.sha256(Path(args.student).read_bytes()).hexdigest()
+    if any(s["student_sha256"] != student_hash for s in settings):
+        print(f"game_bid_values: note: {args.student} is not the policy the collection played (its bids and "
+              "card play made the values); fitting from it all the same", flush=True)
     record = {"tool": "python -m train.game_bid_values fit", "data": list(args.data), "deals": int(len(data["values"])),
               "objective": args.objective, "temperature": args.temperature, "from_policy": args.from_policy,
               "epochs": args.epochs,
               "learning_rate": args.learning_rate, "collection": settings,
-              "student_sha256": hashlib.sha256(Path(args.student).read_bytes()).hexdigest()}
+              "student_sha256": student_hash}
     if args.objective == "win":
         table = WinTable(played_changes(data, policy), rules, step=args.step)
         values, slope = win_values(data, table, bag_cost)
