@@ -4,6 +4,8 @@ bidding head alone."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -102,6 +104,14 @@ def test_collect_resumes_refuses_other_settings_and_fit_moves_only_the_bids(tmp_
     for name, tensor in before["policy"].items():
         if not name.startswith("bid_head."):
             assert torch.equal(tensor, after["policy"][name]), name
+    other = tmp_path / "other_bag_cost"                         # a folder priced otherwise cannot join
+    other.mkdir()
+    for path in out.glob("shard_*.pt"):
+        (other / path.name).write_bytes(path.read_bytes())
+    settings = json.loads((out / "settings.json").read_text())
+    (other / "settings.json").write_text(json.dumps({**settings, "bag_cost": 0.0}))
+    assert main(["fit", "--data", str(out), str(other), "--student", SHIPPED, "--out", str(tmp_path / "x.pt")]) == 2
+    assert "other bag costs or other rules" in capsys.readouterr().err
     record = after["provenance"]["game_bid_values"]
     assert record["objective"] == "win" and record["win_table"]["high"] == 500
     assert "score_tilts" not in after["arch"] and record["score_tilts_dropped"] == before["arch"]["score_tilts"]

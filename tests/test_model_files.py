@@ -49,6 +49,30 @@ def test_the_policy_shipped_on_2026_11_26_stays_loadable_as_neural_v2():
         agents.make("neural_v2", checkpoint=str(DEFAULT_MODEL))
 
 
+def _decisions_that_may_differ(bot, other, hands: int, scores_of, may_differ) -> tuple[int, int]:
+    """Play ``hands`` hands (hand ``seed`` from ``scores_of(seed)``) with ``other`` choosing, asking
+    ``bot`` at every decision too: they must agree wherever ``may_differ(obs, other's choice)`` is
+    false. Returns (decisions where they may differ, decisions where they did)."""
+    from spades_env import spades_v0
+    allowed = differ = 0
+    env = spades_v0.env(episode="hand")
+    for seed in range(hands):
+        env.reset(seed=seed, options={"scores": scores_of(seed)})
+        for _ in env.agent_iter():
+            obs, _, termination, truncation, _ = env.last()
+            if termination or truncation:
+                env.step(None)
+                continue
+            a, b = bot.act(obs), other.act(obs)
+            if may_differ(obs, b):
+                allowed += 1
+                differ += a != b
+            else:
+                assert a == b
+            env.step(b)
+    return allowed, differ
+
+
 def test_the_shipped_model_is_neural_v6_with_bids_valued_by_the_game():
     """The default neural model (since 2026-11-29) is neural_v6 weight for weight except its
     bidding head, fitted to Monte-Carlo bid values scored by the probability of winning the game
@@ -74,7 +98,6 @@ def test_the_policy_shipped_on_the_evening_of_2026_11_28_stays_loadable_as_neura
     nil_defence) to play-out values of neural_v5's own play, the score rule written back by python
     -m train.bid_tilt; it plays the cards as the shipped policy does, and bids otherwise at times."""
     from agents.neural import PREVIOUS_MODELS
-    from spades_env import spades_v0
     from spades_env.game import BID_ACTION_BASE
     v6, v5 = read_checkpoint(PREVIOUS_MODELS["neural_v6"]), read_checkpoint(PREVIOUS_MODELS["neural_v5"])
     assert v6["arch"]["nil_defence_head"] is True and not v5["arch"].get("nil_defence_head", False)
@@ -86,22 +109,8 @@ def test_the_policy_shipped_on_the_evening_of_2026_11_28_stays_loadable_as_neura
     assert all(torch.equal(v6["policy"][k], v5["policy"][k]) for k in v5["policy"])        # only the head is new
     bot, shipped = agents.make("neural_v6"), agents.make("neural")
     assert bot.checkpoint == PREVIOUS_MODELS["neural_v6"] != DEFAULT_MODEL
-    bids = differ = 0
-    env = spades_v0.env(episode="hand")
-    for seed in range(30):
-        env.reset(seed=seed, options={"scores": [seed * 15 - 100, 300 - seed * 10]})
-        for name in env.agent_iter():
-            obs, _, termination, truncation, _ = env.last()
-            if termination or truncation:
-                env.step(None)
-                continue
-            a, b = bot.act(obs), shipped.act(obs)
-            if b >= BID_ACTION_BASE:
-                bids += 1
-                differ += a != b
-            else:
-                assert a == b
-            env.step(b)
+    bids, differ = _decisions_that_may_differ(bot, shipped, 30, lambda seed: [seed * 15 - 100, 300 - seed * 10],
+                                              lambda obs, chosen: chosen >= BID_ACTION_BASE)
     assert bids > 0 and differ > 0
     with pytest.raises(ValueError, match="neural_v6 is one fixed model"):
         agents.make("neural_v6", checkpoint=str(DEFAULT_MODEL))
@@ -111,26 +120,11 @@ def test_the_policy_shipped_at_noon_on_2026_11_28_stays_loadable_as_neural_v5():
     """neural_v5 plays as neural_v6 everywhere but the card decisions taken while an opponent's nil
     is intact (the nil-defence head's gate), where they differ at times."""
     from agents.neural import PREVIOUS_MODELS
-    from spades_env import spades_v0
     from train.label import nil_defence_position
     bot, shipped = agents.make("neural_v5"), agents.make("neural_v6")
     assert bot.checkpoint == PREVIOUS_MODELS["neural_v5"] != DEFAULT_MODEL
-    gated = differ = 0
-    env = spades_v0.env(episode="hand")
-    for seed in range(40):
-        env.reset(seed=seed, options={"scores": [seed * 10 - 100, 200 - seed * 5]})
-        for name in env.agent_iter():
-            obs, _, termination, truncation, _ = env.last()
-            if termination or truncation:
-                env.step(None)
-                continue
-            a, b = bot.act(obs), shipped.act(obs)
-            if nil_defence_position(obs):
-                gated += 1
-                differ += a != b
-            else:
-                assert a == b
-            env.step(b)
+    gated, differ = _decisions_that_may_differ(bot, shipped, 40, lambda seed: [seed * 10 - 100, 200 - seed * 5],
+                                               lambda obs, chosen: nil_defence_position(obs))
     assert gated > 0 and differ > 0
     with pytest.raises(ValueError, match="neural_v5 is one fixed model"):
         agents.make("neural_v5", checkpoint=str(DEFAULT_MODEL))
