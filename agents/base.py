@@ -22,6 +22,9 @@ class Agent:
     """Base class. Subclasses implement :meth:`act`; :meth:`reset` is called between episodes."""
 
     name = "agent"
+    asks_a_person = False
+    """True for a player that asks a person for every move (``human``): no match, measurement or
+    labelling run by a program can use it (:func:`asks_a_person`)."""
 
     def __init__(self, seed: Optional[int] = None) -> None:
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 63):
@@ -90,6 +93,13 @@ def register(name: str, factory: Optional[Callable[..., Agent]] = None):
 def available() -> list[str]:
     """Names ``make`` accepts."""
     return sorted(_REGISTRY)
+
+
+def asks_a_person(name: str) -> bool:
+    """Whether the agent registered as ``name`` asks a person for every move (its factory is an
+    :class:`Agent` class whose ``asks_a_person`` is true), so that a command that plays thousands
+    of decisions by itself can refuse it by name before it blocks on a terminal."""
+    return bool(getattr(_REGISTRY.get(name), "asks_a_person", False))
 
 
 def make(name: str, **options: Any) -> Agent:

@@ -334,6 +334,7 @@ class HumanAgent(Agent):
     """
 
     name = "human"
+    asks_a_person = True
 
     def __init__(self, seed: Optional[int] = None, input: Optional[TextIO] = None, output: Optional[TextIO] = None,
                  seat: Optional[int] = None, rules: Any = None, color: Optional[bool] = None,

@@ -12,6 +12,7 @@ was trained under and where it came from).
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any, Optional
@@ -19,47 +20,65 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
+from spades_env.files import MAX_MODEL_BYTES, FileRuleError, check_input, load_torch, save_torch
+
+from . import model_manifest
 from .base import Agent
 from .networks import NUM_ACTIONS, PolicyNet
 
 MODEL_FORMAT = "spades-neural-policy"
 CHECKPOINT_FORMAT = "spades-train-checkpoint"
-# The shipped policy (docs/shipped_model.md), since 2026-11-29: the policy trained for whole games
-# (blind nil learnt from the heuristic, card play by PPO with the bag price), with a head of its
-# own for the cards it plays while an opponent's nil is intact (nil_defence_head, fitted to
-# play-out values of its own play), and its bidding head fitted to Monte-Carlo values of every bid
-# scored by the probability of winning the game from the score each leaves (python -m
-# train.game_bid_values fit --objective win --from-policy), then tilted 0.5 a trick upwards
-# (python -m train.bid_tilt). The policies shipped before it stay loadable under their own names,
-# each a copy of its file: agents.make("neural_v6") (the same network with the bids of before:
-# tilted 1.4 a trick, 0.7 less where its side leads with 350 or more; shipped the evening of
-# 2026-11-28), agents.make("neural_v5") (without the nil-defence head, shipped at noon),
-# agents.make("neural_v4") (without the score rule either, shipped that morning),
-# agents.make("neural_v3") (the network untilted, shipped 2026-11-27), agents.make("neural_v2")
-# (expert iteration's round 4, shipped 2026-11-26) and agents.make("neural_v1") (shipped until
-# 2026-11-26).
+# The shipped models are named in agents/models/manifest.json (agents/model_manifest.py): a name
+# never changes its bytes, and `neural` is an alias that moves when a new policy ships. Since
+# 2026-11-29 it names neural_v7: neural_v6's network with its bidding head fitted to Monte-Carlo
+# values of every bid scored by the probability of winning the game (python -m
+# train.bids.game_bid_values fit --objective win --from-policy), then tilted 0.5 a trick upwards
+# (python -m train.bids.bid_tilt); configs/recipes/neural.yaml is its whole lineage. The policies
+# shipped before it stay loadable under their own names (neural_v1 .. neural_v6), each its own file.
 MODELS_DIR = Path(__file__).parent / "models"
-DEFAULT_MODEL = MODELS_DIR / "neural_standard.pt"
-PREVIOUS_MODEL = MODELS_DIR / "neural_standard_v1.pt"
-PREVIOUS_MODELS = {"neural_v1": PREVIOUS_MODEL, "neural_v2": MODELS_DIR / "neural_standard_v2.pt",
-                   "neural_v3": MODELS_DIR / "neural_standard_v3.pt", "neural_v4": MODELS_DIR / "neural_standard_v4.pt",
-                   "neural_v5": MODELS_DIR / "neural_standard_v5.pt", "neural_v6": MODELS_DIR / "neural_standard_v6.pt"}
+NEURAL_ALIAS = "neural"
+VERSIONED_MODELS = {f"neural_v{k}": MODELS_DIR / f"neural_v{k}.pt" for k in range(1, 8)}
+DEFAULT_MODEL = model_manifest.model_path(NEURAL_ALIAS, MODELS_DIR, verify=False)
+PREVIOUS_MODEL = VERSIONED_MODELS["neural_v1"]
+PREVIOUS_MODELS = {name: path for name, path in VERSIONED_MODELS.items() if path != DEFAULT_MODEL}
 
 
 def shipped_models() -> list[str]:
-    """The names of the models shipped in ``agents/models`` (``neural:model=NAME`` loads one)."""
-    return sorted(path.stem for path in MODELS_DIR.glob("*.pt"))
+    """The names ``neural:model=NAME`` takes: every model of the manifest, its aliases, and the
+    people's clones present in ``agents/models`` (``human_NAME``)."""
+    try:
+        return model_manifest.listed_names(MODELS_DIR)
+    except model_manifest.ManifestError:               # a models folder without a manifest (tests)
+        return sorted(path.stem for path in Path(MODELS_DIR).glob(f"{model_manifest.PEOPLE_PREFIX}*.pt"))
 
 
 def shipped_model(name: str, must_exist: bool = True) -> Path:
     """The file of a shipped model by name: a spec that names it is the same on every machine
     (a ``checkpoint=`` path is not), which is what the partner zoo's specs need. The name is
-    always checked (no paths); ``must_exist=False`` skips the check that the file is there."""
+    always checked (no paths) and resolved through the manifest (aliases, former names);
+    ``must_exist=False`` skips the check that the file is there (and its hash)."""
     text = str(name)
-    if not re.fullmatch(r"[A-Za-z0-9_-]+", text) or (must_exist and not (MODELS_DIR / f"{text}.pt").is_file()):
-        raise ValueError(f"neural: model={text!r}: expected the name of a shipped model "
-                         f"({', '.join(shipped_models())}); a file of your own is checkpoint=FILE")
-    return MODELS_DIR / f"{text}.pt"
+    wrong = ValueError(f"neural: model={text!r}: expected the name of a shipped model "
+                       f"({', '.join(shipped_models())}); a file of your own is checkpoint=FILE")
+    if not model_manifest.NAME_PATTERN.fullmatch(text):
+        raise wrong
+    folder = Path(MODELS_DIR)
+    if text.startswith(model_manifest.PEOPLE_PREFIX):
+        path = folder / f"{text}.pt"
+        if must_exist and not path.is_file():
+            raise wrong
+        return path
+    if not must_exist:                                   # the file the name means, there or not
+        try:
+            return folder / model_manifest.entries(folder)[model_manifest.resolve_name(text, folder)]["file"]
+        except model_manifest.ManifestError:
+            return folder / f"{text}.pt"
+    try:
+        return model_manifest.model_path(text, folder, verify=False)
+    except model_manifest.ManifestError as exc:
+        if "missing" in str(exc):
+            raise ValueError(f"neural: model={text!r}: {exc}") from None
+        raise wrong from None
 
 
 class ModelError(ValueError):
@@ -69,17 +88,19 @@ class ModelError(ValueError):
 def read_checkpoint(path: str | Path) -> dict:
     """``torch.load`` a training checkpoint or exported model, with clear errors."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise FileNotFoundError(f"neural model {str(path)!r} not found (expected a file written by "
-                                "spades-train or train.ppo.export_model)")
+                                "spades-train or train.ppo.trainer.export_model)")
+    try:                         # a regular file within bounds (never /dev/zero, a FIFO, a folder)
+        check_input(path, "neural model", MAX_MODEL_BYTES)
+    except FileRuleError as exc:
+        raise ModelError(str(exc)) from None
+    check_shipped_file(path)
     try:
-        data = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:     # truncated, not a torch file, unpickling refused...
-        # torch's own text can run to a paragraph of advice about weights_only that does not apply
-        # to a broken file: keep its first sentence
-        reason = str(exc).splitlines()[0].split(". ")[0] if str(exc) else ""
-        raise ModelError(f"{path}: corrupt or not a spades model/checkpoint ({type(exc).__name__}: "
-                         f"{reason})") from None
+        data = load_torch(path, "neural model", MAX_MODEL_BYTES)
+    except FileRuleError as exc:  # truncated, not a torch file, an archive too large, unpickling refused...
+        raise ModelError(f"{path}: corrupt or not a spades model/checkpoint "
+                         f"({str(exc).split(f'{path}: ', 1)[-1]})") from None
     if not isinstance(data, dict) or data.get("format") not in (MODEL_FORMAT, CHECKPOINT_FORMAT):
         raise ModelError(f"{path}: not a spades model (expected a dict with format {MODEL_FORMAT!r} "
                          f"or {CHECKPOINT_FORMAT!r})")
@@ -95,10 +116,33 @@ def read_checkpoint(path: str | Path) -> dict:
     return data
 
 
+def check_shipped_file(path: Path) -> None:
+    """A file inside ``agents/models`` loads only as the manifest pins it: a :class:`ModelError`
+    when its bytes are not the SHA-256 listed for its name, or when it is not listed at all
+    (a person's clone, ``human_NAME.pt``, is the exception: local, never shipped, unchecked)."""
+    folder = Path(MODELS_DIR).resolve()
+    resolved = path.resolve()
+    if resolved.parent != folder or resolved.name.startswith(model_manifest.PEOPLE_PREFIX):
+        return
+    if not (folder / model_manifest.MANIFEST_NAME).is_file():
+        return                                            # a models folder of a test, without a manifest
+    try:
+        entry = model_manifest.manifest_entry_for_file(resolved, folder)
+        if entry is None:
+            raise ModelError(f"{path}: not in {model_manifest.MANIFEST_NAME}; a file in agents/models loads "
+                             "only under a name the manifest pins (or as a person's clone, human_NAME.pt)")
+        model_manifest.verify_file(entry, resolved)
+    except model_manifest.ManifestError as exc:
+        raise ModelError(str(exc)) from None
+
+
 # A policy's declared shape, bounded before anything is allocated: a 1.5 KB file declaring
 # hidden=24000, layers=6 reached 4.8 GB and 12 s before its weights were found not to fit.
 MAX_HIDDEN = 8_192                  # shipped models use 256-512
 MAX_LAYERS = 32
+# ... and its size as a whole: hidden=8192 with 32 layers is within both bounds above yet 2.1G
+# weights (8.6 GB), which a 2 MB file of stride-0 views once declared for its critic.
+MAX_PARAMETERS = 64_000_000         # shipped models hold about 1M
 
 
 def check_declared_sizes(data: dict, path: Any) -> None:
@@ -123,15 +167,35 @@ def check_declared_sizes(data: dict, path: Any) -> None:
             raise ModelError(f"{path}: no {weights_key} weights (expected a mapping of tensors)")
         try:
             with torch.device("meta"):
-                shapes = {name: tuple(t.shape) for name, t in net(**arch).state_dict().items()}
+                built = net(**arch).state_dict()
+                shapes = {name: tuple(t.shape) for name, t in built.items()}
         except (TypeError, ValueError, KeyError) as exc:
             raise ModelError(f"{path}: {arch_key} {str(arch)[:120]} is not a network's shape ({type(exc).__name__}: "
                              f"{str(exc).splitlines()[0] if str(exc) else ''})") from None
+        total = sum(math.prod(shape) for shape in shapes.values())
+        if total > MAX_PARAMETERS:
+            raise ModelError(f"{path}: {arch_key} {str(arch)[:120]} declares {total:,} weights; expected at most "
+                             f"{MAX_PARAMETERS:,}; nothing was loaded")
         stored = {name: tuple(t.shape) for name, t in weights.items() if isinstance(t, torch.Tensor)}
         if stored != shapes:
             wrong = sorted(set(shapes) ^ set(stored)) or [n for n in shapes if shapes[n] != stored[n]]
             raise ModelError(f"{path}: the {weights_key} weights do not match the declared {arch_key} "
                              f"{str(arch)[:120]} (first difference: {wrong[0]}); nothing was loaded")
+        for name in shapes:
+            check_stored_tensor(weights[name], f"{path}: {weights_key} weight {name}", built[name].dtype)
+
+
+def check_stored_tensor(tensor: torch.Tensor, where: str, dtype: torch.dtype = torch.float32) -> None:
+    """A :class:`ModelError` unless ``tensor`` is a plain ``dtype`` tensor holding its own values:
+    contiguous, inside its storage (a stride-0 or overlapping view claims values the file never
+    held: a 20 KB file of them read as gigabytes), of the type the network computes in."""
+    if tensor.dtype != dtype:
+        raise ModelError(f"{where} is {str(tensor.dtype).replace('torch.', '')}: expected "
+                         f"{str(dtype).replace('torch.', '')}; nothing was loaded")
+    end = (tensor.storage_offset() + tensor.numel()) * tensor.element_size()
+    if not tensor.is_contiguous() or end > tensor.untyped_storage().nbytes():
+        raise ModelError(f"{where}: a view (strides {tuple(tensor.stride())}) over values the file does not hold: "
+                         "expected a contiguous tensor; nothing was loaded")
 
 
 def policy_from_checkpoint(data: dict, source: str = "checkpoint") -> tuple[PolicyNet, dict]:
@@ -190,7 +254,7 @@ class NeuralAgent(Agent):
         observation = np.asarray(obs["observation"], dtype=np.float32)
         mask = np.asarray(obs["action_mask"]).astype(bool)
         if observation.shape != (self.obs_size,) or mask.shape != (NUM_ACTIONS,):
-            raise ValueError(f"NeuralAgent: observation of shape {observation.shape} and mask {mask.shape}; this "
+            raise ModelError(f"NeuralAgent: observation of shape {observation.shape} and mask {mask.shape}; this "
                              f"model expects ({self.obs_size},) and ({NUM_ACTIONS},) (was it trained under "
                              f"other rules? model rules: {self.info.get('rules')})")
         if not mask.any():
@@ -207,7 +271,7 @@ class NeuralAgent(Agent):
         batch = np.stack([np.asarray(obs["observation"], dtype=np.float32) for obs in observations])
         masks = np.stack([np.asarray(obs["action_mask"]).astype(bool) for obs in observations])
         if batch.shape[1:] != (self.obs_size,) or masks.shape[1:] != (NUM_ACTIONS,):
-            raise ValueError(f"NeuralAgent: observations of shape {batch.shape[1:]} and masks {masks.shape[1:]}; "
+            raise ModelError(f"NeuralAgent: observations of shape {batch.shape[1:]} and masks {masks.shape[1:]}; "
                              f"this model expects ({self.obs_size},) and ({NUM_ACTIONS},)")
         if not masks.any(1).all():
             raise ValueError("NeuralAgent.act_batch: an action mask is empty (is it this agent's turn?)")
@@ -243,11 +307,6 @@ def export_model(checkpoint: str | Path, out: str | Path, **provenance: Any) -> 
 
 def save_model(policy: PolicyNet, out: str | Path, rules: Any, provenance: dict) -> Path:
     """Write ``policy`` as a standalone model file for ``agents.make("neural")`` (atomically)."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    torch.save({"format": MODEL_FORMAT, "version": 1, "arch": policy.arch, "rules": rules,
-                "policy": policy.state_dict(), "provenance": provenance}, tmp)
-    tmp.replace(out)
-    return out
+    return save_torch({"format": MODEL_FORMAT, "version": 1, "arch": policy.arch, "rules": rules,
+                       "policy": policy.state_dict(), "provenance": provenance}, out, "model")
 

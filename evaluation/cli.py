@@ -83,7 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0, help="match seed (default 0)")
     parser.add_argument("--rules", default="standard", help="rules preset or YAML file (default standard)")
     parser.add_argument("--start-scores", metavar="A,B",
-                        help="team scores at the start of every hand/game (e.g. 0,150 lets A bid blind nil)")
+                        help="team scores at the start of every hand/game (e.g. 0,150 lets A bid blind nil), each "
+                             "strictly between the rules' mercy score and target; a negative first score is written "
+                             "--start-scores=-150,0")
     parser.add_argument("--start", default="zero", choices=hand_start_names(),
                         help="single hands (--deals): where every hand starts: zero (0-0, no bags; the default) or "
                              "real (scores, bags and dealer drawn from the states whole games between the baselines "

@@ -9,11 +9,11 @@ after the work was done, with a traceback. Here they are one line and exit statu
 from __future__ import annotations
 
 import argparse
-import os
-import stat
 import sys
 from pathlib import Path
 from typing import Any, Optional
+
+from spades_env.files import FileRuleError, check_output, writable, write_text
 
 from .outcomes import EvaluationError
 
@@ -44,64 +44,26 @@ def progress_disabled(wanted: bool) -> bool:
         return True
 
 
-def check_output_file(path: Any, flag: str) -> Path:
-    """``path`` as a file this command may write (created with its folders when missing), or an
-    :class:`EvaluationError` naming the flag: a folder, a path under a file, a folder that cannot
-    be written, or something that is not a regular file (``/dev/full``) are refused here, before
-    any work starts. Nothing is created. A path written with a trailing slash names a folder
-    (``--json out/`` wrote a file named ``out``: ``Path`` drops the slash)."""
-    if isinstance(path, str) and path.endswith(("/", os.sep)):
-        raise EvaluationError(f"{flag} {path}: ends in a slash, so it names a folder: expected a file to write, "
-                              f"e.g. {path.rstrip('/' + os.sep) or '.'}/result.json")
-    path = Path(path)
+def check_output_file(path: Any, flag: str, stream_ok: bool = True, inputs: Any = ()) -> Path:
+    """``path`` as a file this command may write, by the project's output rule
+    (:func:`spades_env.files.check_output`), or an :class:`EvaluationError` naming the flag: a
+    folder, a path under a file, a read-only place, a device or FIFO (only ``/dev/stdout``-style
+    streams when ``stream_ok``: JSON and plots written in place) are refused here, before any work
+    starts. Nothing is created."""
     try:
-        info = path.stat()
-    except (FileNotFoundError, NotADirectoryError):
-        info = None
-    except OSError as exc:
-        raise EvaluationError(f"{flag} {path}: cannot be used ({exc.strerror or exc})") from None
-    if info is not None:
-        if stat.S_ISDIR(info.st_mode):
-            raise EvaluationError(f"{flag} {path} is a folder: expected a file to write")
-        if not stat.S_ISREG(info.st_mode) and str(path) != os.devnull:
-            raise EvaluationError(f"{flag} {path} is not a regular file (a device, FIFO or socket): "
-                                  "expected a file to write")
-        if not writable(path):
-            raise EvaluationError(f"{flag} {path}: no permission to write it (read-only)")
-        return path
-    folder = path.parent
-    while not folder.exists() and folder != folder.parent:      # made when the file is written
-        folder = folder.parent
-    if not folder.is_dir():
-        raise EvaluationError(f"{flag} {path}: {folder} is not a folder")
-    if not writable(folder):
-        raise EvaluationError(f"{flag} {path}: the folder {folder} is not writable (read-only)")
-    return path
-
-
-def writable(path: Any) -> bool:
-    """Whether this process may write ``path`` and its owner meant it to be written: a file or
-    folder without any write permission bit is read-only even to root, who ``os.access`` lets
-    write anything (the file was written where the user had said no)."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return False
-    needed = os.W_OK | (os.X_OK if stat.S_ISDIR(mode) else 0)
-    return os.access(path, needed) and bool(mode & 0o222)
+        return check_output(path, flag, stream_ok=stream_ok, inputs=inputs)
+    except FileRuleError as exc:
+        raise EvaluationError(str(exc)) from None
 
 
 def write_text_file(path: Any, text: str, flag: Optional[str] = None) -> Path:
-    """Write ``text`` to ``path`` (its folders made); an :class:`EvaluationError` naming the file
-    (and ``flag``) when the system refuses (a full disk, a folder made read-only since the check)."""
-    path = Path(path)
+    """Write ``text`` to ``path`` by the output rule (atomically; a stream such as ``/dev/stdout``
+    in place); an :class:`EvaluationError` naming the file (and ``flag``) when it is refused or the
+    system refuses (a full disk, a folder made read-only since the check)."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    except OSError as exc:
-        where = f"{flag} {path}" if flag else str(path)
-        raise EvaluationError(f"{where}: cannot be written ({exc.strerror or exc})") from None
-    return path
+        return write_text(path, text, flag or "output", stream_ok=True)
+    except FileRuleError as exc:
+        raise EvaluationError(str(exc)) from None
 
 
 def fail_line(prog: str, exc: BaseException) -> int:

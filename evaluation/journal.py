@@ -13,7 +13,14 @@ checked without opening it) or cannot be written; a file that is not UTF-8 text,
 of another version or of another match; a line whose checksum (every line carries one) does not
 match its content, or that is not a well-formed entry of this match. What is not refused: the
 last line torn by a kill (cut off and played again), and an entry without all the plays of its
-deal (the deal is played again whole: a deal counts only complete). A model file a spec loads
+deal (the deal is played again whole: a deal counts only complete).
+
+Versions: a version-3 journal (written before games won from behind were counted) resumes; the
+games read from its lines are marked (``PlayOutcome.counts_wins_from_behind``), and the result
+counts wins from behind over the other games only, saying so (``wins_from_behind_games`` in the
+JSON, a note in the report). Lines appended to it are written whole, so a version-3 header may
+stand over lines of both forms; a version-4 header over a line without ``wins_from_behind`` is
+refused, and so is a tally whose wins from behind, by a bag-out or by a blind nil exceed its wins. A model file a spec loads
 (``neural:checkpoint=FILE``, ``neural:model=NAME``, the shipped ``neural``) is hashed into the
 header (``models``): a journal resumed after such a file changed is refused, since its deals were
 played by the old model (a zoo partner retrained under the same name used to hand back the old
@@ -39,7 +46,8 @@ VERSION = 4                       # 2: a checksum on every line; 3: points by ki
 READS = (3, 4)                    # a version-3 journal resumes: its plays count no wins from behind
 _ADDED_IN_4 = {"wins_from_behind"}
 CHECK = "check"                   # the key of a line's checksum (its last key)
-_OUTCOME_FIELDS = {f.name for f in dataclasses.fields(PlayOutcome)}
+_NOT_WRITTEN = {"counts_wins_from_behind"}    # known from the tallies' fields when read back
+_OUTCOME_FIELDS = {f.name for f in dataclasses.fields(PlayOutcome)} - _NOT_WRITTEN
 _TALLY_FIELDS = {f.name for f in dataclasses.fields(TeamTally)}
 _SIGNED_TALLY_FIELDS = ("points", "bid_error_sum", "contract_points", "nil_points", "blind_nil_points",
                         "bag_penalty_points")
@@ -66,7 +74,7 @@ def model_hashes(configs: Sequence[Any]) -> dict[str, str]:
     is not there): what a resume checks has not changed."""
     from agents.specs import parse_agent_spec
 
-    from .zoo import file_digest, model_file
+    from .model_files import file_digest, model_file
     hashes: dict[str, str] = {}
     for config in configs:
         for team in (config.team_a, config.team_b):
@@ -141,6 +149,7 @@ class Journal:
         self.path = Path(path)
         self.configs = list(configs)
         self.done: dict[tuple[int, int], list[PlayOutcome]] = {}
+        self.version = VERSION           # the header's, once a journal is read
         self._file = None
         header = {"format": FORMAT, "version": VERSION, "match": match_key(configs)}
         models = model_hashes(configs)
@@ -179,6 +188,7 @@ class Journal:
             raise self._fail(None, "not a spades-eval journal (no complete first line)")
         lines = text[:keep].splitlines()
         first = self._entry(lines[0], 1, header=True)
+        self.version = first["version"]
         if first.get("match") != header["match"]:
             raise self._fail(None, "holds another match (other teams, rules, deals or seed); pick another file, or "
                                    "delete it to start again")
@@ -242,14 +252,15 @@ class Journal:
                 raise ValueError(f"no unit {unit!r} of match {m!r} here")
             if not isinstance(entry["outcomes"], list):
                 raise ValueError("outcomes is not a list")
-            outcomes = [_outcome(o, unit) for o in entry["outcomes"]]
+            outcomes = [_outcome(o, unit, self.version) for o in entry["outcomes"]]
         except ValueError as exc:
             raise self._fail(number, f"not an entry of this match ({exc})") from None
         return m, unit, outcomes
 
     def add(self, m: int, unit: int, outcomes: list[PlayOutcome]) -> None:
         """Append one finished unit (flushed to the OS: a kill of this process loses nothing written)."""
-        entry = {"m": m, "unit": unit, "outcomes": [dataclasses.asdict(o) for o in outcomes]}
+        entry = {"m": m, "unit": unit, "outcomes": [{k: v for k, v in dataclasses.asdict(o).items() if k not in _NOT_WRITTEN}
+                                                    for o in outcomes]}
         try:
             self._file.write(encode_line(entry))
             self._file.flush()
@@ -277,8 +288,9 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _outcome(data: Any, unit: int) -> PlayOutcome:
-    """One play's outcome from its JSON form, every field checked (a ValueError says which)."""
+def _outcome(data: Any, unit: int, version: int = VERSION) -> PlayOutcome:
+    """One play's outcome from its JSON form, every field checked (a ValueError says which), in a
+    journal whose header is of ``version`` (3: its tallies may lack ``wins_from_behind``)."""
     if not isinstance(data, dict) or set(data) != _OUTCOME_FIELDS:
         raise ValueError(f"a play needs exactly the fields {sorted(_OUTCOME_FIELDS)}")
     if data["unit"] != unit or data["play"] not in (0, 1) or not _is_int(data["play"]):
@@ -290,17 +302,26 @@ def _outcome(data: Any, unit: int) -> PlayOutcome:
     tallies = data["tallies"]
     if not isinstance(tallies, dict) or set(tallies) != set(TEAMS):
         raise ValueError("tallies need teams A and B")
+    forms = (_TALLY_FIELDS,) if version >= 4 else (_TALLY_FIELDS, _TALLY_FIELDS - _ADDED_IN_4)
     for tally in tallies.values():
-        if not isinstance(tally, dict) or set(tally) not in (_TALLY_FIELDS, _TALLY_FIELDS - _ADDED_IN_4):
-            raise ValueError(f"a tally needs exactly the fields {sorted(_TALLY_FIELDS)}")
+        if not isinstance(tally, dict) or set(tally) not in forms:
+            older = isinstance(tally, dict) and set(tally) == _TALLY_FIELDS - _ADDED_IN_4
+            raise ValueError(f"a tally of version 3 (without {', '.join(sorted(_ADDED_IN_4))}) under a version-"
+                             f"{version} header" if older else f"a tally needs exactly the fields {sorted(_TALLY_FIELDS)}")
         for name, value in tally.items():
             if not (_is_int(value) or (name == "seconds" and isinstance(value, float))) or \
                     (name not in _SIGNED_TALLY_FIELDS and value < 0):
                 raise ValueError(f"tally {name}={value!r}")
+        for name in ("wins_from_behind", "wins_by_bag_out", "wins_by_blind_nil"):
+            if tally.get(name, 0) > tally["wins"]:
+                raise ValueError(f"tally {name}={tally[name]} exceeds its wins={tally['wins']}")
+    counted = [set(tally) == _TALLY_FIELDS for tally in tallies.values()]
+    if counted[0] != counted[1]:
+        raise ValueError(f"one team's tally has {', '.join(sorted(_ADDED_IN_4))}, the other's not")
     kinds = data["kinds"]
     if not isinstance(kinds, dict) or not set(kinds) <= set(HAND_KINDS) or \
             not all(isinstance(v, list) and len(v) == 2 and all(map(_is_int, v)) for v in kinds.values()):
         raise ValueError("kinds malformed")
     values = dict(data)
     values["tallies"] = {team: TeamTally(**tally) for team, tally in tallies.items()}
-    return PlayOutcome(**values)
+    return PlayOutcome(**values, counts_wins_from_behind=counted[0])

@@ -28,7 +28,8 @@ from typing import Any, Callable, Iterator, Optional, Sequence, Union
 import agents as agent_registry
 from agents.specs import AgentSpecError, check_agent_name, parse_agent_spec
 from spades_env import spades_v0
-from spades_env.game import IllegalActionError
+from spades_env.game import SCORE_LIMIT, IllegalActionError, start_scores_problem
+from spades_env.observation import layout_for
 from spades_env.rules import Rules, RulesError, make_rules
 from spades_env.starts import StartError, check_rules, check_start_name, load_table, sample_starts
 
@@ -516,6 +517,11 @@ def match_config(team_a: TeamSpec, team_b: TeamSpec, deals: Optional[int] = None
             raise EvaluationError(f"start_scores={start_scores!r}: expected two integers (team A, team B)") from None
         if len(start_scores) != 2:
             raise EvaluationError(f"start_scores={start_scores!r}: expected two integers (team A, team B)")
+        problem = start_scores_problem(resolved, start_scores)
+        if problem is None and any(abs(s) > SCORE_LIMIT for s in start_scores):
+            problem = f"expected scores within -{SCORE_LIMIT:,}..{SCORE_LIMIT:,}"
+        if problem:
+            raise EvaluationError(f"start_scores={list(start_scores)}: {problem}")
     check_match_start(start, mode, start_scores, resolved)
     return MatchConfig(Team.of(team_a), Team.of(team_b), resolved, mode, count, bool(duplicate), seed,
                        start_scores, keep_records, start)
@@ -538,12 +544,15 @@ def check_match_start(start: Any, mode: str, start_scores: Any, rules: Rules) ->
 
 
 def check_agents_build(configs: Sequence[MatchConfig]) -> None:
-    """Build every distinct player once, here, so that bad options fail before any play."""
+    """Build every distinct player once, here, so that bad options fail before any play: a
+    player that asks a person, or whose model reads observations of another width than the
+    match's rules give (a model of other rules: it used to fail in a worker, as a traceback)."""
     seen = set()
     for config in configs:
+        width = layout_for(config.rules).obs_size
         for team in (config.team_a, config.team_b):
             for player in (team.first, team.second):
-                key = (player.label, id(player.factory))
+                key = (player.label, id(player.factory), width)
                 if key in seen:
                     continue
                 seen.add(key)
@@ -551,9 +560,17 @@ def check_agents_build(configs: Sequence[MatchConfig]) -> None:
                     agent = player.factory()
                 except Exception as exc:  # a bad option, a missing checkpoint...
                     raise EvaluationError(f"agent {player.label!r} cannot be built: {exc}") from None
+                if getattr(agent, "asks_a_person", False):
+                    raise EvaluationError(f"agent {player.label!r} asks a person for every move, and a match plays "
+                                          "by itself; to play at the table yourself: spades-play or spades-web")
                 if not callable(getattr(agent, "act", None)):
                     raise EvaluationError(f"agent {player.label!r}: its factory returned {agent!r}, "
                                           "which has no act(obs, info) method")
+                reads = getattr(agent, "obs_size", None)
+                if isinstance(reads, int) and reads != width:
+                    raise EvaluationError(f"agent {player.label!r}: its model reads observations {reads} wide, and "
+                                          f"the {config.rules.name} rules give observations {width} wide (a model "
+                                          "of other rules?)")
 
 
 def check_workers(workers: Optional[int]) -> int:

@@ -75,6 +75,9 @@ class PlayOutcome:
     winner: Optional[str] = None    # games mode: "A", "B" or None (tie)
     record: Optional[dict] = None
     kinds: dict[str, list[int]] = field(default_factory=dict)   # hand kind -> [hands, A minus B points]
+    # False for a game read back from a version-3 journal, written before wins from behind were
+    # counted: its tallies' ``wins_from_behind`` is 0 for want of a count (not written to journals).
+    counts_wins_from_behind: bool = True
 
     @property
     def diff(self) -> int:

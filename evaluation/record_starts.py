@@ -4,7 +4,9 @@
 
 plays the default sources (400 games heuristic vs heuristic, 20 duplicate game seeds search vs
 heuristic: 440 games, standard rules, seed 0) and writes every hand's starting state (both
-sides' scores and bags, the dealer), each in both orientations, counted. The games are
+sides' scores and bags, the dealer), each in both orientations, counted; a hand played on from
+a tie at or over the target is left out (no game can be started there: spades_env.game's
+start_scores_problem). The games are
 :func:`evaluation.evaluate`'s, so the file is the same byte for byte whatever ``--workers``.
 Kept here, not in ``spades_env``: the rules core does not import agents.
 """
@@ -16,10 +18,12 @@ import json
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Optional, Sequence
 
-from spades_env.starts import COLUMNS, FORMAT, StartError, parse_table
+from spades_env.files import write_text
+from spades_env.game import start_scores_problem
+from spades_env.rules import Rules, make_rules
+from spades_env.starts import COLUMNS, FORMAT, StartError, check_rules, parse_table
 
 from .outcomes import EvaluationError
 from .results import evaluate
@@ -41,6 +45,12 @@ def hand_starts(record: dict) -> list[tuple[int, int, int, int, int]]:
     return out
 
 
+def game_starts(record: dict, rules: Rules) -> list[tuple[int, int, int, int, int]]:
+    """The hand starts of a game record that a game can be started from under ``rules``: a hand
+    played on from a tie at or over the target is left out (spades_env.game.start_scores_problem)."""
+    return [state for state in hand_starts(record) if start_scores_problem(rules, state[:2]) is None]
+
+
 def both_orientations(state: tuple[int, int, int, int, int]) -> list[tuple[int, int, int, int, int]]:
     """The state, and the same with the sides swapped (every seat one on: the dealer too)."""
     s0, s1, b0, b1, dealer = state
@@ -55,8 +65,9 @@ def record_starts(sources: Sequence[tuple[str, str, int, bool]] = DEFAULT_SOURCE
     for team_a, team_b, games, duplicate in sources:
         result = evaluate(team_a, team_b, games=games, duplicate=duplicate, rules=rules, seed=seed,
                           workers=workers, progress=progress, keep_records=True)
+        recorded_rules = make_rules(result.rules_settings)
         for record in result.records:
-            for state in hand_starts(record):
+            for state in game_starts(record, recorded_rules):
                 counts.update(both_orientations(state))
         played.append({"team_a": team_a, "team_b": team_b, "games": games, "duplicate": duplicate,
                        "plays": len(result.records), "hands": result.hands})
@@ -78,7 +89,7 @@ def write_table(data: dict, path: str) -> None:
     header = {k: v for k, v in data.items() if k != "states"}
     lines = json.dumps(header, indent=1)[:-2]
     rows = ",\n  ".join(json.dumps(row) for row in data["states"])
-    Path(path).write_text(f"{lines},\n \"states\": [\n  {rows}\n ]\n}}\n")
+    write_text(path, f"{lines},\n \"states\": [\n  {rows}\n ]\n}}\n", "starts table", stream_ok=True)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -103,7 +114,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         if not sources:
             raise EvaluationError("--games 0 and --search-games 0: no games to record")
         data = record_starts(sources, seed=args.seed, workers=args.workers, progress=not args.quiet)
-        parse_table(data)
+        check_rules(parse_table(data), make_rules(data["rules_settings"]))
     except (EvaluationError, StartError) as exc:
         print(f"record_starts: error: {exc}", file=sys.stderr)
         return 2

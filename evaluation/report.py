@@ -9,6 +9,7 @@ from typing import Any, Callable, Optional, Union
 
 from .outcomes import HAND_KINDS
 from .statistics import Interval
+from spades_env.files import save_figure
 
 # What is printed: the result classes of evaluation.results (which print themselves with these
 # functions, so this module does not import them).
@@ -108,7 +109,8 @@ def format_match(r: MatchResult) -> str:
     if r.mode == "games":
         rows.append(("games won / lost / tied", *both(lambda t: f"{t.wins}/{t.losses}/{t.ties}")))
         rows.append(("won by a bag-out / blind nil", *both(lambda t: f"{t.wins_by_bag_out}/{t.wins_by_blind_nil}")))
-        rows.append(("won from behind in the last hand", *both(lambda t: str(t.wins_from_behind))))
+        of = "" if r.wins_from_behind_note is None else f" (of {r.wins_from_behind_games} games)"
+        rows.append((f"won from behind in the last hand{of}", *both(lambda t: str(t.wins_from_behind))))
     rows.append(("time per decision", *both(lambda t: _duration(t.seconds_per_decision))))
     lines += _table(rows, ("", f"A: {r.team_a}", f"B: {r.team_b}"))
     if r.hand_kinds:
@@ -117,6 +119,8 @@ def format_match(r: MatchResult) -> str:
         rows = [(kind, str(k["hands"]), _pct(k["share"]), _signed(k["mean_diff"], 1), _signed(k["points_per_hand"]))
                 for kind, k in kinds]
         lines += [""] + _table(rows, head)
+    if r.wins_from_behind_note:
+        lines += ["", f"note: {r.wins_from_behind_note}"]
     if r.elapsed_s is not None:
         lines += ["", f"{r.hands} hands in {r.elapsed_s:.2f} s ({r.hands_per_s:,.0f} hands/s, {r.workers} worker"
                   f"{'s' if r.workers != 1 else ''})"]
@@ -237,5 +241,5 @@ def plot_crossplay(c: CrossplayResult, path: Union[str, os.PathLike]) -> Path:
     path = Path(path)
     if path.parent and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, "plot", dpi=120)
     return path

@@ -125,6 +125,18 @@ class MatchResult:
     records: Optional[list[dict]] = None   # with keep_records: one record per play, in order
     hand_kinds: dict[str, dict] = field(default_factory=dict)   # where the points come from (HAND_KINDS)
     start: str = "zero"              # hands mode: where every hand started (spades_env.starts)
+    # Games mode: the games over which ``wins_from_behind`` was counted; fewer than the games
+    # played where some were read back from a version-3 journal, which did not count them.
+    wins_from_behind_games: Optional[int] = None
+
+    @property
+    def wins_from_behind_note(self) -> Optional[str]:
+        """What the report and the JSON say when wins from behind cover only part of the games."""
+        games = self.teams["A"].games
+        if self.wins_from_behind_games is None or self.wins_from_behind_games == games:
+            return None
+        return (f"won from behind counts {self.wins_from_behind_games} of the {games} games: the other "
+                f"{games - self.wins_from_behind_games} were read from a version-3 journal, which did not count it")
 
     @property
     def decided_by(self) -> Optional[dict]:
@@ -160,6 +172,10 @@ class MatchResult:
             "points_by_kind": {team: t.points_by_kind for team, t in self.teams.items()},
             "decided_by": self.decided_by,
         }
+        if self.mode == "games":
+            out["wins_from_behind_games"] = self.wins_from_behind_games
+            if self.wins_from_behind_note:
+                out["notes"] = [self.wins_from_behind_note]
         if unit_diffs:
             out["unit_diffs"] = list(self.unit_diffs)
         return out if timing else strip_timing(out)
@@ -176,7 +192,9 @@ def summarize(config: MatchConfig, outcomes: list[list[PlayOutcome]], confidence
     game_values, win_values = [], []
     records = [] if config.keep_records else None
     kinds = {kind: [0, 0] for kind in HAND_KINDS}
+    behind_games = 0                 # games whose wins from behind were counted
     for unit_outcomes in outcomes:
+        behind_games += sum(o.tallies["A"].games for o in unit_outcomes if o.counts_wins_from_behind)
         d = sum(o.diff for o in unit_outcomes)
         h = sum(o.hands for o in unit_outcomes)
         diffs.append(d)
@@ -218,7 +236,8 @@ def summarize(config: MatchConfig, outcomes: list[list[PlayOutcome]], confidence
         unit_wins=win_values if config.mode == "games" else [], game_diff=game_diff, win_rate=win_rate,
         hands_per_game=hands_per_game, start_scores=config.start_scores,
         rules_settings=config.rules.to_dict(), elapsed_s=elapsed, workers=workers, records=records,
-        hand_kinds=hand_kinds, start=config.start)
+        hand_kinds=hand_kinds, start=config.start,
+        wins_from_behind_games=behind_games if config.mode == "games" else None)
 
 
 def _check_confidence(confidence: Any) -> None:

@@ -27,6 +27,7 @@ from agents.human import QuitGame
 from agents.specs import AgentSpecError, parse_agent_spec
 from evaluation.cli_common import OneLineParser
 from spades_env import RulesError, save_record, spades_v0
+from spades_env.files import FileRuleError, check_output
 
 from .table import Table, play_game
 
@@ -113,7 +114,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not rules.partnerships and args.partner:
         print(f"note: these rules have no partnerships; --partner is ignored, every other player "
               f"is '{opponents_spec}'", file=sys.stderr)
-    record_path = Path(args.record) if args.record else default_record_path()
+    try:                                    # a folder, FILE/r.json, a device: refused before the game
+        record_path = check_output(args.record if args.record else default_record_path(), "--record", stream_ok=True)
+    except FileRuleError as exc:
+        parser.error(str(exc))
 
     try:
         import readline  # noqa: F401  (line editing and history at the prompts)
@@ -156,7 +160,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         table.say_lines(table.score_lines("Score: ", env.game.scores, env.game.bags))
     try:
         path = save_record(env.game_record(), record_path)
-    except OSError as exc:
+    except (OSError, FileRuleError) as exc:
         print(f"spades-play: could not save the game record to {record_path}: {exc}", file=sys.stderr)
         return 1
     person.say(f"Game record saved to {path.resolve()}")

@@ -55,6 +55,21 @@ class DealError(ValueError):
     """A malformed reset option: the deal, the dealer, the scores or the bags."""
 
 
+def start_scores_problem(rules: Rules, scores: Sequence[int]) -> Optional[str]:
+    """What is wrong with ``scores`` (one per side) as the start of a game under ``rules``, or None.
+
+    A start lies strictly between ``mercy_score`` and ``target_score``: a side already at or past
+    either has lost or won before the first card, and the "game" played from there is no game
+    (a game in progress may stand at or over the target, tied: :meth:`SpadesGame.from_view`)."""
+    low = rules.mercy_score
+    if any(s >= rules.target_score for s in scores) or (low is not None and any(s <= low for s in scores)):
+        between = (f"strictly between mercy_score {low} and target_score {rules.target_score}" if low is not None
+                   else f"strictly below target_score {rules.target_score}")
+        return (f"expected every starting score {between} (the {rules.name} rules; a side at or past either "
+                "has already lost or won)")
+    return None
+
+
 ResetOptionError = DealError  # the same error, under a name that says what it covers
 
 
@@ -129,14 +144,17 @@ class SpadesGame:
 
     ``rng`` (a ``random.Random`` or a seed) shuffles the deals and draws the first dealer.
     ``dealer``, ``scores``, ``bags`` and ``deal`` (the first hand's cards) may be given; they
-    are validated here and refused with a :class:`DealError` naming the problem.
+    are validated here and refused with a :class:`DealError` naming the problem (starting scores
+    lie strictly between the mercy score and the target: :func:`start_scores_problem`;
+    ``mid_game=True`` takes the scores of a game in progress instead, which may stand tied at or
+    over the target).
     After a hand is scored the phase is ``PHASE_HAND_OVER`` (call :meth:`next_hand`) or
     ``PHASE_GAME_OVER``.
     """
 
     def __init__(self, rules: Rules | str | None = None, rng: random.Random | int | None = None, *,
                  dealer: Optional[int] = None, scores: Optional[Sequence[int]] = None,
-                 bags: Optional[Sequence[int]] = None, deal: Any = None) -> None:
+                 bags: Optional[Sequence[int]] = None, deal: Any = None, mid_game: bool = False) -> None:
         self.rules = rules if isinstance(rules, Rules) else make_rules(rules)
         r = self.rules
         self.rng = rng if isinstance(rng, random.Random) else random.Random(rng)
@@ -151,6 +169,9 @@ class SpadesGame:
 
         first_deal = parse_deal(deal, r) if deal is not None else None
         self.start_scores = self._check_side_values("scores", scores, 0)
+        problem = None if mid_game else start_scores_problem(r, self.start_scores)
+        if problem:
+            raise DealError(f"scores={list(self.start_scores)}: {problem}")
         self.scores = list(self.start_scores)
         if r.bags_from_score_digit:
             derived = [bags_in_score(s) for s in self.scores]
@@ -647,7 +668,7 @@ class SpadesGame:
                              f"{PHASE_BLIND_DECISION}, {PHASE_BIDDING} or {PHASE_PLAY})")
         bags = None if rules.bags_from_score_digit else [min(max(b, 0), rules.bag_limit - 1) for b in view.bags]
         g = cls(rules, 0, dealer=None if rules.fixed_dealer is not None else view.dealer,
-                scores=list(view.scores), bags=bags)
+                scores=list(view.scores), bags=bags, mid_game=True)
         g.dealer = view.dealer
         g.hands = list(hands)
         g.deal = list(hands)

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
+from .files import MAX_JSON_BYTES, MAX_JSON_DEPTH, FileRuleError, json_depth, read_bytes, write_text
 from .game import DealError, IllegalActionError, ResetOptionError, parse_deal
 from .rules import EPISODE_CHOICES, PRESET_NAMES, Rules, RulesError, make_rules
 
@@ -24,17 +25,22 @@ class ReplayError(ValueError):
 
 
 def save_record(record: dict, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=1))
-    return path
+    """Write ``record`` as JSON by the output rule (:mod:`spades_env.files`: atomically, never
+    renamed onto a device; ``/dev/stdout`` written in place); a :class:`~spades_env.files.FileRuleError`
+    naming the file when it cannot be."""
+    return write_text(path, json.dumps(record, indent=1), "game record", stream_ok=True)
 
 
 def load_record(path: str | Path) -> dict:
     """The JSON of a record file; a file that is not readable UTF-8 JSON is a :class:`ReplayError`
     naming the file and what is wrong with it (the record's content is checked by :func:`replay`)."""
-    try:
-        record = json.loads(Path(path).read_text(encoding="utf-8"))
+    try:                                        # a regular file within bounds, never /dev/zero or a FIFO
+        text = read_bytes(path, "game record", MAX_JSON_BYTES).decode("utf-8")
+        if json_depth(text) > MAX_JSON_DEPTH:
+            raise RecursionError
+        record = json.loads(text)
+    except FileRuleError as exc:
+        raise ReplayError(f"cannot read {exc}") from None
     except UnicodeDecodeError as exc:
         raise ReplayError(f"cannot read game record {path}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
                           "expected the JSON of a game record") from None

@@ -22,6 +22,16 @@ POINTS_LIMIT = 10 ** 6
 bags or hands: far past any real game, and small enough that every score a game reaches stays
 exact in the engines' int64 arithmetic and in the observation's score / target ratios (starting
 scores are bounded apart, by ``game.SCORE_LIMIT``). A larger value is refused, naming the bound."""
+GAME_SPAN_LIMIT = 10_000
+"""The widest gap, in points, between ``target_score`` and ``mercy_score`` (or, under
+``mercy_score: null``, between 0 and the target) of a rule set without ``max_hands``: a target a
+million points away takes tens of thousands of hands. Past this gap a rule set must cap the game
+with ``max_hands``."""
+MERCYLESS_HANDS_CAP = 1_000
+"""``max_hands`` given to a rule set with ``mercy_score: null`` and no ``max_hands`` of its own.
+Only the target and the mercy score end a game; without a mercy score two sides that keep
+failing their contracts fall forever (random play under ``mercy_score: null`` does), so such a
+game is truncated after this many hands (a real game to 500 lasts 10-30)."""
 NAME_LIMIT = 200
 """The longest rule-set name (a label printed in tables, logs and game records)."""
 
@@ -88,6 +98,9 @@ class Rules:
     """Default episode of the environment: "game" (to the end of the game) or "hand"."""
 
     def __post_init__(self) -> None:
+        if (self.mercy_score is None and self.max_hands is None and isinstance(self.target_score, int)
+                and 0 < self.target_score <= GAME_SPAN_LIMIT):
+            object.__setattr__(self, "max_hands", MERCYLESS_HANDS_CAP)     # so that every game ends
         _validate(self)
 
     # Derived quantities, used everywhere.
@@ -202,6 +215,12 @@ def _validate(rules: Rules) -> None:
         fail("max_hands", "a positive number of hands or null")
     if rules.fixed_dealer is not None and not 0 <= rules.fixed_dealer < rules.players:
         fail("fixed_dealer", f"a seat 0..{rules.players - 1} or null")
+    if rules.max_hands is None and rules.mercy_score is None:     # (a target within the span got a cap)
+        fail("target_score", f"at most {GAME_SPAN_LIMIT:,} points (GAME_SPAN_LIMIT) under mercy_score: null, "
+                             "or max_hands set, so that every game ends")
+    if rules.max_hands is None and rules.target_score - rules.mercy_score > GAME_SPAN_LIMIT:
+        fail("target_score", f"at most {GAME_SPAN_LIMIT:,} points above mercy_score ({rules.mercy_score}) "
+                             "(GAME_SPAN_LIMIT), or max_hands set, so that every game ends")
 
     def contradiction(message: str) -> None:
         raise RulesError(f"contradictory rules: {message}")

@@ -37,10 +37,11 @@ def read_text_file(path: str | os.PathLike, what: str = "file", max_bytes: int =
         raise YamlLimitError(f"{what} {path} is not a regular file (a device, FIFO or socket): expected a YAML file")
     if info.st_size > max_bytes:
         raise YamlLimitError(f"{what} {path}: {info.st_size:,} bytes; expected at most {max_bytes:,}")
+    from .files import FileRuleError, read_bytes     # opened without blocking: a FIFO swapped in never hangs
     try:
-        raw = path.read_bytes()[:max_bytes + 1]
-    except OSError as exc:
-        raise YamlLimitError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+        raw = read_bytes(path, what, max_bytes)
+    except FileRuleError as exc:
+        raise YamlLimitError(f"cannot read {exc}") from None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -29,6 +29,9 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+from .files import MAX_JSON_BYTES, read_text
+
+from .game import start_scores_problem
 from .rules import Rules, make_rules
 
 START_NAMES = ("zero", "real")
@@ -100,9 +103,9 @@ def parse_table(data: dict, source: str = "table") -> StartTable:
 def load_table(path: Optional[str] = None) -> StartTable:
     """The recorded table (``spades_env/data/real_starts.json`` unless ``path``), read once."""
     file = Path(path) if path is not None else DATA_FILE
-    try:
-        data = json.loads(file.read_text())
-    except (OSError, ValueError) as exc:
+    try:                                    # a regular file within bounds (never /dev/zero or a FIFO)
+        data = json.loads(read_text(file, "real starts table", MAX_JSON_BYTES))
+    except (OSError, ValueError, RecursionError) as exc:   # FileRuleError is a ValueError
         raise StartError(f"the real starts table {str(file)!r} cannot be read ({exc}); regenerate it with "
                          "python -m evaluation.record_starts") from None
     return parse_table(data, str(file))
@@ -119,6 +122,11 @@ def check_rules(table: StartTable, rules: Rules) -> None:
         problems.append("partnerships=False (the table has two sides)")
     if rules.bags_from_score_digit:
         problems.append("bags_from_score_digit=True (the table's bags are not its scores' last digits)")
+    if not problems:
+        low, high = int(table.scores.min()), int(table.scores.max())
+        problem = start_scores_problem(rules, [low, high])
+        if problem:
+            problems.append(f"its scores reach {low}..{high}: {problem}")
     if problems:
         raise StartError(f"start='real' under rules {rules.name!r}: the real starts table was recorded under "
                          f"{table.meta.get('rules', 'standard')!r} rules and does not fit: {'; '.join(problems)}")

@@ -89,7 +89,7 @@ def test_the_batched_engine_refuses_actions_that_are_not_integer_ids(actions, me
 
 
 def test_spades_label_names_a_student_file_that_is_not_a_model(tmp_path, capsys):
-    from train.label import main
+    from train.labelling.cli import main
     bad = tmp_path / "notes.txt"
     bad.write_text("not a model")
     assert main(["--student", str(bad), "--out", str(tmp_path / "labels"), "--deals", "2", "--workers", "1"]) == 2
@@ -106,20 +106,23 @@ def test_huge_starting_scores_are_refused_alike_by_both_engines(scores):
     vector = SpadesVectorEnv(2)
     with pytest.raises(VectorEnvError, match=r"scores"):
         vector.reset(seed=0, scores=scores)
-    # the largest allowed score is played the same way by both: the same deal and actions,
-    # the same scores after the hand
-    raw = spades_v0.raw_env(episode="hand")
-    raw.reset(seed=1, options={"scores": [10 ** 9, -(10 ** 9)]})
+    # the widest allowed start (just under the largest target; the lowest score, with no mercy rule)
+    # is played the same way by both: the same deal and actions, the same scores after the hand
+    wide = dict(target_score=10 ** 6, mercy_score=None, max_hands=1)
+    start = [10 ** 6 - 1, -(10 ** 9)]
+    raw = spades_v0.raw_env(episode="hand", **wide)
+    raw.reset(seed=1, options={"scores": start})
     deal = raw.game_record()["hands"][0]["deal"]
-    vector.reset(seed=1, deals=[deal, deal], dealer=raw.game.dealer, scores=[10 ** 9, -(10 ** 9)])
-    assert vector.state.scores[0].tolist() == [10 ** 9, -(10 ** 9)]
+    vector = SpadesVectorEnv(2, **wide)
+    vector.reset(seed=1, deals=[deal, deal], dealer=raw.game.dealer, scores=start)
+    assert vector.state.scores[0].tolist() == start
     done = torch.zeros(2, dtype=torch.bool)
     while not done.all():
         action = int(raw.game.legal_actions()[0])
         raw.step(action)
         _, _, _, done, info = vector.step(torch.full((2,), action, dtype=torch.int64))
     expected = raw.game.scores
-    assert raw.game.game_over and expected != [10 ** 9, -(10 ** 9)]    # scored, and past the target
+    assert raw.game.game_over and expected != start    # scored, and over (max_hands)
     assert info["final_scores"].tolist() == [expected, expected]
 
 
@@ -129,7 +132,7 @@ def test_ray_options_without_ray_say_what_to_install(monkeypatch, capsys, tmp_pa
     import sys
 
     from evaluation import cli as evaluation_cli
-    from train import label
+    from train.labelling import cli as label
     monkeypatch.setitem(sys.modules, "ray", None)          # `import ray` raises ImportError
     assert evaluation_cli.main(["--team-a", "random", "--team-b", "random", "--deals", "2", "--ray", "--quiet"]) == 2
     assert "pip install 'spades-rl[ray]'" in capsys.readouterr().err
@@ -151,8 +154,8 @@ def test_rule_values_are_bounded_and_the_bound_is_named(rule, value):
                                           r"-1,000,000..1,000,000 \(POINTS_LIMIT\)"):
         spades_v0.env(**{rule: signed})
     at_bound = {rule: -POINTS_LIMIT if rule == "mercy_score" else POINTS_LIMIT}
-    if rule == "target_score":
-        at_bound["mercy_score"] = None
+    if rule in ("target_score", "mercy_score"):
+        at_bound["max_hands"] = 50      # a game this wide ends only with a cap (GAME_SPAN_LIMIT)
     spades_v0.env(**at_bound)          # the bound itself is a rule value like any other
     with pytest.raises(RulesError, match=rf"rule {rule}="):
         SpadesVectorEnv(2, **{rule: signed})          # no OverflowError from the engine's int64 tensors

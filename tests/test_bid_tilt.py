@@ -1,4 +1,4 @@
-"""python -m train.bid_tilt: the tilt lives in the network and plays as the probe measured it."""
+"""python -m train.bids.bid_tilt: the tilt lives in the network and plays as the probe measured it."""
 
 import hashlib
 
@@ -10,8 +10,11 @@ import agents
 from agents.neural import PREVIOUS_MODELS, ModelError, read_checkpoint
 from spades_env import spades_v0
 from spades_env.game import BID_ACTION_BASE
-from train import bid_tilt
-from train.probes import BidTilt
+from train.bids import bid_tilt
+from train.experimental.probes import BidTilt
+
+from helpers_files import (assert_one_line_refusal, is_char_device, leftovers, model_with_declared_critic,
+                           private_device, private_fifo, run_module)
 
 SOURCE = PREVIOUS_MODELS["neural_v3"]
 
@@ -78,8 +81,8 @@ def test_the_command_line_names_what_was_wrong(tmp_path, capsys):
     junk.write_bytes(b"not a model")
     assert bid_tilt.main([str(junk), str(tmp_path / "x.pt"), "--tilt", "1"]) == 2
     assert "bid_tilt: error" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        bid_tilt.main([str(SOURCE), str(SOURCE), "--tilt", "1"])          # would overwrite its source
+    assert bid_tilt.main([str(SOURCE), str(SOURCE), "--tilt", "1"]) == 2     # would overwrite its source
+    assert "is the input" in capsys.readouterr().err
     assert bid_tilt.main([str(SOURCE), str(tmp_path / "ok.pt"), "--tilt", "1"]) == 0
     assert not list(tmp_path.glob("*.tmp"))
 
@@ -96,7 +99,7 @@ def test_the_blind_nil_shift_is_a_threshold_on_its_probability(tmp_path):
     """--blind-nil log(4): the greedy network bids blind nil where the source gave it more than 0.2."""
     import math
     from spades_env.game import BLIND_NIL_ACTION
-    from train.probes import BlindNilAt
+    from train.experimental.probes import BlindNilAt
     out = bid_tilt.tilt_bids(SOURCE, tmp_path / "bn.pt", 0.0, blind_nil=math.log(4.0))
     shifted, probe = agents.make("neural", checkpoint=str(out)), BlindNilAt(0.2, checkpoint=str(SOURCE))
     plain = agents.make("neural", checkpoint=str(SOURCE))
@@ -139,7 +142,7 @@ def test_score_tilts_reach_the_learner_and_bad_ones_are_refused(tmp_path):
     from types import SimpleNamespace
 
     from agents.networks import PolicyNet
-    from train.ppo_update import learner_logits
+    from train.ppo.update import learner_logits
     out = bid_tilt.tilt_bids(SOURCE, tmp_path / "scored.pt", 0.0, score_tilts={"lead": [0, 3.0]})
     scored, plain = agents.make("neural", checkpoint=str(out)).policy, agents.make("neural", checkpoint=str(SOURCE)).policy
     observations = list(_positions(6))
@@ -162,3 +165,70 @@ def test_score_tilts_reach_the_learner_and_bad_ones_are_refused(tmp_path):
     with pytest.raises(SystemExit) as stop:
         bid_tilt.main([str(SOURCE), str(tmp_path / "x.pt"), "--tilt", "0", "--lead-tilt", "oops"])
     assert stop.value.code == 2 and not (tmp_path / "x.pt").exists()
+
+
+# ---- issue 75: the output rule and the input rule, through the command ---------------------------
+
+def _refused(tmp_path, source, out, *expected):
+    run = run_module("train.bids.bid_tilt", source, out, "--tilt", "1")
+    line = assert_one_line_refusal(run, *expected)
+    assert not leftovers(tmp_path)
+    return line
+
+
+def test_a_device_or_fifo_output_is_refused_and_stays_what_it_was(tmp_path):
+    device, fifo = private_device(tmp_path), private_fifo(tmp_path)
+    _refused(tmp_path, SOURCE, device, "is a device, not a regular file")
+    assert is_char_device(device)
+    _refused(tmp_path, SOURCE, fifo, "is a FIFO, not a regular file")
+
+
+def test_an_output_under_a_file_in_a_folder_or_ending_in_a_slash_is_refused(tmp_path):
+    (tmp_path / "FILE").write_text("x")
+    _refused(tmp_path, SOURCE, tmp_path / "FILE" / "m.pt", "FILE is not a folder")
+    (tmp_path / "folder").mkdir()
+    _refused(tmp_path, SOURCE, tmp_path / "folder", "is a folder: expected a file")
+    assert list((tmp_path / "folder").iterdir()) == []
+    _refused(tmp_path, SOURCE, f"{tmp_path}/newdir/", "ends in a slash")
+    assert not (tmp_path / "newdir").exists()
+
+
+def test_a_source_that_is_not_a_model_file_is_refused_without_reading_it(tmp_path):
+    zero, fifo = private_device(tmp_path, "zero", minor=5), private_fifo(tmp_path)
+    _refused(tmp_path, zero, tmp_path / "x.pt", "is a device, not a regular file")
+    _refused(tmp_path, fifo, tmp_path / "x.pt", "is a FIFO, not a regular file")      # no hang
+    _refused(tmp_path, tmp_path, tmp_path / "x.pt", "is a folder: expected a file")
+    assert not (tmp_path / "x.pt").exists()
+
+
+def test_an_int64_bid_bias_is_refused(tmp_path):
+    data = torch.load(SOURCE, weights_only=True)
+    name = sorted(k for k in data["policy"] if k.startswith("bid_head.") and k.endswith(".bias"))[-1]
+    data["policy"][name] = data["policy"][name].round().to(torch.int64)
+    torch.save(data, tmp_path / "int.pt")
+    _refused(tmp_path, tmp_path / "int.pt", tmp_path / "x.pt", f"policy weight {name} is int64: expected float32")
+    assert not (tmp_path / "x.pt").exists()
+
+
+def test_a_small_file_declaring_a_huge_critic_is_refused_before_allocation(tmp_path):
+    """2.1G weights (8.6 GB) declared by a file of a few MB: refused from its shapes, at once,
+    by the command, by agents.make (a ModelError) and through a neural:checkpoint= spec."""
+    import time
+
+    huge = model_with_declared_critic(SOURCE, tmp_path / "huge.pt", hidden=8192, layers=32)
+    assert huge.stat().st_size < 5_000_000
+    started = time.monotonic()
+    _refused(tmp_path, huge, tmp_path / "x.pt", "declares", "weights; expected at most")
+    with pytest.raises(ModelError, match="declares .* weights; expected at most"):
+        agents.make("neural", checkpoint=str(huge))
+    assert time.monotonic() - started < 60
+    run = run_module("evaluation.cli", "--team-a", f"neural:checkpoint={huge}", "--team-b", "random",
+                     "--deals", "2", "--quiet")
+    assert_one_line_refusal(run, "declares")
+
+
+def test_stride_zero_weights_are_refused_as_views(tmp_path):
+    small = model_with_declared_critic(SOURCE, tmp_path / "views.pt", hidden=64, layers=2)
+    with pytest.raises(ModelError, match="expected a contiguous tensor"):
+        agents.make("neural", checkpoint=str(small))
+    _refused(tmp_path, small, tmp_path / "x.pt", "expected a contiguous tensor")

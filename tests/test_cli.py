@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from train import bench, demo
+from tools import bench
+from tools import demo
 
 
 def test_bench_runs_and_writes_json(tmp_path, capsys):
@@ -100,9 +101,12 @@ def test_bench_and_demo_refuse_before_they_measure(tmp_path, capsys):
         bench.main(["--json", str(tmp_path / "missing" / "out.json")])
     assert stop.value.code == 2
     assert "--json" in capsys.readouterr().err and not (tmp_path / "missing").exists()
-    with pytest.raises(SystemExit) as stop:
-        demo.main(["--hands", "-3"])
-    assert stop.value.code == 2 and "--hands must be 0" in capsys.readouterr().err
+    for hands in ("-3", str(10 ** 12)):
+        with pytest.raises(SystemExit) as stop:
+            demo.main(["--hands", hands])
+        assert stop.value.code == 2 and capsys.readouterr().err == (
+            f"spades-demo: error: --hands {hands}: expected 0 (the whole game) or a number of hands 1..1000 "
+            "(see spades-demo --help)\n")
 
 
 def test_demo_plays_a_rendered_game(capsys):
@@ -240,7 +244,7 @@ def test_a_killed_worker_is_one_line_not_a_traceback():
 def test_bench_search_reports_every_player_native_beside_python(tmp_path, capsys):
     """spades-bench --search on a tiny budget: the heuristic's, the search's and the labels' rows."""
     import json as _json
-    from train.bench_players import run_players
+    from tools.bench_players import run_players
     lines = []
     results = run_players(games=1, search_decisions=2, label_deals=2, python_label_deals=1, log=lines.append)
     assert set(results["heuristic"]) >= {"python_act", "native_act", "native_batch", "positions"}
@@ -252,15 +256,31 @@ def test_bench_search_reports_every_player_native_beside_python(tmp_path, capsys
     _json.dumps(results)                      # what --json writes
 
 
-@pytest.mark.parametrize("command, prog", [
-    (["spades-bench", "--decisions", "100000000", "--no-openspiel", "--no-vector"], "spades-bench"),
-    (["spades-label", "--teacher", "search:backend=python", "--deals", "400", "--workers", "1",
-      "--no-progress", "--out", "{tmp}/labels"], "spades-label"),
-    (["spades-train", "--config", "configs/quickstart.yaml", "--set", "run_dir={tmp}", "--set", "progress=false",
-      "--set", "tensorboard=false"], "spades-train"),
-])
-def test_ctrl_c_ends_a_command_with_one_line(command, prog, tmp_path):
-    """SIGINT (Ctrl-C) mid-run: status 130 and one line on stderr, no traceback."""
+def _free_port() -> int:
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _has_mapped(pid: int, needle: str) -> bool:
+    try:
+        return needle in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+
+
+# The moments a Ctrl-C arrives, each found by what the process has loaded (its /proc/PID/maps),
+# not by how long it has run, so that a slow or loaded machine meets the same moments:
+# "imports": the first library of the command's imports is mapped (the interpreter's own start-up
+# is over, and nothing of the command has run: this is as early as a Python program can answer);
+# "torch": torch's library is being loaded (where spades-train died with a traceback on 2 busy
+# cores); "work": two seconds after torch came, when the command is at its work on any machine
+# (or still importing, on a very slow one: either way it must end the same).
+MOMENTS = {"imports": "site-packages/", "torch": "libtorch"}
+
+
+def _interrupt(command: list[str], moment: str, tmp_path: Path) -> tuple[int, str]:
     import signal
     import subprocess
     import time
@@ -268,12 +288,173 @@ def test_ctrl_c_ends_a_command_with_one_line(command, prog, tmp_path):
     # Ctrl-C's default action, even when the suite itself was started in the background (a shell
     # starts background jobs with SIGINT ignored, and a child inherits that: Python would then
     # never raise KeyboardInterrupt and the command would run on)
-    process = subprocess.Popen([part.replace("{tmp}", str(tmp_path)) for part in command], cwd=root,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    process = subprocess.Popen([part.replace("{tmp}", str(tmp_path)).replace("{port}", str(_free_port()))
+                                for part in command], cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True,
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(6)                        # well into the work (imports and start-up take 1-3 s)
+    needle = MOMENTS["torch" if moment == "work" else moment]
+    deadline = time.monotonic() + 120
+    while not _has_mapped(process.pid, needle) and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.001)
+    if moment == "work":
+        time.sleep(2)
     assert process.poll() is None, process.communicate()
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
-    assert process.returncode == 130, err
-    assert "Traceback" not in err and f"{prog}: interrupted" in err
+    return process.returncode, err
+
+
+def _assert_one_interrupted_line(returncode: int, err: str, prog: str) -> None:
+    assert returncode == 130, err
+    assert "Traceback" not in err and err.strip().splitlines() and \
+        err.strip().splitlines()[-1].startswith(f"{prog}: interrupted"), err
+
+
+COMMANDS = {        # every console script of pyproject.toml, each with work that lasts
+    "spades-bench": ["spades-bench", "--decisions", "100000000", "--no-openspiel", "--no-vector"],
+    "spades-coop": ["spades-coop", "signals", "heuristic", "--deals", "100000", "--workers", "1"],
+    "spades-demo": ["spades-demo", "--hands", "0"],
+    "spades-eval": ["spades-eval", "--team-a", "heuristic", "--team-b", "heuristic", "--deals", "100000",
+                    "--workers", "1", "--quiet"],
+    "spades-label": ["spades-label", "--teacher", "search:backend=python", "--deals", "400", "--workers", "1",
+                     "--no-progress", "--out", "{tmp}/labels"],
+    "spades-league": ["spades-league", "heuristic", "random", "--deals", "100000", "--workers", "1"],
+    "spades-play": ["spades-play"],
+    "spades-train": ["spades-train", "--config", "configs/quickstart.yaml", "--set", "run_dir={tmp}", "--set",
+                     "progress=false", "--set", "tensorboard=false"],
+    "spades-web": ["spades-web", "--no-browser", "--port", "{port}"],
+}
+TORCH_AT_START = ["spades-coop", "spades-eval", "spades-label", "spades-league", "spades-play", "spades-train"]
+# (spades-bench and spades-demo load torch only later, if at all; spades-web not to serve, and
+# Ctrl-C is how a person stops the server once it serves: status 0)
+PYTHON_M = ["train.ppo", "train.ppo.trainer", "train.bid_tilt", "train.bids.bid_tilt", "train.game_bid_values",
+            "train.bids.game_bid_values", "train.label", "train.labelling.cli", "train.export",
+            "train.labelling.export", "train.probes", "train.experimental.probes", "train.learning_curve",
+            "train.experimental.learning_curve"]       # (train.recipes.ship imports no library: nothing to wait for)
+
+
+def test_every_console_script_goes_through_the_interrupt_handler_to_a_command_that_exists():
+    """Each script of pyproject.toml is a tools.entry launcher (Ctrl-C handled before the heavy
+    imports), whose ``module:function`` exists (a module moved without its entry fails here), and
+    each is tested below."""
+    import importlib
+    import tomllib
+    from tools import entry
+    scripts = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]["scripts"]
+    assert sorted(scripts) == sorted(COMMANDS) == sorted(entry.COMMANDS)
+    for script, target in scripts.items():
+        module, function = target.split(":")
+        assert module == "tools.entry" and callable(getattr(entry, function)), script
+        module, function = entry.COMMANDS[script].split(":")
+        assert callable(getattr(importlib.import_module(module), function)), entry.COMMANDS[script]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("moment, prog", [("imports", p) for p in COMMANDS] + [("torch", p) for p in TORCH_AT_START])
+def test_ctrl_c_while_a_command_starts_ends_it_with_one_line(moment, prog, tmp_path):
+    """SIGINT (Ctrl-C) while the command is still importing: status 130 and one line, no traceback
+    (spades-train used to die mid-import of torch with a KeyboardInterrupt traceback and -2)."""
+    returncode, err = _interrupt(COMMANDS[prog], moment, tmp_path)
+    _assert_one_interrupted_line(returncode, err, prog)
+    assert len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("module", PYTHON_M)
+def test_ctrl_c_while_a_python_m_module_starts_ends_it_with_one_line(module, tmp_path):
+    returncode, err = _interrupt([sys.executable, "-m", module, "--help"], "imports", tmp_path)
+    _assert_one_interrupted_line(returncode, err, f"python -m {module}")
+    assert len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("prog", ["spades-bench", "spades-label", "spades-train"])
+def test_ctrl_c_ends_a_command_with_one_line(prog, tmp_path):
+    """SIGINT (Ctrl-C) at the command's work: status 130 and one line on stderr, no traceback."""
+    command = COMMANDS[prog]
+    if prog == "spades-bench":          # the bench loads torch for its batched part only
+        command = [part for part in command if part != "--no-vector"]
+    returncode, err = _interrupt(command, "work", tmp_path)
+    _assert_one_interrupted_line(returncode, err, prog)
+
+
+# Issue 75: half-checked command lines, each refused in one line (exit 2) before any work.
+def _one_line_refusal(run, capsys) -> str:
+    """Run ``run()`` (a command's main); its exit status 2 and the one line it wrote to stderr."""
+    try:
+        status = run()
+    except SystemExit as stop:          # argparse's one-line parser errors exit
+        status = stop.code
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1 and "Traceback" not in err, (status, err)
+    return err
+
+
+def test_a_rule_set_whose_games_need_not_end_is_refused_by_eval_and_demo(tmp_path, capsys):
+    """target 1,000,000 and no mercy score ran spades-eval --games 1 and spades-demo forever."""
+    from evaluation import main as spades_eval
+    forever = tmp_path / "forever.yaml"
+    forever.write_text("target_score: 1000000\nmercy_score: null\n")
+    expected = ("rule target_score=1000000 is invalid: expected at most 10,000 points (GAME_SPAN_LIMIT) under "
+                "mercy_score: null, or max_hands set, so that every game ends")
+    err = _one_line_refusal(lambda: spades_eval(["--team-a", "random", "--team-b", "random", "--games", "1",
+                                                 "--rules", str(forever), "--quiet"]), capsys)
+    assert err == f"spades-eval: error: {expected}\n"
+    err = _one_line_refusal(lambda: demo.main(["--rules", str(forever), "--no-bench"]), capsys)
+    assert err == f"spades-demo: error: --rules: {expected}\n"
+    forever.write_text("target_score: 1000000\n")
+    err = _one_line_refusal(lambda: demo.main(["--rules", str(forever), "--no-bench"]), capsys)
+    assert "rule target_score=1000000 is invalid: expected at most 10,000 points above mercy_score (-200)" in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--decisions", str(10 ** 15)], "--decisions 1000000000000000: expected 1..100,000,000 decisions per run"),
+    (["--vector-seconds", "nan"], "--vector-seconds nan: expected a number of seconds above 0 and at most 600"),
+    (["--vector-seconds", "inf"], "--vector-seconds inf: expected a number of seconds above 0"),
+    (["--processes", "1000000"], "--processes 1000000: expected 1.."),
+    (["--batch-sizes", str(10 ** 9)], "--batch-sizes 1000000000: expected batch sizes 1..65,536 separated by commas"),
+    (["--heuristic-batch-sizes", "64,0"], "--heuristic-batch-sizes 64,0: expected batch sizes 1..65,536"),
+    (["--repeats", "0"], "--repeats 0: expected 1..100 runs"),
+    (["--threads", "100000"], "--threads 100000: expected 1..256"),
+])
+def test_bench_numbers_are_bounded_before_anything_is_measured(argv, message, capsys, monkeypatch):
+    monkeypatch.setattr(bench, "run_benchmarks", lambda *a, **k: pytest.fail("measured before the check"))
+    assert message in _one_line_refusal(lambda: bench.main(argv), capsys)
+
+
+@pytest.mark.parametrize("argv", [["--tilt", "nan"], ["--tilt", "inf"], ["--tilt", "1", "--partner-bid-tilt", "nan"],
+                                  ["--tilt", "1", "--their-nil-tilt=-inf"], ["--tilt", "1", "--bags-tilt", "7:nan"],
+                                  ["--tilt", "1", "--lead-tilt", "100:inf"], ["--tilt", "11"]])
+def test_probe_tilts_must_be_finite(argv, capsys):
+    from train.experimental import probes
+    err = _one_line_refusal(lambda: probes.main(["bid-tilt", *argv]), capsys)
+    assert "expected a finite tilt from -10 to 10" in err
+
+
+def test_the_human_agent_is_refused_where_nobody_is_asked(tmp_path, capsys):
+    """`spades-coop signals human` and `spades-label --teacher human` waited on the terminal and
+    ended in a QuitGame traceback; every automated match refuses it by name."""
+    from coop.cli import main as coop_main
+    from evaluation import main as spades_eval
+    from train.labelling.cli import main as label_main
+    matched = "agent 'human' asks a person for every move, and a match plays by itself"
+    assert matched in _one_line_refusal(lambda: coop_main(["signals", "human", "--deals", "4"]), capsys)
+    assert matched in _one_line_refusal(lambda: spades_eval(["--team-a", "human", "--team-b", "random",
+                                                             "--deals", "2", "--quiet"]), capsys)
+    for flag in ("--teacher", "--opponents"):
+        err = _one_line_refusal(lambda: label_main(["--teacher", "heuristic", flag, "human", "--deals", "4",
+                                                    "--out", str(tmp_path / "labels"), "--no-progress"]), capsys)
+        assert "'human': the human agent asks a person for every move" in err
+    assert not (tmp_path / "labels").exists()
+
+
+def test_a_model_for_other_observations_is_refused_naming_both_widths(tmp_path, capsys):
+    from agents.networks import PolicyNet
+    from agents.neural import ModelError, NeuralAgent, save_model
+    from evaluation import main as spades_eval
+    path = save_model(PolicyNet(100, hidden=8, layers=1, head_hidden=8), tmp_path / "wide100.pt", "standard", {})
+    err = _one_line_refusal(lambda: spades_eval(["--team-a", f"neural:checkpoint={path}", "--team-b", "random",
+                                                 "--deals", "2", "--quiet"]), capsys)
+    assert "its model reads observations 100 wide, and the standard rules give observations 742 wide" in err
+    with pytest.raises(ModelError, match=r"this model expects \(100,\)"):      # the agent itself, in play
+        NeuralAgent(checkpoint=path).act({"observation": [0.0] * 742, "action_mask": [1] * 68})

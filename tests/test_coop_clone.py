@@ -1,4 +1,4 @@
-"""``spades-coop clone`` (train/behaviour_cloning.py): a partner cloned from people's games.
+"""``spades-coop clone`` (coop/partners/clone.py): a partner cloned from people's games.
 
 End to end: a scripted person plays short games at the web table (through its HTTP API) with
 "Keep my games" on, the kept games are exported as JSON lines, a policy is fitted to the person's
@@ -18,7 +18,7 @@ TestClient = pytest.importorskip("starlette.testclient").TestClient
 torch = pytest.importorskip("torch")
 
 from spades_env.game import BID_ACTION_BASE  # noqa: E402
-from train.behaviour_cloning import Game, chosen_seats, main, split_games  # noqa: E402
+from coop.partners.clone import Game, chosen_seats, main, split_games  # noqa: E402
 
 RULES = {"preset": "standard", "target_score": 200}     # games of 2-4 hands
 
@@ -82,8 +82,8 @@ def test_a_partner_cloned_from_games_kept_at_the_table(tmp_path, monkeypatch, ca
     assert held["accuracy"] > report["held_out_heuristic"]["accuracy"] + 0.15
     assert "held-out games" in printed and "human-tester" in printed
 
-    from evaluation import zoo
-    from evaluation.scenarios import held_out_suite
+    from coop.partners import zoo
+    from coop.measures.scenarios import held_out_suite
     assert (models / "human_tester.pt").is_file()
     found = zoo.partner("human-tester", purpose="evaluation")
     assert (found.split, found.group, found.spec) == ("held-out", "human", "neural:model=human_tester")
@@ -142,3 +142,92 @@ def test_too_few_games_and_bad_options_are_one_line(tmp_path, capsys):
     assert "no such file or folder" in capsys.readouterr().err
     assert main([str(tmp_path)]) == 2 and "--out" in capsys.readouterr().err
     assert main([str(tmp_path), "--name", "../x"]) == 2 and "--name" in capsys.readouterr().err
+
+
+# ---- issue 75: records bounded before they are parsed, outputs and names checked first --------
+
+def _refused(capsys, argv, *expected):
+    assert main([str(a) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("spades-coop clone: error: ") and "Traceback" not in err, err
+    for text in expected:
+        assert text in err, err
+    return err.strip()
+
+
+def test_records_too_deep_too_many_or_too_large_are_refused_before_parsing(tmp_path, capsys):
+    import time as clock
+
+    out = tmp_path / "m.pt"
+    (tmp_path / "deep_array.json").write_text("[" * 200_000 + "]" * 200_000)
+    (tmp_path / "deep_object.json").write_text('{"a":' * 200_000 + "1" + "}" * 200_000)
+    for name in ("deep_array.json", "deep_object.json"):
+        _refused(capsys, [tmp_path / name, "--out", out], "nested 200,000 levels deep")
+    many = tmp_path / "many.json"
+    many.write_text("[" + ",".join(["{}"] * 4_100_000) + "]")
+    started = clock.monotonic()
+    _refused(capsys, [many, "--out", out], "more than 4,000,000 JSON arrays and objects")
+    big = tmp_path / "big"
+    big.mkdir()
+    chunk = "[" + ",".join(["{}"] * 11_000_000) + "]"            # 33 MB each: 66 MB in all
+    for k in range(2):
+        (big / f"part{k}.json").write_text(chunk)
+    _refused(capsys, [big, "--out", out], "bytes in all; expected at most 64,000,000")
+    assert clock.monotonic() - started < 120 and not out.exists()
+
+
+@pytest.mark.parametrize("hands, shown", [(5, "int"), (None, "NoneType"), ([1], "a list holding something else")])
+def test_records_of_the_wrong_shape_are_refused_by_name(tmp_path, capsys, hands, shown):
+    record = {"players": ["person"] * 4, "rules": "standard", "hands": hands}
+    (tmp_path / "r.json").write_text(json.dumps([record, record]))
+    _refused(capsys, [tmp_path / "r.json", "--out", tmp_path / "m.pt"], f"r.json[0]: 'hands' is {shown}")
+
+
+def test_a_device_a_fifo_and_the_start_itself_are_refused_as_outputs_or_records(tmp_path, capsys):
+    from agents.neural import DEFAULT_MODEL
+    from helpers_files import is_char_device, private_device, private_fifo
+
+    (tmp_path / "one.json").write_text(json.dumps({"players": ["person"] * 4, "rules": "standard", "hands": []}))
+    device, fifo = private_device(tmp_path), private_fifo(tmp_path)
+    _refused(capsys, [tmp_path / "one.json", "--out", device], "--out", "is a device, not a regular file")
+    assert is_char_device(device)
+    _refused(capsys, [fifo, "--out", tmp_path / "m.pt"], "pipe is a FIFO, not a regular file")
+    _refused(capsys, [tmp_path / "one.json", "--init", f"neural:checkpoint={DEFAULT_MODEL}", "--out", DEFAULT_MODEL],
+             "is the input")
+    _refused(capsys, [tmp_path / "one.json", "--out", f"{tmp_path}/newdir/"], "ends in a slash")
+
+
+def test_a_partner_name_that_exists_is_kept_without_force(tmp_path, monkeypatch, capsys):
+    from agents import neural
+
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "human_ana.pt").write_bytes(b"the held-out partner ana")
+    monkeypatch.setattr(neural, "MODELS_DIR", models)
+    (tmp_path / "one.json").write_text(json.dumps({"players": ["person"] * 4, "rules": "standard", "hands": []}))
+    _refused(capsys, [tmp_path / "one.json", "--name", "ana"], "human-ana exists", "--force")
+    assert (models / "human_ana.pt").read_bytes() == b"the held-out partner ana"
+    # with --force the name is free (the records, one game, are then too few)
+    _refused(capsys, [tmp_path / "one.json", "--name", "ana", "--force"], "at least 2 are needed")
+
+
+def test_a_clone_with_the_very_weights_of_its_start_or_a_shipped_model_is_not_written(tmp_path, monkeypatch, capsys):
+    """A fit that kept epoch 0 is its start: registered, it put the shipped policy itself in the
+    held-out split. The fit is stood in for by one that returns the start unchanged."""
+    from agents import neural
+    from agents.neural import PREVIOUS_MODELS, policy_from_checkpoint, read_checkpoint
+    from coop.partners import clone as clone_module
+
+    def kept_epoch_zero(paths, player, init, *args, **kwargs):
+        path = neural.DEFAULT_MODEL if init == "neural" else PREVIOUS_MODELS["neural_v3"]
+        policy, info = policy_from_checkpoint(read_checkpoint(path))
+        report = {"player": "person", "init": init, "games": {}, "decisions": {}, "kept_epoch": 0,
+                  "held_out": {"accuracy": 0.5}}
+        return policy, report, info["rules"]
+
+    monkeypatch.setattr(clone_module, "clone", kept_epoch_zero)
+    out = tmp_path / "m.pt"
+    _refused(capsys, [tmp_path, "--out", out], "the very weights of its start")
+    _refused(capsys, [tmp_path, "--init", "scratch", "--out", out], "the very weights of the model",
+             "neural_v3.pt")
+    assert not out.exists()

@@ -1175,7 +1175,8 @@ def test_raw_env_encoder_is_the_observation_encoder_it_fills():
 @pytest.mark.parametrize("preset", ["standard", "basic", "tournament", "openspiel", "cutthroat"])
 def test_observation_bounds_are_finite_and_hold(preset):
     """The observation space has finite bounds derived from the rules (no gymnasium warning), and
-    every observation of random games, from 0-0 and from extreme starting scores, lies inside."""
+    every observation of random games, from 0-0 and from the extreme starting scores the rules
+    allow (just inside the mercy score and the target), lies inside."""
     import random as _random
 
     import numpy as np
@@ -1185,7 +1186,8 @@ def test_observation_bounds_are_finite_and_hold(preset):
     assert np.isfinite(space.low).all() and np.isfinite(space.high).all()
     rng = _random.Random(0)
     sides = 2 if env.rules.partnerships else env.rules.players
-    for start in ([0] * sides, [10 ** 9] + [-(10 ** 9)] * (sides - 1), [-400] * sides):
+    top, bottom = env.rules.target_score - 1, env.rules.mercy_score + 1
+    for start in ([0] * sides, [top] + [bottom] * (sides - 1), [bottom] * sides):
         env.reset(seed=rng.randrange(1000), options={"scores": start})
         for step, agent in enumerate(env.agent_iter(max_iter=400)):
             obs, _, term, trunc, _ = env.last()

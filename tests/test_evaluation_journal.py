@@ -223,26 +223,95 @@ def test_an_unknown_version_is_refused(tmp_path, monkeypatch):
             _small(journal)
 
 
+def _as_version_3(entry):
+    for play in entry["outcomes"]:
+        for tally in play["tallies"].values():
+            del tally["wins_from_behind"]
+
+
 def test_a_version_3_journal_resumes_its_plays_counting_no_wins_from_behind(tmp_path, monkeypatch):
     """Version 4 added one tally field (games won from behind going into the last hand): a journal
-    written before it still resumes, every other figure as the uninterrupted run's."""
+    written before it still resumes, every other figure as the uninterrupted run's, and the result
+    says that no game of it counted wins from behind."""
     journal = tmp_path / "j.jsonl"
     games = dict(games=3, duplicate=True, seed=5, workers=1, journal=str(journal))
     plain = evaluate("heuristic", "random", **games)
-    def drop_field(entry):
-        for play in entry["outcomes"]:
-            for tally in play["tallies"].values():
-                del tally["wins_from_behind"]
     _rewrite(journal, 1, lambda header: header.update(version=3))
     for number in range(2, len(_lines(journal)) + 1):
-        _rewrite(journal, number, drop_field)
+        _rewrite(journal, number, _as_version_3)
     _no_play(monkeypatch)
-    resumed = evaluate("heuristic", "random", **games).to_dict(timing=False)
-    expected = plain.to_dict(timing=False)
-    for data in (resumed, expected):
+    resumed = evaluate("heuristic", "random", **games)
+    assert resumed.wins_from_behind_games == 0 and plain.wins_from_behind_games == 6
+    assert resumed.to_dict()["notes"] == ["won from behind counts 0 of the 6 games: the other 6 were read from a "
+                                          "version-3 journal, which did not count it"]
+    assert "notes" not in plain.to_dict()
+    got, expected = resumed.to_dict(timing=False), plain.to_dict(timing=False)
+    for data in (got, expected):
         for team in data["teams"].values():
             team.pop("wins_from_behind")
-    assert resumed == expected
+        data.pop("wins_from_behind_games")
+        data.pop("notes", None)
+    assert got == expected
+
+
+def test_a_match_resumed_from_version_3_counts_wins_from_behind_over_the_games_that_have_it(tmp_path, capsys):
+    """The issue's case in small: part of a match in a version-3 journal, the rest played now. Won
+    from behind is reported over the games played now, with a note in the report and the JSON;
+    the games played now are appended whole, and the journal resumes again to the same result."""
+    journal, report = tmp_path / "j.jsonl", tmp_path / "r.json"
+    argv = ["--team-a", "heuristic", "--team-b", "random", "--games", "6", "--duplicate", "--seed", "3",
+            "--workers", "1", "--quiet", "--journal", str(journal), "--json", str(report)]
+    assert main(argv) == 0
+    full = json.loads(report.read_text())
+    lines = _lines(journal)
+    journal.write_text("\n".join(lines[:4]) + "\n")                 # the header and 3 game seeds
+    _rewrite(journal, 1, lambda header: header.update(version=3))
+    for number in (2, 3, 4):
+        _rewrite(journal, number, _as_version_3)
+    capsys.readouterr()
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    resumed = json.loads(report.read_text())
+    note = "won from behind counts 6 of the 12 games: the other 6 were read from a version-3 journal, which did not count it"
+    assert resumed["wins_from_behind_games"] == 6 and full["wins_from_behind_games"] == 12
+    assert resumed["notes"] == [note] and "notes" not in full
+    assert f"note: {note}" in printed and "won from behind in the last hand (of 6 games)" in printed
+    later = [json.loads(line) for line in _lines(journal)[4:]]
+    assert len(later) == 3 and all("wins_from_behind" in tally for entry in later
+                                   for play in entry["outcomes"] for tally in play["tallies"].values())
+    assert main(argv) == 0
+    assert json.loads(report.read_text())["notes"] == [note]
+
+
+def test_a_version_4_header_over_version_3_lines_is_refused(tmp_path, monkeypatch, capsys):
+    journal = tmp_path / "j.jsonl"
+    games = dict(games=2, seed=5, workers=1, journal=str(journal))
+    evaluate("heuristic", "random", **games)
+    _rewrite(journal, 3, _as_version_3)
+    _no_play(monkeypatch)
+    with pytest.raises(EvaluationError, match=r"line 3: not an entry of this match \(a tally of version 3 "
+                                              r"\(without wins_from_behind\) under a version-4 header\)"):
+        evaluate("heuristic", "random", **games)
+    assert main(["--team-a", "heuristic", "--team-b", "random", "--games", "2", "--seed", "5", "--workers", "1",
+                 "--quiet", "--journal", str(journal)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and "under a version-4 header" in err
+
+
+@pytest.mark.parametrize("field", ["wins_from_behind", "wins_by_bag_out", "wins_by_blind_nil"])
+def test_a_tally_with_more_wins_of_a_kind_than_wins_is_refused(field, tmp_path, monkeypatch):
+    journal = tmp_path / "j.jsonl"
+    games = dict(games=2, seed=5, workers=1, journal=str(journal))
+    evaluate("heuristic", "random", **games)
+
+    def inflate(entry):
+        tally = entry["outcomes"][0]["tallies"]["B"]
+        tally[field] = tally["wins"] + 1
+    _rewrite(journal, 2, inflate)
+    _no_play(monkeypatch)
+    with pytest.raises(EvaluationError, match=rf"line 2: not an entry of this match \(tally {field}=\d+ exceeds its "
+                                              r"wins=\d+\)"):
+        evaluate("heuristic", "random", **games)
 
 
 def test_a_header_torn_by_a_kill_starts_again(tmp_path):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
 import shutil
 import sys
@@ -20,11 +21,11 @@ import pytest
 import torch
 import yaml
 
-from evaluation.coop_cli import league_main
-from evaluation.coop_cli import main as coop_main
+from coop.cli import league_main
+from coop.cli import main as coop_main
 from evaluation.outcomes import EvaluationError
-from train.coop_cli import main as coop_command
-from train.coop_study import StudyError, check_runs_unchanged, load_study
+from coop.cli import main as coop_command
+from coop.study.study import StudyError, check_runs_unchanged, load_study
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE = ROOT / "configs" / "coop_study_smoke.yaml"
@@ -112,13 +113,14 @@ def test_a_read_only_output_folder_is_refused_before_any_play(capsys, locked):
 
 
 def test_a_write_that_fails_after_the_check_is_one_line(tmp_path, monkeypatch):
-    from evaluation.coop_common import write_json
+    from coop.common import write_json
 
-    def full(self, *args, **kwargs):
+    def full(*args, **kwargs):
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(Path, "write_text", full)
+    monkeypatch.setattr(os, "fsync", full)            # the disk fills while the file is written
     with pytest.raises(EvaluationError, match=r"--json .*x\.json: cannot be written \(No space left on device\)"):
         write_json(tmp_path / "x.json", {"a": 1}, "--json")
+    assert list(tmp_path.iterdir()) == []             # no .tmp left behind
 
 
 def test_bid_values_refuse_bad_input_in_one_line(capsys, tmp_path):
@@ -151,9 +153,9 @@ def test_agent_options_are_checked_in_our_words():
 # ------------------------------------------------------------------ one flag for no progress bar
 def test_every_command_takes_no_progress_and_quiet(monkeypatch):
     from evaluation.cli import build_parser as eval_parser
-    from evaluation.coop_cli import _coop_parser, _league_parser
-    from train.bid_value_map import build_parser as bid_parser
-    from train.coop_study import build_parser as study_parser
+    from coop.cli import _coop_parser, _league_parser
+    from train.bids.bid_value_map import build_parser as bid_parser
+    from coop.study.study import build_parser as study_parser
     assert eval_parser().parse_args(["--no-progress"]).no_progress
     assert eval_parser().parse_args(["--quiet"]).no_progress
     assert _coop_parser().parse_args(["run", "random", "--quiet"]).no_progress
@@ -164,7 +166,7 @@ def test_every_command_takes_no_progress_and_quiet(monkeypatch):
 
 def test_progress_bars_step_aside_when_stderr_is_not_a_terminal(monkeypatch):
     from evaluation.cli_common import progress_disabled
-    from train.fitting import progress_bar
+    from train.imitation.fitting import progress_bar
     monkeypatch.setattr(sys, "stderr", SimpleNamespace(isatty=lambda: False, write=lambda s: None, flush=lambda: None))
     assert progress_disabled(True) and progress_disabled(False)
     assert progress_bar(10, "x", True).disable
@@ -173,7 +175,7 @@ def test_progress_bars_step_aside_when_stderr_is_not_a_terminal(monkeypatch):
 
 
 def test_spades_train_no_progress_sets_the_field(monkeypatch):
-    from train import ppo
+    from train.ppo import trainer as ppo
     seen = {}
     monkeypatch.setattr(ppo, "load_config", lambda path, overrides: seen.setdefault("set", list(overrides))
                         and (_ for _ in ()).throw(ppo.ConfigError("stop")))
@@ -183,14 +185,14 @@ def test_spades_train_no_progress_sets_the_field(monkeypatch):
 
 # ------------------------------------------------------------------ newcomer's rough edges
 def test_a_set_typo_is_not_blamed_on_the_yaml_file():
-    from train.config import ConfigError, load_config
+    from train.ppo.config import ConfigError, load_config
     with pytest.raises(ConfigError, match=r"^--set epochz=2: unknown field 'epochz' \(did you mean 'epochs'\?\)"):
         load_config(str(ROOT / "configs" / "quickstart.yaml"), ["epochz=2"])
     with pytest.raises(ConfigError, match=r"^--set epochs=abc: epochs='abc'"):
         load_config(str(ROOT / "configs" / "quickstart.yaml"), ["epochs=abc"])
 
 
-@pytest.mark.parametrize("module", ["train.label", "train.bench", "train.demo", "web.server", "train.ppo"])
+@pytest.mark.parametrize("module", ["train.labelling.cli", "tools.bench", "tools.demo", "web.server", "train.ppo.trainer"])
 def test_every_command_line_prints_one_line_for_an_unknown_flag(capsys, module):
     import importlib
     main = importlib.import_module(module).main
@@ -198,7 +200,7 @@ def test_every_command_line_prints_one_line_for_an_unknown_flag(capsys, module):
 
 
 def test_spades_train_refuses_a_seed_out_of_range():
-    from train.config import ConfigError, load_config
+    from train.ppo.config import ConfigError, load_config
     for seed in (-1, 10 ** 30):
         with pytest.raises(ConfigError, match=rf"seed={seed}: expected a whole number from 0"):
             load_config(None, [f"seed={seed}"])
@@ -214,7 +216,7 @@ def test_spades_play_and_eval_print_one_line_for_a_typo(capsys):
 
 
 def test_a_finished_run_leaves_no_lock_file_and_a_killed_ones_lock_is_free(tmp_path):
-    from train.run_lock import RunFolderBusy, RunLock
+    from train.ppo.run_lock import RunFolderBusy, RunLock
     lock = RunLock(tmp_path / "run").acquire()
     assert (tmp_path / "run" / ".lock").exists()
     with pytest.raises(RunFolderBusy):
@@ -312,7 +314,7 @@ def test_a_study_folder_that_is_not_a_folder_is_refused(capsys, tmp_path, a_file
 
 
 def test_train_fields_edited_between_kill_and_resume_are_refused(capsys, tmp_path):
-    from train.coop_study import _write_run_config
+    from coop.study.study import _write_run_config
     config = smoke(tmp_path)
     study = load_study(config)
     for started in study.runs():                    # population's globs name the runs folder
@@ -345,11 +347,11 @@ def finished(tmp_path):
 
 
 def fake_lab(monkeypatch, played: list):
-    import evaluation.league as league
+    import coop.measures.league as league
     import evaluation.results as results
-    import evaluation.scenarios as scenarios
-    import evaluation.signals as signals
-    from train import coop_study_report
+    import coop.measures.scenarios as scenarios
+    import coop.measures.signals as signals
+    from coop.study import report as coop_study_report
 
     def crossplay(specs, **kw):
         played.append(("crossplay", len(specs), kw["deals"]))
@@ -384,7 +386,7 @@ def fake_lab(monkeypatch, played: list):
 
 
 def evaluate(study, log=None):
-    from train.coop_study_report import evaluate_stage
+    from coop.study.report import evaluate_stage
     return evaluate_stage(study, workers=1, progress=False, log=(log or (lambda line: None)))
 
 
@@ -608,7 +610,7 @@ def test_a_journal_line_without_its_checksum_is_refused(tmp_path):
 
 
 def test_an_expert_shard_copied_in_under_a_new_name_is_refused(tmp_path):
-    from train.expert_manifest import ExpertIterationError, file_digest, verify_files, verify_labels
+    from train.labelling.expert_manifest import ExpertIterationError, file_digest, verify_files, verify_labels
     folder = tmp_path / "round_01" / "labels_self"
     folder.mkdir(parents=True)
     (folder / "shard_00000.pt").write_bytes(b"labels")

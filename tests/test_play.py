@@ -418,6 +418,25 @@ def test_end_of_input_saves_the_record(tmp_path, monkeypatch, capsys):
     replay(saved)
 
 
+def test_a_record_path_that_cannot_be_written_is_refused_before_the_game(tmp_path, monkeypatch, capsys):
+    """Issue 75: --record DIR or FILE/r.json failed only after the whole game was played."""
+    from helpers_files import is_char_device, leftovers, private_device
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))        # a game that started would read from here
+    (tmp_path / "FILE").write_text("x")
+    device = private_device(tmp_path)
+    for target, expected in ((tmp_path, "is a folder: expected a file"),
+                             (tmp_path / "FILE" / "r.json", "FILE is not a folder"),
+                             (f"{tmp_path}/newdir/", "ends in a slash"),
+                             (device, "is a device, not a regular file")):
+        with pytest.raises(SystemExit) as exc:
+            play.main(["--seed", "3", "--opponents", "random", "--partner", "random", "--record", str(target)])
+        captured = capsys.readouterr()
+        assert exc.value.code == 2 and captured.err.count("\n") == 1 and expected in captured.err, captured.err
+        assert "--record" in captured.err and captured.out == ""
+    assert is_char_device(device) and not leftovers(tmp_path) and not (tmp_path / "newdir").exists()
+
+
 # ---------------------------------------------------------------------- hidden information
 @pytest.mark.parametrize("seed, seat, rules, scores, unicode", [
     (0, 2, "standard", None, True), (1, 0, "standard", [0, 300], False), (2, 3, "standard", [0, 300], True),

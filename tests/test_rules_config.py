@@ -120,9 +120,9 @@ def test_rules_object_through_env():
 # ---------------------------------------------------------------- overrides
 
 def test_keyword_overrides():
-    rules = make_rules("standard", target_score=300, mercy_score=None, bag_penalty=50)
+    rules = make_rules("standard", target_score=300, mercy_score=None, max_hands=40, bag_penalty=50)
     assert rules.target_score == 300 and rules.mercy_score is None and rules.bag_penalty == 50
-    assert differences(rules, make_rules("standard")) == {"target_score", "mercy_score", "bag_penalty"}
+    assert differences(rules, make_rules("standard")) == {"target_score", "mercy_score", "max_hands", "bag_penalty"}
 
 
 def test_override_on_top_of_preset():
@@ -157,9 +157,9 @@ def test_mapping_without_preset_is_standard_based():
 
 def test_yaml_file(tmp_path):
     path = tmp_path / "short.yaml"
-    path.write_text("target_score: 250\nmercy_score: null\nspades_lead: any\n")
+    path.write_text("target_score: 250\nmercy_score: -100\nspades_lead: any\n")
     rules = make_rules(path)
-    assert rules.target_score == 250 and rules.mercy_score is None and rules.spades_lead == "any"
+    assert rules.target_score == 250 and rules.mercy_score == -100 and rules.spades_lead == "any"
     assert differences(rules, make_rules("standard")) == {"target_score", "mercy_score", "spades_lead"}
     assert make_rules(str(path)) == rules
 
@@ -303,13 +303,42 @@ def test_contradictory_settings_name_the_setting(base, overrides, setting):
 def test_consistent_variants_are_accepted():
     make_rules("cutthroat", players=3)
     make_rules("standard", nil=False, blind_nil=False)
-    make_rules("standard", mercy_score=None)
+    make_rules("standard", mercy_score=None, max_hands=100)
     make_rules("standard", mercy_score=499)
+    make_rules("standard", target_score=9_800, mercy_score=-200)       # exactly GAME_SPAN_LIMIT apart
+    make_rules("standard", target_score=10 ** 6, mercy_score=None, max_hands=20)
     make_rules("standard", blind_nil_pass=0)
     make_rules("standard", blind_nil_pass=3)
     make_rules("standard", bids_may_total_13=False, two_of_clubs_leads=True, no_spades_first_trick=True)
     make_rules("standard", spades_lead="any")
     make_rules("standard", spades_lead="forced_only")
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"target_score": 10 ** 6, "mercy_score": None}, r"rule target_score=1000000 is invalid: expected at most "
+                                                      r"10,000 points \(GAME_SPAN_LIMIT\) under mercy_score: null"),
+    ({"target_score": 10_001, "mercy_score": None}, r"rule target_score=10001 is invalid"),
+    ({"target_score": 9_801}, r"rule target_score=9801 is invalid: expected at most 10,000 points above "
+                              r"mercy_score \(-200\) \(GAME_SPAN_LIMIT\), or max_hands set"),
+    ({"target_score": 500, "mercy_score": -10 ** 6}, r"rule target_score=500 is invalid: expected at most 10,000"),
+])
+def test_a_rule_set_whose_games_need_not_end_is_refused(overrides, message):
+    """Random play under mercy_score: null never ends a game (scores fall forever): without a
+    mercy score close enough to the target, a rule set needs max_hands."""
+    with pytest.raises(RulesError, match=message):
+        make_rules("standard", **overrides)
+    make_rules("standard", max_hands=200, **overrides)          # a cap ends every game
+
+
+def test_mercy_null_without_a_cap_gets_one_so_that_every_game_ends():
+    """The rule book's variant mercy_score: null stays playable: a game is truncated after
+    MERCYLESS_HANDS_CAP hands unless the rule set names its own max_hands."""
+    from spades_env.rules import MERCYLESS_HANDS_CAP
+    rules = make_rules("standard", mercy_score=None)
+    assert rules.mercy_score is None and rules.max_hands == MERCYLESS_HANDS_CAP
+    assert make_rules("standard", mercy_score=None, target_score=300, max_hands=7).max_hands == 7
+    assert make_rules(rules.to_dict()) == rules
+    assert make_rules("standard").max_hands is None
 
 
 def test_three_players_derived_quantities():

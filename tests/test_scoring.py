@@ -275,7 +275,7 @@ def test_game_winner_standard(scores, winner):
 
 
 def test_mercy_null_never_ends_the_game_low():
-    rules = make_rules("standard", mercy_score=None)
+    rules = make_rules("standard", mercy_score=None, max_hands=100)     # a cap is what ends such a game
     assert game_winner(rules, [-1000, 0]) is None
     assert game_winner(rules, [-1000, 500]) == 1
 
@@ -456,7 +456,8 @@ def test_engine_mercy_exactly_at_the_mercy_score():
 
 
 def test_engine_mercy_null_plays_on():
-    game = scripted_hand(tricks=(1, 6, 0, 6), bids=(3, 3, 3, 3), scores=[-150, 0], mercy_score=None)
+    game = scripted_hand(tricks=(1, 6, 0, 6), bids=(3, 3, 3, 3), scores=[-150, 0], mercy_score=None,
+                         max_hands=50)
     assert game.scores == [-210, 66]
     assert game.phase == PHASE_HAND_OVER
 

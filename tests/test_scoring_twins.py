@@ -32,7 +32,7 @@ SCORING_CASES = [
     {"rules": "openspiel"},                                   # bags from the score's last digit, mercy -350
     {"rules": "standard", "nil_tricks_count_for_partner": True, "bag_limit": 5, "bag_penalty": 50},
     {"rules": "standard", "bags": False, "nil_bonus": 50, "blind_nil_bonus": 150},
-    {"rules": "standard", "mercy_score": None, "target_score": 250},
+    {"rules": "standard", "mercy_score": None, "target_score": 250, "max_hands": 30},
     {"rules": "openspiel", "nil_tricks_count_for_partner": False, "target_score": 200, "mercy_score": -100},
 ]
 TABLES = 400

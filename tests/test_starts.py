@@ -17,8 +17,8 @@ from spades_env.game import DealError
 from spades_env.rules import make_rules
 from spades_env.starts import (StartError, hand_start_names, load_table, parse_table, sample_starts,
                                start_summary)
-from train.config import ConfigError, load_config
-from train.rollout import StartingScores
+from train.ppo.config import ConfigError, load_config
+from train.ppo.rollout import StartingScores
 
 
 def table_states() -> set[tuple[int, int, int, int]]:
@@ -159,3 +159,73 @@ def test_the_trainer_takes_start_real(tmp_path):
     assert 0.15 < offered < 0.6
     assert not StartingScores(False, 1.0, make_rules("standard"), 4, gen, torch.device("cpu")).varied
     assert StartingScores(True, 1.0, make_rules("standard"), 4, gen, torch.device("cpu")).kind == "varied"
+
+
+# Starting scores lie strictly between the mercy score and the target (issue 75): 600-0 or
+# -1000-0 is a game over before its first card, and used to be played as one.
+@pytest.mark.parametrize("scores", [[600, 0], [0, 500], [-1000, 0], [0, -200], [10 ** 30, 0]])
+def test_a_start_past_the_target_or_the_mercy_score_is_refused_by_both_engines(scores):
+    from spades_env.vector import SpadesVectorEnv, VectorEnvError
+    with pytest.raises(DealError, match=rf"scores=.*: (expected every starting score strictly between mercy_score -200 "
+                                        rf"and target_score 500|each starting score must lie within)"):
+        spades_v0.env().reset(seed=0, options={"scores": scores})
+    with pytest.raises(VectorEnvError, match=r"scores"):
+        SpadesVectorEnv(2).reset(seed=0, scores=scores)
+    with pytest.raises(VectorEnvError, match=r"scores"):
+        SpadesVectorEnv(2).set_start(scores=scores)
+
+
+def test_the_bounds_are_the_rules_own_and_a_game_in_progress_may_stand_over_the_target():
+    from spades_env.game import SpadesGame
+    spades_v0.env().reset(seed=0, options={"scores": [499, -199]})          # just inside: a game
+    spades_v0.env(target_score=300, mercy_score=-100).reset(seed=0, options={"scores": [299, -99]})
+    with pytest.raises(DealError, match=r"strictly between mercy_score -100 and target_score 300"):
+        spades_v0.env(target_score=300, mercy_score=-100).reset(seed=0, options={"scores": [300, 0]})
+    spades_v0.env(mercy_score=None, max_hands=5).reset(seed=0, options={"scores": [-10 ** 6, 0]})
+    with pytest.raises(DealError, match=r"strictly below target_score 500"):
+        spades_v0.env(mercy_score=None, max_hands=5).reset(seed=0, options={"scores": [500, 0]})
+    assert SpadesGame("standard", 0, scores=[510, 510], mid_game=True).scores == [510, 510]   # a tie plays on
+
+
+@pytest.mark.parametrize("flag", ["600,0", "-1000,0", f"{10 ** 30},0", "0,-200"])
+@pytest.mark.parametrize("count", [["--games", "1"], ["--deals", "2"]])
+def test_spades_eval_refuses_a_start_outside_the_game_in_one_line(flag, count, capsys):
+    assert main(["--team-a", "random", "--team-b", "random", *count, f"--start-scores={flag}", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"spades-eval: error: start_scores=[{flag.replace(',', ', ')}]: expected every starting "
+                          "score strictly between mercy_score -200 and target_score 500")
+    with pytest.raises(EvaluationError, match=r"start_scores=\[600, 0\]"):
+        evaluate("random", "random", games=1, start_scores=(600, 0))
+
+
+def test_real_starts_must_lie_within_the_rules_game_and_the_recorder_keeps_only_such():
+    from evaluation.record_starts import game_starts
+    from spades_env.starts import check_rules
+    table = load_table()
+    check_rules(table, make_rules("standard"))
+    beyond = parse_table({**table.meta, "states": [[510, 510, 0, 0, 0, 1], [0, 0, 0, 0, 1, 1]]})
+    with pytest.raises(StartError, match=r"its scores reach 0\.\.510: expected every starting score strictly between"):
+        check_rules(beyond, make_rules("standard"))
+    record = {"start": {"bags": [0, 0]}, "hands": [
+        {"scores_before": [0, 0], "dealer": 0, "bags": [1, 2]},
+        {"scores_before": [505, 505], "dealer": 1, "bags": [3, 4]},       # tied over the target: plays on
+        {"scores_before": [560, 530], "dealer": 2, "bags": [5, 6], "complete": False}]}
+    assert hand_starts(record)[:2] == [(0, 0, 0, 0, 0), (505, 505, 1, 2, 1)]
+    assert game_starts(record, make_rules("standard")) == [(0, 0, 0, 0, 0)]
+
+
+def test_varied_starts_must_fit_the_rules_of_a_run_and_of_labels(tmp_path, capsys):
+    from train.labelling.cli import main as label_main
+    short = tmp_path / "short.yaml"
+    short.write_text("target_score: 300\n")
+    expected = (r"varied starts draw scores -150\.\.490: expected every starting score strictly between mercy_score "
+                r"-200 and target_score 300")
+    with pytest.raises(ConfigError, match=expected):
+        load_config("configs/quickstart.yaml", ["varied_start=true", f"rules={short}"])
+    load_config("configs/quickstart.yaml", ["varied_start=true"])               # the standard rules hold them
+    assert label_main(["--teacher", "heuristic", "--deals", "4", "--varied-start", "0.5", "--rules", str(short),
+                       "--out", str(tmp_path / "labels"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--varied-start: varied starts draw scores -150..490" in err
+    assert not (tmp_path / "labels").exists()

@@ -17,7 +17,7 @@ B = 8
 
 def _played_env(backend, steps=40, rules="standard"):
     env = SpadesVectorEnv(B, rules=rules, backend=backend, seed=0)
-    env.reset(seed=1, scores=[-300, 0])
+    env.reset(seed=1, scores=[-150, 0])
     g = torch.Generator().manual_seed(0)
     for _ in range(steps):
         u = torch.rand(B, 68, generator=g)
@@ -116,7 +116,7 @@ def test_fuzzed_snapshots_give_a_named_error_or_a_playable_env(backend):
 def test_real_snapshots_pass_the_check_all_along():
     for rules in ("standard", "tournament"):
         env = SpadesVectorEnv(B, rules=rules, seed=0)
-        env.reset(seed=2, scores=[-300, 0])
+        env.reset(seed=2, scores=[-150, 0])
         g = torch.Generator().manual_seed(0)
         for step in range(400):
             if step % 10 == 0:

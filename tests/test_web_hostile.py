@@ -163,17 +163,17 @@ def test_a_checkpoint_path_gets_one_answer_whether_or_not_the_file_exists(http, 
     real = tmp_path / "model.pt"
     real.write_bytes(b"not a model")
     answers = {http.post("/api/games", json={"seat": 2, "agents": {"0": f"neural:checkpoint={path}"}}).text
-               for path in ("/etc/shadow", "/etc/passwd", "/no/such.pt", str(real), "../agents/models/neural_standard.pt")}
+               for path in ("/etc/shadow", "/etc/passwd", "/no/such.pt", str(real), "../agents/models/neural_v7.pt")}
     assert len(answers) == 1                         # no existence oracle
     assert "not one of the models this server offers" in json.loads(answers.pop())["error"]
 
 
 def test_the_listed_models_and_bounded_budgets_are_accepted(http):
     options = http.get("/api/options").json()
-    assert "neural_standard" in options["models"]
+    assert "neural_v7" in options["models"]
     assert "worlds" in options["agent_options"]["search"] and "rules" not in options["agent_options"]["search"]
-    for spec in ("neural:checkpoint=neural_standard", "search:worlds=20000,threads=1", "heuristic:bidding=aggressive,cover=none",
-                 "search:backend=python,worlds=50,max_steps=2000", "search:guide=neural_standard"):
+    for spec in ("neural:checkpoint=neural_v7", "search:worlds=20000,threads=1", "heuristic:bidding=aggressive,cover=none",
+                 "search:backend=python,worlds=50,max_steps=2000", "search:guide=neural_v7"):
         made = http.post("/api/games", json={"seat": 2, "agents": {"0": spec}})
         assert made.status_code == 201, made.text
         assert http.delete(f"/api/games/{made.json()['id']}").status_code == 200

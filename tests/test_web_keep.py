@@ -182,3 +182,26 @@ def test_the_keep_folder_option(tmp_path, capsys):
     assert exit_.value.code == 2 and "--keep-games" in capsys.readouterr().err
     app = create_app(tmp_path / "records")                 # the default: the inspector's folder
     assert app.state.web.keep_dir == tmp_path / "records"
+
+
+def test_a_keep_folder_that_cannot_be_used_is_refused_at_start_in_one_line(tmp_path, capsys):
+    """Issue 75: a file, a path under a file, a read-only folder or a device as --keep-games used
+    to start the server, which then failed on every game (or, as root, wrote into the read-only
+    folder); each is now refused before serving, in one line."""
+    import os
+    from helpers_files import is_char_device, private_device
+
+    (tmp_path / "FILE").write_text("")
+    readonly = tmp_path / "readonly"
+    readonly.mkdir()
+    readonly.chmod(0o555)
+    device = private_device(tmp_path)
+    for target, expected in ((tmp_path / "FILE" / "kept", "FILE is not a folder"),
+                             (tmp_path / "FILE", "FILE is a file: expected a folder"),
+                             (readonly, "the folder is not writable (read-only)"),
+                             (device, "is a device: expected a folder")):
+        with pytest.raises(SystemExit) as exit_:
+            main(["--keep-games", str(target), "--no-browser", "--port", "1"])
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and err.count("\n") == 1 and "--keep-games" in err and expected in err, err
+    assert os.listdir(readonly) == [] and is_char_device(device)

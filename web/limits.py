@@ -146,7 +146,7 @@ def check_record_name(name: Any) -> str:
 
 def models_offered(extra_dir: Optional[str | Path] = None) -> dict[str, Path]:
     """The neural models a browser may name: the shipped ones (``agents/models``, by their path
-    there without ``.pt``, e.g. ``neural_standard``) and the ``.pt`` files directly in
+    there without ``.pt``, e.g. ``neural_v7``) and the ``.pt`` files directly in
     ``extra_dir`` (``spades-web --models DIR``, by file name without ``.pt``; a shipped name wins)."""
     shipped = Path(__file__).resolve().parent.parent / "agents" / "models"
     offered: dict[str, Path] = {}
@@ -253,6 +253,8 @@ AGENT_OPTIONS: dict[str, dict[str, Option]] = {
         "guide": MODEL, "guide_weight": _number(-100, 100), "guide_bids": BOOLEAN, "guide_base": BOOLEAN,
     },
 }
+AGENT_OPTIONS["search_v1"] = dict(AGENT_OPTIONS["search"])     # the search before exact endgames
+AGENT_OPTIONS["search"]["endgame_tricks"] = _integer(0, 5)     # 6 and more cost too much a decision
 
 
 def allowed_options(name: str) -> dict[str, str]:
@@ -279,13 +281,13 @@ def browser_agent(name: str, options: dict, models: dict[str, Path], spec: str) 
             checked[key] = option.check(value)
         except ValueError as exc:
             raise ValueError(f"agent spec {short(spec, 120)!r}: {key}={short(value, 40)}: {exc}") from None
-    if name == "search":
+    if name in ("search", "search_v1"):
         _check_search_budget(checked, spec)
     return checked
 
 
 def _model_file(key: str, value: Any, models: dict[str, Path], agent: str) -> str:
-    if agent == "search" and value == "neural":
+    if agent in ("search", "search_v1") and value == "neural":
         return "neural"
     text = str(value)
     path = models.get(text[:-3] if text.endswith(".pt") else text)

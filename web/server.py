@@ -55,6 +55,7 @@ from starlette.responses import FileResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from spades_env.files import FileRuleError, check_output_folder, read_bytes, write_text
 from spades_env.record import RECORD_FORMAT, ReplayError
 from spades_env.rules import PRESET_NAMES
 
@@ -135,14 +136,11 @@ class WebState:
             if not game.keep or version == game.kept_version:
                 return None
             path = self.keep_dir / f"web-{game.id}.json"
-            part = self.keep_dir / f".web-{game.id}.json.part"      # not a kept name: never exported
-            try:
-                self.keep_dir.mkdir(parents=True, exist_ok=True)
-                part.write_text(json.dumps(game.record(), indent=1))
-                part.replace(path)
-            except OSError as exc:
-                game.keep_error = short(f"this game could not be kept: {exc.strerror or type(exc).__name__} "
-                                        "(the keep folder of spades-web --keep-games)")
+            try:                                  # by the output rule: its .tmp is not a kept name, never exported
+                write_text(path, json.dumps(game.record(), indent=1), "kept game")
+            except FileRuleError:                 # its text names the server's paths: not for the page
+                game.keep_error = short("this game could not be kept: its folder cannot be written (the keep "
+                                        "folder of spades-web --keep-games)")
                 return None
             game.kept_version, game.keep_error = version, None
             return path
@@ -334,10 +332,8 @@ async def export_kept_games(request: Request) -> Response:
     def lines():
         for path in files:
             try:
-                if path.stat().st_size > MAX_BODY:
-                    continue
-                record = parse_json(path.read_bytes(), path.name)
-            except (OSError, Refused):
+                record = parse_json(read_bytes(path, "kept game", MAX_BODY), path.name)   # the input rule
+            except (OSError, FileRuleError, Refused):
                 continue
             if isinstance(record, dict):
                 yield json.dumps(record, separators=(",", ":")) + "\n"
@@ -430,9 +426,9 @@ async def open_record(request: Request) -> Response:
     if path.stat().st_size > MAX_BODY:
         raise ApiError(413, f"{path.name}: {path.stat().st_size:,} bytes, at most {MAX_BODY:,}")
     try:
-        record = parse_json(path.read_bytes(), path.name)
-    except OSError as exc:
-        raise ApiError(422, f"{path.name}: cannot be read ({exc.strerror or exc})")
+        record = parse_json(read_bytes(path, "record", MAX_BODY), path.name)
+    except FileRuleError as exc:
+        raise ApiError(422, f"{path.name}: {str(exc).split(': ', 1)[-1] if ': ' in str(exc) else 'cannot be read'}")
     except Refused as exc:
         raise ApiError(422, f"not a JSON game record: {exc.message}")
     result = await _frames(state, record, request.query_params.get("index", 0))
@@ -517,8 +513,11 @@ def main(argv: Optional[list[str]] = None) -> int:
         parser.error(f"--models {args.models}: not a folder (expected a folder of neural models, *.pt)")
     if not 0 < args.port < 65536:
         parser.error(f"--port {args.port}: expected 1..65535")
-    if args.keep_games is not None and Path(args.keep_games).exists() and not Path(args.keep_games).is_dir():
-        parser.error(f"--keep-games {args.keep_games}: not a folder (expected a folder for the kept games' records)")
+    if args.keep_games is not None:           # a file, a path under a file, a read-only folder: refused now
+        try:
+            check_output_folder(args.keep_games, "--keep-games")
+        except FileRuleError as exc:
+            parser.error(str(exc))
     keep_dir = Path(args.keep_games if args.keep_games is not None else args.records)
     try:
         import uvicorn
