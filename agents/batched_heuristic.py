@@ -30,8 +30,9 @@ from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, PHA
                              PHASE_PASSING, PHASE_PLAY)
 from spades_env.observation import decode_observation, layout_for_size
 
-from .heuristic import (ACE, BID_MARGIN, BLIND_NIL_CLOSE_TO_TARGET, BLIND_NIL_FAR_BEHIND, JACK, KING, NIL_EDGE,
-                        NIL_MAX_ESTIMATE, QUEEN, RUFF_RISK_LIMIT, SPADES, TEN, UNCLAIMED_TRICKS, choose_action)
+from .heuristic_decisions import (ACE, BID_MARGIN, BLIND_NIL_CLOSE_TO_TARGET, BLIND_NIL_FAR_BEHIND, JACK, KING, NIL_EDGE,
+                                  NIL_MAX_ESTIMATE, QUEEN, RUFF_RISK_LIMIT, SPADES, TEN, UNCLAIMED_TRICKS,
+                                  choose_action)
 
 SEATS = 4                                        # batched: four-player partnership games only
 TRICKS_PER_HAND = NUM_CARDS // SEATS

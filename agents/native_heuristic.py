@@ -3,7 +3,7 @@
 It makes exactly the decisions of :func:`agents.heuristic.choose_action` (the readable
 reference) from the same observation vectors, decoding them in C, so one decision costs
 microseconds and a batch of rows is decided in one call, spread over threads. The tests
-(``tests/test_native_heuristic.py``) compare both at every decision of thousands of games, under
+(``tests/agents/test_native_heuristic.py``) compare both at every decision of thousands of games, under
 every convention (:mod:`agents.heuristic_conventions`), which C takes as one int per option.
 """
 

@@ -10,7 +10,9 @@ The modules: :mod:`evaluation.matches` (deals, seeds, players and teams, worker 
 play yields), :mod:`evaluation.journal` (resuming a killed match), :mod:`evaluation.statistics`
 (the intervals), :mod:`evaluation.results` (``evaluate``, ``compare``, ``crossplay`` and their
 results), :mod:`evaluation.report` (the printed reports) and :mod:`evaluation.cli`
-(``spades-eval``). This package imports ``spades_env`` and ``agents``, never ``train``.
+(``spades-eval``); :mod:`evaluation.model_files` names the model file a spec loads and its digest.
+This package imports ``spades_env`` and ``agents``, never the cooperation lab (:mod:`coop`) or
+``train``.
 """
 
 from .matches import (MatchConfig, Player, Team, default_reference, default_workers, derive_seed, die_with_parent,

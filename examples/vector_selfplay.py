@@ -4,7 +4,7 @@
 act, and all four seats may receive rewards (the hand's score, with ``reward="team_diff"``: the
 side's points minus the other side's). So a learning loop has to remember which seat made each
 decision and credit it with that seat's rewards up to the end of its hand; ``seat_returns`` does
-that for a whole rollout at once (with ``train.rollout.seat_advantages``, the trainer's GAE per
+that for a whole rollout at once (with ``train.ppo.rollout.seat_advantages``, the trainer's GAE per
 seat). The policy (one network for bids and cards, masked logits) plays all four seats; it is
 evaluated against ``random`` and ``heuristic`` by the same duplicate harness as ``spades-eval``,
 before and after training.
@@ -13,7 +13,7 @@ before and after training.
     python examples/vector_selfplay.py --updates 400 --tables 1024
 
 For the real thing (PPO with GAE per seat, a critic, opponents from a pool, checkpoints,
-resume) see ``spades-train`` and ``train/ppo.py``.
+resume) see ``spades-train`` and ``train/ppo/trainer.py``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import agents
 from spades_env.game import NUM_ACTIONS
 from spades_env.vector import SpadesVectorEnv
 from evaluation import evaluate
-from train.rollout import finished_rows, seat_advantages
+from train.ppo.rollout import finished_rows, seat_advantages
 
 
 def make_policy(obs_size: int, hidden: int) -> nn.Module:

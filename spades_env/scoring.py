@@ -6,7 +6,7 @@ This is the reference. The same rule is written three more times, for speed wher
 per hand would dominate: ``spades_env/vector.py`` ``SpadesVectorEnv._score_hand`` and
 ``_game_end`` (torch, every table at once), ``spades_env/native/engine.c`` ``score_hand`` (the
 batched engine's C step) and ``spades_env/native/search.c`` ``side_points`` (the search's
-play-outs). A change to scoring changes all four; tests/test_scoring_twins.py scores the same
+play-outs). A change to scoring changes all four; tests/spades_env/test_scoring_twins.py scores the same
 random hands with each, in every preset, and fails on any difference.
 """
 

@@ -41,7 +41,7 @@ SUIT_NAMING_RULES: dict[str, Callable[[Rules], tuple[int, ...]]] = {
 """Rules that can single out a side suit: each gives the suits it names under a rule set."""
 
 SUIT_NEUTRAL_RULES = frozenset(RULE_NAMES) - set(SUIT_NAMING_RULES)
-"""Every other rule treats the three side suits alike (tests/test_symmetries.py checks that each
+"""Every other rule treats the three side suits alike (tests/spades_env/test_symmetries.py checks that each
 rule is in one list or the other, so a new rule must be classified before it ships)."""
 
 CARD_BLOCKS = ("hand", "passed", "received", "current_trick", "played", "true_hands")

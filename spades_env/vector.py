@@ -19,14 +19,15 @@ cutthroat and three players (refused with a clear error).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Any, Optional
 
 import torch
 
 from .cards import CARDS_PER_SEAT, NUM_CARDS, NUM_SIDES, NUM_SUITS, SPADES, SUIT_MASKS, TWO_OF_CLUBS
 from .game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, NUM_ACTIONS, NUM_PHASES, PHASE_NAMES, PHASE_BIDDING,
-                   PHASE_BLIND_DECISION, PHASE_PASSING, PHASE_PLAY, SCORE_LIMIT, parse_deal)
+                   PHASE_BLIND_DECISION, PHASE_PASSING, PHASE_PLAY, SCORE_LIMIT, parse_deal,
+                   start_scores_problem)
 from .observation import layout_for
 from .rewards import RewardScheme
 from .rules import Rules, RulesError, make_rules
@@ -34,6 +35,7 @@ from .vector_checks import VectorEnvError, check_deal_tensor, check_options, che
 from .vector_device import (OBS_DTYPES, RECOMPILE_LIMIT, allow_recompiles, compile_options,  # noqa: F401 (re-export)
                             obs_dtype_of, usable_device)
 from .scoring import POINTS_PER_BID_TRICK
+from .vector_state import VecState  # noqa: F401 (spades_env.vector.VecState stays a name of this module)
 from .vector_encoding import F32, F64, FIRST_SPADE, I64, NUM_BIDS, NUM_SEATS, VectorEncoding, _by_side, _suit
 
 SEATS = range(NUM_SEATS)
@@ -43,52 +45,6 @@ BLIND_DECISION_ACTIONS = NUM_ACTIONS - BLIND_NIL_ACTION      # blind nil, or loo
 def _next_seat(seat: torch.Tensor, steps: int = 1) -> torch.Tensor:
     """The seat ``steps`` to the left (play and bidding go to the left; the partner is 2 away)."""
     return (seat + steps) % NUM_SEATS
-
-
-@dataclass(frozen=True)
-class VecState:
-    """Every table's state; each field has the batch as its first dimension. Frozen: a change
-    is a new state (:meth:`replace`), so that ``backend="native"``, which steps the tensors in
-    place, can tell a new state from the one it is stepping by identity alone."""
-
-    hands: torch.Tensor          # (B, 4) bitboards of the cards each seat holds
-    deal: torch.Tensor           # (B, 4) the hand's deal (before passing)
-    phase: torch.Tensor          # (B,) PHASE_*
-    to_act: torch.Tensor         # (B,)
-    dealer: torch.Tensor         # (B,)
-    bids: torch.Tensor           # (B, 4) -1 before bidding, 0 nil
-    blind: torch.Tensor          # (B, 4) 1 for blind nil
-    looked: torch.Tensor         # (B, 4) 1 once the seat has seen its cards
-    passed: torch.Tensor         # (B, 4) bitboards
-    received: torch.Tensor       # (B, 4) bitboards
-    pass_from: torch.Tensor      # (B, Q) the passing order
-    pass_to: torch.Tensor        # (B, Q)
-    pass_len: torch.Tensor       # (B,)
-    pass_pos: torch.Tensor       # (B,)
-    trick: torch.Tensor          # (B, 4) card each seat played to the current trick, -1 none
-    trick_len: torch.Tensor      # (B,)
-    leader: torch.Tensor         # (B,) leader of the current trick
-    led_suit: torch.Tensor       # (B,)
-    win_card: torch.Tensor       # (B,)
-    win_seat: torch.Tensor       # (B,)
-    tricks_taken: torch.Tensor   # (B, 4)
-    tricks_played: torch.Tensor  # (B,)
-    played: torch.Tensor         # (B, 4) bitboards
-    voids: torch.Tensor          # (B, 4) 4-bit suit sets
-    broken: torch.Tensor         # (B,) spades broken
-    scores: torch.Tensor         # (B, 2)
-    bags: torch.Tensor           # (B, 2)
-    hand_number: torch.Tensor    # (B,) hands started in this game
-    deal_index: torch.Tensor     # (B,) next entry of the table's deal queue
-    potential: torch.Tensor      # (B, 2) shaping potential (points)
-
-    def clone(self) -> "VecState":
-        return VecState(**{f.name: getattr(self, f.name).clone() for f in fields(self)})
-
-    def replace(self, **changes: torch.Tensor) -> "VecState":
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
-        values.update(changes)
-        return VecState(**values)
 
 
 class SpadesVectorEnv(VectorEncoding):
@@ -309,6 +265,12 @@ class SpadesVectorEnv(VectorEncoding):
         r = self.rules
         start_scores = self._per_table_pair("scores", scores)
         start_bags = self._per_table_pair("bags", bags)
+        outside = start_scores >= r.target_score
+        if r.mercy_score is not None:
+            outside |= start_scores <= r.mercy_score
+        if bool(outside.any()):
+            first = start_scores[outside.any(1)][0].tolist()
+            raise VectorEnvError(f"scores={first} (a table's start): {start_scores_problem(r, first)}")
         if r.bags_from_score_digit:
             digit = torch.fmod(start_scores, 10)
             if bags is not None and not torch.equal(digit, start_bags):
@@ -782,7 +744,7 @@ class SpadesVectorEnv(VectorEncoding):
     def _score_hand(self, s: VecState) -> tuple[torch.Tensor, torch.Tensor]:
         """(B, 2) points and bags after, if the hand were scored now: :func:`spades_env.scoring.score_side`
         (the reference) on every table; engine.c ``score_hand`` is its C twin
-        (tests/test_scoring_twins.py)."""
+        (tests/spades_env/test_scoring_twins.py)."""
         r = self.rules
         bids = _by_side(s.bids)
         taken = _by_side(s.tricks_taken)

@@ -10,7 +10,7 @@ game (four disjoint hands that, with the cards played, make the deck). A failed 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 import numpy as np
 import torch
@@ -18,8 +18,8 @@ import torch
 from .cards import CARDS_PER_SEAT, NUM_CARDS, NUM_SEATS
 from .game import NUM_ACTIONS, PHASE_PLAY
 
-if TYPE_CHECKING:        # pragma: no cover
-    from .vector import SpadesVectorEnv, VecState
+from .vector_state import VecState
+# ``env`` below is the SpadesVectorEnv these checks serve (not imported: spades_env.vector imports this module).
 
 ALL_CARDS = (1 << NUM_CARDS) - 1
 CARDS_PER_HAND = CARDS_PER_SEAT
@@ -149,7 +149,7 @@ def check_deal_tensor(deals: torch.Tensor, num_envs: int) -> None:
     check_deals(deals.detach().to("cpu"), "deals")
 
 
-def check_snapshot(env: "SpadesVectorEnv", snapshot: Any) -> None:
+def check_snapshot(env, snapshot: Any) -> None:
     """Everything :meth:`SpadesVectorEnv.load_state_dict` will read, checked before any of it is used."""
     B = env.num_envs
     where = "load_state_dict"
@@ -201,14 +201,13 @@ def check_snapshot(env: "SpadesVectorEnv", snapshot: Any) -> None:
     bags = _tensor(snapshot["start_bags"], f"{where}: 'start_bags'", (B, 2))
     _in_range(bags, f"{where}: 'start_bags'", -(env.rules.bag_limit - 1), env.rules.bag_limit - 1)
     saved_mask = _tensor(snapshot["mask"], f"{where}: 'mask'", (B, NUM_ACTIONS), torch.bool)
-    from .vector import VecState        # here: vector imports this module
     check_mask(env, VecState(**{k: v.to(env.device) for k, v in values.items()}), saved_mask, where)
     fixed = snapshot["fixed_start_dealer"]
     if fixed is not None:
         _in_range(_tensor(fixed, f"{where}: 'fixed_start_dealer'", (B,)), f"{where}: 'fixed_start_dealer'", 0, 3)
 
 
-def _check_state_invariants(s: dict, env: "SpadesVectorEnv", where: str) -> None:
+def _check_state_invariants(s: dict, env, where: str) -> None:
     """The invariants of a real position at every table."""
     hands, played = s["hands"], s["played"]
     held = hands[:, 0] | hands[:, 1] | hands[:, 2] | hands[:, 3]
@@ -244,7 +243,7 @@ def _check_trick(s: dict, where: str) -> None:
                      "trick_len, the winner and the seat to act must agree; every seat has bid)")
 
 
-def check_mask(env: "SpadesVectorEnv", state: "VecState", saved_mask: torch.Tensor, where: str) -> None:
+def check_mask(env, state: "VecState", saved_mask: torch.Tensor, where: str) -> None:
     """The legal actions the state implies are the saved ones, and every table has one."""
     try:
         mask = env.legal_mask(state).to("cpu")

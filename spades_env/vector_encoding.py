@@ -8,7 +8,7 @@ env's ``observe`` after every step of many games.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import torch
 
@@ -18,8 +18,7 @@ from .game import (BID_ACTION_BASE, BLIND_NIL_ACTION, NUM_ACTIONS, PHASE_BIDDING
 from .observation import BID_SLOTS, SIDE_SLOTS
 from .vector_checks import VectorEnvError
 
-if TYPE_CHECKING:        # pragma: no cover
-    from .vector import VecState
+from .vector_state import VecState
 
 I64 = torch.int64
 F32 = torch.float32

@@ -17,7 +17,7 @@ learner's seat is to act again everywhere; ``rewards`` (B, 4) are every seat's
 rewards summed over those moves, ``ended`` marks tables whose episode ended (they have begun the
 next one: same-step autoreset).
 
-Two implementations make exactly the same moves, deals and rewards (tests/test_vector_seats.py):
+Two implementations make exactly the same moves, deals and rewards (tests/spades_env/test_vector_seats.py):
 
 * the readable one, masked steps of the engine: each round steps every table, then puts back
   the state of the tables whose learner is to act (they were given a move that cannot end a
@@ -195,7 +195,7 @@ class SeatPlayers:
 
     def _heuristic_policy(self) -> Policy:
         """The rule-based player on a batch (heuristic.c, which makes agents.heuristic's decisions
-        exactly: tests/test_native_heuristic.py)."""
+        exactly: tests/agents/test_native_heuristic.py)."""
         if self._heuristic is None:
             from .native import heuristic_codes, heuristic_layout
             layout = heuristic_layout(self.engine.layout).numpy()

@@ -14,7 +14,7 @@ from spades_env.vector import SpadesVectorEnv
 
 # The device of the batched engine in the differential tests and of the batched heuristic in its
 # agreement test: cpu unless SPADES_TEST_DEVICE says otherwise (e.g. SPADES_TEST_DEVICE=cuda python -m
-# pytest tests/test_vector.py tests/test_batched_heuristic.py, to check a GPU run exactly).
+# pytest tests/spades_env/test_vector.py tests/agents/test_batched_heuristic.py, to check a GPU run exactly).
 TEST_DEVICE = os.environ.get("SPADES_TEST_DEVICE", "cpu")
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import random
 import sys
+from contextlib import contextmanager
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
@@ -23,6 +25,24 @@ SCORES = [None, [0, 0], [-150, 0], [-250, 120], [300, 450], [420, 80], [95, -105
 
 def setup_id(preset: str, overrides: dict) -> str:
     return preset + "".join(f"-{k}={v}" for k, v in sorted(overrides.items()))
+
+
+@contextmanager
+def _scores_recorded_before_starts_were_bounded(rules, scores):
+    """[-250, 120] lies below the mercy score, which starting scores may no longer do (issue 75);
+    the decisions were recorded from it, so it is replayed as the scores of a game in progress."""
+    from spades_env import env as env_module
+    from spades_env.game import SpadesGame, start_scores_problem
+    if scores is None or start_scores_problem(rules, scores) is None:
+        yield
+        return
+
+    class GameInProgress(SpadesGame):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, mid_game=True, **kwargs)
+
+    with mock.patch.object(env_module, "SpadesGame", GameInProgress):
+        yield
 
 
 def replay(preset: str, overrides: dict, decide, recorded=None) -> list[int]:
@@ -40,7 +60,8 @@ def replay(preset: str, overrides: dict, decide, recorded=None) -> list[int]:
         scores = SCORES[episode % len(SCORES)]
         if scores is not None and not rules.partnerships:
             scores = (scores * 2)[:rules.players]
-        env.reset(seed=episode, options={"scores": scores} if scores else None)
+        with _scores_recorded_before_starts_were_bounded(rules, scores):
+            env.reset(seed=episode, options={"scores": scores} if scores else None)
         for _ in env.agent_iter():
             obs, _, term, trunc, _ = env.last()
             if term or trunc:

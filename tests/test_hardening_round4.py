@@ -401,7 +401,7 @@ def test_the_page_works_under_its_policy_and_refuses_to_be_framed(tmp_path):
             try:
                 browser = p.chromium.launch(executable_path=chromium, args=args) if chromium \
                     else p.chromium.launch(args=args)
-            except Exception as exc:           # no browser here: tests/test_web_browser.py says how to get one
+            except Exception as exc:           # no browser here: tests/web/test_web_browser.py says how to get one
                 pytest.skip(f"no Chromium to drive: {exc}")
             page = browser.new_page()
             console: list[str] = []

@@ -4,7 +4,7 @@
 table at a time in a tight loop and writes the observation and mask in the same pass: on a
 CPU that is several times faster than the torch step, compiled or not (the torch step stays
 the reference, and the only path on a GPU). It works in place on the env's state tensors, so
-``reset``, ``observe_seat``, ``state_tensor`` and snapshots are unchanged; tests/test_native.py
+``reset``, ``observe_seat``, ``state_tensor`` and snapshots are unchanged; tests/spades_env/test_native.py
 checks it against the torch step in every partnership preset.
 
 The C file is compiled on first use with the system C compiler (``$CC``, else ``cc``) into a
@@ -25,13 +25,11 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import numpy as np
 import torch
 
-if TYPE_CHECKING:        # pragma: no cover
-    from ..vector import SpadesVectorEnv
 
 SOURCE = Path(__file__).with_name("engine.c")
 NATIVE_DIR = SOURCE.parent
@@ -291,7 +289,7 @@ def _checked_heuristic_inputs(obs, mask, layout_array, threads) -> tuple[np.ndar
 class NativeStepper:
     """Steps a :class:`SpadesVectorEnv` with the C engine (``threads`` threads)."""
 
-    def __init__(self, env: "SpadesVectorEnv", threads: Optional[int] = None) -> None:
+    def __init__(self, env, threads: Optional[int] = None) -> None:
         if env.device.type != "cpu":
             raise NativeEngineError(f"backend='native' runs on the CPU; this env is on {env.device} (use "
                                     "backend='torch' there)")
@@ -544,7 +542,7 @@ def deal_from_keys(keys: torch.Tensor, dealers: torch.Tensor, threads: int = 1) 
 
 def search_side_points(rules_values: np.ndarray, bids, blind, tricks, score_before: int, bags_before: int) -> int:
     """search.c's ``side_points`` (the play-outs' scoring of one side's hand), exposed for the
-    differential test of the four scoring twins (tests/test_scoring_twins.py). ``rules_values``:
+    differential test of the four scoring twins (tests/spades_env/test_scoring_twins.py). ``rules_values``:
     the search's rule array (``agents.native_search.rules_array(rules)``); ``bids``, ``blind``,
     ``tricks``: the side's one or two members (bids 0..13, nil 0; blind 0/1); the side's score
     and bags before the hand. Returns the side's points for the hand."""

@@ -1,4 +1,4 @@
-/* The rule-based heuristic player in C (see heuristic.h): agents/heuristic.py, function by
+/* The rule-based heuristic player in C (see heuristic.h): agents/heuristic_decisions.py, function by
  * function, with the same names, the same order of floating-point operations and the same
  * tie-breaks, so that every decision is the reference's. Python's max/min keep the first of
  * equal values; py_max/py_min below do the same. Compiled with -std=c99 (no contraction of
@@ -24,7 +24,7 @@ enum { ACE = 12, KING = 11, QUEEN = 10, JACK = 9, TEN = 8 };
 
 static const double BID_MARGIN = 0.5, NIL_MAX_ESTIMATE = 3.0, NIL_EDGE = 5.0, RUFF_RISK_LIMIT = 0.3;
 static const int UNCLAIMED_TRICKS = 3, BLIND_NIL_FAR_BEHIND = 200, BLIND_NIL_CLOSE_TO_TARGET = 100;
-/* Conventions (heuristic.py's BID_ADJUSTMENT, EAGER_NIL_*, SIGNAL_HIGH_RANK). */
+/* Conventions (heuristic_decisions.py's BID_ADJUSTMENT, EAGER_NIL_*, SIGNAL_HIGH_RANK). */
 static const int BID_ADJUSTMENT[BIDDING_VALUES] = {0, -1, 1};
 static const double EAGER_NIL_MAX_ESTIMATE = 4.0, EAGER_NIL_EDGE = -20.0;
 static const int SIGNAL_HIGH_RANK = 6;
@@ -313,7 +313,7 @@ static int plain_discard(const Table *t, uint64_t side) {
     return best;
 }
 
-/* The cards of `cards` whose discard asks for their suit (heuristic.py _is_signal). */
+/* The cards of `cards` whose discard asks for their suit (heuristic_decisions.py _is_signal). */
 static uint64_t signal_cards(const Table *t, uint64_t cards, int high_asks) {
     uint64_t out = 0;
     for (uint64_t m = cards; m; m &= m - 1) {
@@ -407,7 +407,7 @@ static int lead_against_nil(const Table *t, uint64_t cards, const int *nil_opps,
     return best;
 }
 
-/* The side suit the partner asked for by its discards (heuristic.py _asked_suit), or -1. */
+/* The side suit the partner asked for by its discards (heuristic_decisions.py _asked_suit), or -1. */
 static int asked_suit(const Table *t, uint64_t cards) {
     int partner = t->partner, discards = t->conv[HEUR_CONV_DISCARDS];
     if (partner < 0 || (discards != DISCARDS_HIGH_ASKS && discards != DISCARDS_LOW_ASKS)) return -1;
@@ -425,7 +425,7 @@ static int asked_suit(const Table *t, uint64_t cards) {
     return -1;
 }
 
-/* leads=trumps (heuristic.py _trump_lead): a spade to lead, or -1. */
+/* leads=trumps (heuristic_decisions.py _trump_lead): a spade to lead, or -1. */
 static int trump_lead(const Table *t, uint64_t cards, const int *opps, int n_opps) {
     uint64_t spades = cards & SPADE_MASK;
     int count = popcount(t->hand & SPADE_MASK), all_void = 1;
@@ -436,7 +436,7 @@ static int trump_lead(const Table *t, uint64_t cards, const int *opps, int n_opp
     return count >= 4 ? lowest_bit(spades) : -1;
 }
 
-/* leads=partner_suit (heuristic.py _partner_suit): the suit to lead, or -1. */
+/* leads=partner_suit (heuristic_decisions.py _partner_suit): the suit to lead, or -1. */
 static int partner_suit(const Table *t, uint64_t cards, const int *opps, int n_opps) {
     int partner = t->partner, best = -1, best_rank = -1;
     if (partner < 0) return -1;

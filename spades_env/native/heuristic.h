@@ -1,6 +1,6 @@
-/* The rule-based heuristic player in C: agents/heuristic.py's decisions, exactly.
+/* The rule-based heuristic player in C: agents/heuristic_decisions.py's decisions, exactly.
  *
- * agents/heuristic.py is the readable reference; this is a second implementation that makes
+ * agents/heuristic_decisions.py is the readable reference; this is a second implementation that makes
  * the same decision at every position (tests/test_native_heuristic.py checks it over thousands
  * of whole games in every preset). It decides from a SeatView: what one seat knows, in seats
  * relative to it (0 = itself, 1 = its left-hand opponent, 2 = its partner, 3 = its right-hand

@@ -1,0 +1,80 @@
+"""Helpers shared by the cooperation tools (scenarios, signals, league): building players once
+per spec, per-deal scores out of played matches, JSON and plot files."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Optional, Sequence, Union
+
+from evaluation.matches import Player
+from evaluation.outcomes import EvaluationError, PlayOutcome
+
+
+class PlayerCache:
+    """One :class:`Player` per spec string, so that equal specs are the same player (and the
+    matches they play can be shared)."""
+
+    def __init__(self) -> None:
+        self._players: dict[Any, Player] = {}
+
+    def get(self, spec: Any) -> Player:
+        key = spec if isinstance(spec, str) else id(spec)
+        player = self._players.get(key)
+        if player is None:
+            player = self._players[key] = Player.of(spec.strip() if isinstance(spec, str) else spec)
+        return player
+
+
+def player_key(player: Player) -> tuple:
+    """Players with equal keys play alike: the same spec (label) and the same seed salt."""
+    return (player.label, player.salt)
+
+
+def deal_scores(outcomes: Sequence[Sequence[PlayOutcome]]) -> list[float]:
+    """Per deal, team A's points minus team B's per hand (a duplicate's two plays pooled)."""
+    scores = []
+    for plays in outcomes:
+        hands = sum(o.hands for o in plays)
+        scores.append(sum(o.diff for o in plays) / hands)
+    return scores
+
+
+def fmean(values: Sequence[float]) -> float:
+    return math.fsum(values) / len(values)
+
+
+def value_dict(value: Optional[float], low: Optional[float], high: Optional[float], **extra: Any) -> dict:
+    return {"value": value, "low": low, "high": high, **extra}
+
+
+def write_json(path: Union[str, os.PathLike], data: Any, flag: Optional[str] = None) -> Path:
+    """``data`` as JSON at ``path`` (folders made); a refused write is an EvaluationError naming it."""
+    from evaluation.cli_common import write_text_file
+    return write_text_file(path, json.dumps(data, indent=2, sort_keys=False) + "\n", flag)
+
+
+def plot_path(json_path: Optional[str], plot: Optional[str]) -> Optional[Path]:
+    """Where a command writes its plot: ``--plot``, else beside ``--json`` (``.png``), else nowhere."""
+    if plot:
+        return Path(plot)
+    if json_path:
+        return Path(json_path).with_suffix(".png")
+    return None
+
+
+MAX_DEALS = 1_000_000        # per scenario or pair: a suite multiplies it, and 10**30 overflowed deep in play
+
+
+def check_positive(value: Any, what: str, most: int = MAX_DEALS) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise EvaluationError(f"{what}={value!r}: expected a positive integer")
+    if value > most:
+        raise EvaluationError(f"{what}={value!r}: expected at most {most:,}")
+    return value
+
+
+__all__ = ["PlayerCache", "player_key", "deal_scores", "fmean", "value_dict", "write_json", "plot_path",
+           "check_positive", "MAX_DEALS", "EvaluationError"]
