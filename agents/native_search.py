@@ -58,6 +58,9 @@ def _library() -> ctypes.CDLL:
         lib.spades_search_sample.restype = ctypes.c_int64
         lib.spades_search_playouts.argtypes = [p, p, p, ctypes.c_int64, p, ctypes.c_int64, p, ctypes.c_int64]
         lib.spades_search_playouts.restype = ctypes.c_int64
+        lib.spades_search_playouts_endgame.argtypes = [p, p, p, ctypes.c_int64, p, ctypes.c_int64, p, ctypes.c_int64,
+                                                       ctypes.c_int64]
+        lib.spades_search_playouts_endgame.restype = ctypes.c_int64
         _LIB = lib
     return _LIB
 
@@ -99,11 +102,12 @@ def position_array(view: ObservationView, rules: Rules, opponents_passed: tuple[
     return pos
 
 
-def table_values(game, seat: int, cards: list[int], threads: int = 1) -> list[float]:
+def table_values(game, seat: int, cards: list[int], threads: int = 1, endgame: int = 0) -> list[float]:
     """The value of each of ``cards`` for ``seat`` (to play) on the true table ``game``: the card
     played and the hand played out by the heuristic on every seat, scored as the hand's score
     difference for the seat's side. Exactly :func:`agents.search.play_out` and
-    :func:`~agents.search.hand_value` on copies of the table, in C."""
+    :func:`~agents.search.hand_value` on copies of the table, in C. ``endgame`` >= 1 (partnership
+    rules): the last ``endgame`` tricks solved exactly instead (agents/endgame_search.py)."""
     from spades_env.observation import view_from_game
 
     n = game.n
@@ -114,8 +118,13 @@ def table_values(game, seat: int, cards: list[int], threads: int = 1) -> list[fl
     hands = np.array([[game.hands[s] for s in rel] + [0] * (4 - n)], dtype=np.int64)
     chosen = np.array(cards, dtype=np.int64)
     out = np.zeros((1, len(cards)), dtype=np.float64)
-    status = _library().spades_search_playouts(_ptr(rules_np), _ptr(position), _ptr(hands), 1, _ptr(chosen),
-                                               len(cards), _ptr(out), usable_threads(threads))
+    if endgame and game.rules.players == 4 and game.rules.partnerships:
+        status = _library().spades_search_playouts_endgame(_ptr(rules_np), _ptr(position), _ptr(hands), 1,
+                                                           _ptr(chosen), len(cards), _ptr(out),
+                                                           usable_threads(threads), int(endgame))
+    else:
+        status = _library().spades_search_playouts(_ptr(rules_np), _ptr(position), _ptr(hands), 1, _ptr(chosen),
+                                                   len(cards), _ptr(out), usable_threads(threads))
     if status:
         raise NativeSearchError(f"table_values: {_ERRORS.get(int(status), f'error {status}')}")
     return out[0].tolist()
@@ -197,6 +206,7 @@ def search_card(agent: Any, view: ObservationView, rules: Rules, fallback: int,
     stage_end = max(agent.min_worlds, int(agent.stage * len(worlds))) if agent.stage > 0 else len(worlds)
     stage_end = min(stage_end, len(worlds))
     values = np.full((len(worlds), k), np.nan)
+    endgame = getattr(agent, "endgame_tricks", 0) if rules.players == 4 and rules.partnerships else 0
     active = list(range(k))
     dropped: list[int] = []
 
@@ -204,8 +214,12 @@ def search_card(agent: Any, view: ObservationView, rules: Rules, fallback: int,
         chosen = np.array([candidates[i] for i in active], dtype=np.int64)
         out = np.zeros((hi - lo, len(active)), dtype=np.float64)
         rows = np.ascontiguousarray(worlds[lo:hi])
-        status = lib.spades_search_playouts(_ptr(rules_np), _ptr(position), _ptr(rows), hi - lo, _ptr(chosen),
-                                            len(active), _ptr(out), threads)
+        if endgame:         # exact endgames (agents/endgame_search.py): solver.c once `endgame` tricks remain
+            status = lib.spades_search_playouts_endgame(_ptr(rules_np), _ptr(position), _ptr(rows), hi - lo,
+                                                        _ptr(chosen), len(active), _ptr(out), threads, endgame)
+        else:
+            status = lib.spades_search_playouts(_ptr(rules_np), _ptr(position), _ptr(rows), hi - lo, _ptr(chosen),
+                                                len(active), _ptr(out), threads)
         if status:
             agent.last_info = {"fallback": _ERRORS.get(int(status), f"error {status}")}
             return False

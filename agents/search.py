@@ -1,4 +1,5 @@
-"""A determinized search player (perfect-information Monte Carlo): ``agents.make("search", seed=0)``.
+"""A determinized search player (perfect-information Monte Carlo): ``agents.make("search_v1", seed=0)``,
+the ``search`` of before 2026-12-01; ``search`` now adds exact endgames (agents/endgame_search.py).
 
 At every card decision with a real choice it reads its observation back into what its seat
 knows (:class:`Knowledge`), samples deals of the unseen cards exactly uniformly among those
@@ -226,7 +227,7 @@ class SearchAgent(Agent):
     (default True: the guide's card is the base; False: the heuristic's) split those roles.
     ``rules`` (None: from the observation, see :func:`rules_from_view`), ``seed``."""
 
-    name = "search"
+    name = "search_v1"
 
     # The card-play budget by backend and ``budget`` name: (worlds, max_steps). The native
     # backend is ~100x faster per world, so its default searches 5x the worlds with no step cap
@@ -460,11 +461,11 @@ class SearchAgent(Agent):
                         voids[0].add(led)
                     g.apply(action)
                     played[0].append(action)
-                    play_out(g, played, voids)
+                    row[i] = self._play_out_value(g, played, voids)
                 else:
                     g.apply(action)
                     play_out(g)
-                row[i] = hand_value(g, 0)
+                    row[i] = hand_value(g, 0)
             values.append(row)
             weights.append(weight)
             steps += len(active) * per_playout
@@ -485,6 +486,12 @@ class SearchAgent(Agent):
                           "choice": choice, "base": fallback, "base_from": self._base_from(),
                           "seconds": time.perf_counter() - start}
         return choice
+
+    def _play_out_value(self, g: SpadesGame, played: list[list[int]], voids: list[set]) -> float:
+        """One world's value of the card just played in ``g``: the heuristic plays the hand out
+        (``search``'s exact endgames override this, agents/endgame_search.py)."""
+        play_out(g, played, voids)
+        return hand_value(g, 0)
 
     # ------------------------------------------------------------------ worlds
     def draw_worlds(self, view: ObservationView, rules: Rules, n_worlds: int,
@@ -581,4 +588,4 @@ class SearchAgent(Agent):
         return mask
 
 
-register("search", SearchAgent)
+register("search_v1", SearchAgent)     # "search" is its successor, agents/endgame_search.py

@@ -28,6 +28,7 @@
 #endif
 
 #include "heuristic.h"
+#include "solver.h"
 
 typedef int64_t i64;
 enum { NCARDS = 52, SPADE0 = 39, PLAY_PHASE = 3, BIDDING_PHASE = 1, BID_ACTION0 = 52 };
@@ -495,6 +496,102 @@ static double play_out(const Game *start, const i64 *rules, const i64 *position,
         play_card(&g, choice);
     }
     return hand_value(&g, rules, position);
+}
+
+/* The endgame tables: each side's points for the hand by its members' final tricks (the
+ * solver maximises the observer's side 0 entry minus side 1's: hand_value's difference). */
+static void endgame_tables(const Game *g, const i64 *rules, const i64 *position,
+                           int32_t tables[2][SOLVER_TABLE][SOLVER_TABLE]) {
+    for (int side = 0; side < 2; side++) {
+        int bids[2] = {g->bids[side], g->bids[side + 2]}, blind[2] = {g->blind[side], g->blind[side + 2]};
+        for (int a = 0; a < SOLVER_TABLE; a++)
+            for (int b = 0; b < SOLVER_TABLE; b++) {
+                int tricks[2] = {a, b};
+                tables[side][a][b] = a + b <= 13 ? (int32_t)side_points(rules, bids, blind, tricks, 2,
+                                                                       position[P_SCORES + side],
+                                                                       position[P_BAGS + side]) : 0;
+            }
+    }
+}
+
+/* play_out, but once `endgame` tricks or fewer remain the rest is solved exactly (solver.c):
+ * every seat plays the card that is best for its side with every hand known. */
+static double play_out_endgame(const Game *start, const i64 *rules, const i64 *position, int card, int endgame,
+                               const int32_t tables[2][SOLVER_TABLE][SOLVER_TABLE], int *status) {
+    Game g = *start;
+    uint64_t legal = legal_cards(&g, rules);
+    if (!(legal >> card & 1)) { *status = SEARCH_ERR_ILLEGAL; return 0.0; }
+    play_card(&g, card);
+    while (g.tricks_played < g.tricks_per_hand) {
+        if (g.tricks_per_hand - g.tricks_played <= endgame) {
+            SolverPosition p;
+            memset(&p, 0, sizeof p);
+            for (int s = 0; s < 4; s++) { p.hands[s] = g.hands[s]; p.taken[s] = g.tricks_taken[s]; }
+            p.trick_len = g.trick_len;
+            for (int i = 0; i < g.trick_len; i++) p.trick[i] = g.trick[i];
+            p.leader = g.trick_len ? g.leader : g.to_act;
+            p.broken = g.broken;
+            p.tricks_played = g.tricks_played;
+            p.tricks_per_hand = g.tricks_per_hand;
+            p.spades_lead = (int)rules[R_SPADES_LEAD];
+            p.no_spades_first_trick = (int)rules[R_NO_SPADES_FIRST_TRICK];
+            p.max_side = 0;
+            p.tables = (const int32_t (*)[SOLVER_TABLE][SOLVER_TABLE])tables;
+            int32_t value;
+            int code = spades_solver_position_value(&p, &value, NULL);
+            if (code) { *status = code == SOLVER_ERR_MEMORY ? SEARCH_ERR_MEMORY : SEARCH_ERR_ARGS; return 0.0; }
+            return (double)value;
+        }
+        legal = legal_cards(&g, rules);
+        int choice;
+        if (!(legal & (legal - 1))) {
+            if (!legal) { *status = SEARCH_ERR_ILLEGAL; return 0.0; }
+            choice = __builtin_ctzll(legal);
+        } else {
+            SeatView v;
+            seat_view(&g, g.to_act, &v);
+            uint64_t legal2[2] = {legal, 0};
+            choice = spades_heuristic_act(&v, legal2);
+            if (choice < 0 || choice >= NCARDS || !(legal >> choice & 1)) { *status = SEARCH_ERR_HEURISTIC; return 0.0; }
+        }
+        play_card(&g, choice);
+    }
+    return hand_value(&g, rules, position);
+}
+
+/* spades_search_playouts with exact endgames: the heuristic plays until `endgame` tricks remain
+ * (1..13; from a root with that few left, none), then the solver. The four-seat partnership
+ * game only (SEARCH_ERR_ARGS otherwise). */
+i64 spades_search_playouts_endgame(const i64 *rules, const i64 *position, const i64 *hands, i64 count,
+                                   const i64 *candidates, i64 n_candidates, double *values, i64 threads,
+                                   i64 endgame) {
+    if (rules[R_PLAYERS] != 4 || !rules[R_PARTNERSHIPS] || endgame < 1 || endgame > 13 || count < 0 ||
+        n_candidates < 1 || n_candidates > NCARDS)
+        return SEARCH_ERR_ARGS;
+    if (rules[R_BAG_LIMIT] < 1 || rules[R_SPADES_LEAD] < 0 || rules[R_SPADES_LEAD] > 2) return SEARCH_ERR_ARGS;
+    for (i64 c = 0; c < n_candidates; c++) if (candidates[c] < 0 || candidates[c] >= NCARDS) return SEARCH_ERR_ARGS;
+    int status = SEARCH_OK;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads((int)(threads > 1 ? threads : 1)) schedule(dynamic, 4) if (threads > 1)
+#endif
+    for (i64 w = 0; w < count; w++) {
+        Game g;
+        int32_t tables[2][SOLVER_TABLE][SOLVER_TABLE];
+        int local = game_from_position(&g, rules, position, hands + w * 4);
+        if (local == SEARCH_OK) endgame_tables(&g, rules, position, tables);
+        for (i64 c = 0; c < n_candidates && local == SEARCH_OK; c++)
+            values[w * n_candidates + c] = play_out_endgame(&g, rules, position, (int)candidates[c], (int)endgame,
+                                                            (const int32_t (*)[SOLVER_TABLE][SOLVER_TABLE])tables,
+                                                            &local);
+        if (local != SEARCH_OK) {
+#ifdef _OPENMP
+#pragma omp critical
+#endif
+            status = local;
+        }
+    }
+    (void)threads;
+    return status;
 }
 
 /* Play out every world (count x 4 hands, relative seats) with every candidate card; values

@@ -1,0 +1,584 @@
+/* The exact endgame solver in C: spades_env/solver.py's fast path, and search.c's endgames.
+ *
+ * Every hand is known (a "double dummy" position). The value of a position is what one side
+ * (the max side) gets under optimal play by all four seats: the max side's entry of a payoff
+ * table minus the other side's, each table indexed by the final tricks of the side's two
+ * members. With tables of hand scores (spades_env/scoring.py, built by the caller) that is the
+ * hand's score difference, nils, bags and their penalty included; with tables of trick counts,
+ * the tricks the side takes.
+ *
+ * Method: alpha-beta over single cards, with
+ *   - a transposition table at the start of every trick, keyed by the four hands with ranks
+ *     renumbered among the cards still in play (rank reduction, as in DDS), the leader,
+ *     whether spades are broken and, per side, the class of its tricks taken so far: two
+ *     counts are one class when the payoff of every split of the remaining tricks differs by
+ *     the same constant (a side without nils: equal sums, or contracts made with no bag
+ *     penalty still reachable); the entry holds a lower and an upper bound relative to that
+ *     constant, and the best card found;
+ *   - equivalent cards played as one: two cards of one suit in one hand with no card between
+ *     them still in another hand or on the table win exactly the same tricks;
+ *   - payoff bounds: at the start of a trick, the best and worst the tables allow over every
+ *     split of the remaining tricks, compared with the window (a position decided already, or
+ *     one that cannot reach the window, returns at once);
+ *   - move ordering: the table's best card, then cheap winners where the opponents hold the
+ *     trick, low cards where the partner does, top cards of a suit when leading;
+ *   - the last trick played out directly (every seat holds one card).
+ * The table is allocated per call (calloc: its pages cost nothing until touched), so calls are
+ * independent and safe on several threads at once.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver.h"
+
+#ifdef __BMI2__
+#include <immintrin.h>
+#endif
+
+typedef int64_t i64;
+#define SUITMASK(s) ((uint64_t)0x1FFF << (13 * (s)))
+#define NONSPADES (((uint64_t)1 << 39) - 1)
+#define SPADE_FIRST 39
+#define V_INF 0x3FFFFFFF
+
+typedef struct {
+    uint64_t hands[4];
+    int32_t lower, upper;
+    uint32_t key;           /* 0 = empty; else leader | broken << 2 | classes << 3 | 1 << 31 */
+    int32_t best;           /* the best card found here, or -1 */
+} Entry;
+
+typedef struct {
+    uint64_t hands[4];
+    int taken[4];
+    int broken, tricks_played, tph, spades_lead, nsft, two_clubs, max_side;
+    /* taken_class's cache: [side][tricks left][a][b] -> class id (-1: not yet), and per side and
+     * tricks left the classes found, each a fingerprint and a representative (a, b) */
+    int16_t class_of[2][SOLVER_TABLE][SOLVER_TABLE][SOLVER_TABLE];
+    int n_classes[2][SOLVER_TABLE];
+    int32_t tab[2][SOLVER_TABLE][SOLVER_TABLE];
+    Entry *tt;
+    uint64_t tt_mask;
+    i64 nodes;
+    /* last, and not cleared by setup: only the first n_classes entries are ever read */
+    struct { uint64_t fingerprint; uint8_t a, b; } classes[2][SOLVER_TABLE][SOLVER_TABLE * SOLVER_TABLE];
+} Ctx;
+
+static inline uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+/* Rank reduction (as in bridge's DDS): at a trick start only the order of the cards still in
+ * play matters, so each suit's live cards are renumbered 0, 1, ... from the lowest and the
+ * table is keyed on the renumbered hands: positions that differ only in which cards are gone
+ * share an entry. The first trick's rules name cards (the two of clubs), but then every card is
+ * live and the renumbering changes nothing. */
+static inline uint64_t compress_bits(uint64_t bits, uint64_t mask) {
+#ifdef __BMI2__
+    return _pext_u64(bits, mask);
+#else
+    uint64_t out = 0;
+    for (int i = 0; mask; mask &= mask - 1, i++)
+        if (bits & mask & -mask) out |= (uint64_t)1 << i;
+    return out;
+#endif
+}
+
+static inline int nth_bit(uint64_t mask, int n) {
+    while (n-- > 0) mask &= mask - 1;
+    return __builtin_ctzll(mask);
+}
+
+static void reduce_ranks(const uint64_t *hands, uint64_t live, uint64_t *out) {
+    for (int seat = 0; seat < 4; seat++) out[seat] = 0;
+    for (int suit = 0; suit < 4; suit++) {
+        uint64_t m = live & SUITMASK(suit);
+        if (!m) continue;
+        for (int seat = 0; seat < 4; seat++)
+            out[seat] |= compress_bits(hands[seat], m) << (13 * suit);
+    }
+}
+
+/* A renumbered card back to the real card: the suit's n-th live card from the lowest. */
+static inline int expand_card(int reduced, uint64_t live) {
+    if (reduced < 0) return -1;
+    int suit = reduced / 13;
+    uint64_t m = live & SUITMASK(suit);
+    if (__builtin_popcountll(m) <= reduced % 13) return -1;
+    return nth_bit(m, reduced % 13);
+}
+
+/* A real card to its renumbered form: its suit's count of live cards below it. */
+static inline int reduce_card(int card, uint64_t live) {
+    if (card < 0) return -1;
+    int suit = card / 13;
+    uint64_t below = live & SUITMASK(suit) & (((uint64_t)1 << card) - 1);
+    return 13 * suit + __builtin_popcountll(below);
+}
+
+static inline int beats(int card, int win_card) {
+    return (card / 13 == win_card / 13 && card > win_card) || (card >= SPADE_FIRST && win_card < SPADE_FIRST);
+}
+
+static inline int32_t terminal(const Ctx *c) {
+    int m = c->max_side, o = 1 - m;
+    return c->tab[m][c->taken[m]][c->taken[m + 2]] - c->tab[o][c->taken[o]][c->taken[o + 2]];
+}
+
+/* Tricks side `side` surely takes from a trick start: a spade above every spade the opponents
+ * hold wins the trick it falls to (only the partner could beat it), and one seat's such spades
+ * fall to different tricks; so the more of them one member holds. */
+static inline int sure_tricks(const Ctx *c, int side) {
+    uint64_t theirs = (c->hands[1 - side] | c->hands[3 - side]) & SUITMASK(3);
+    uint64_t above = theirs ? ~((((uint64_t)2) << (63 - __builtin_clzll(theirs))) - 1) : ~(uint64_t)0;
+    int a = __builtin_popcountll(c->hands[side] & SUITMASK(3) & above);
+    int b = __builtin_popcountll(c->hands[side + 2] & SUITMASK(3) & above);
+    return a > b ? a : b;
+}
+
+/* The best and worst value the tables allow once the r remaining tricks are split in any way
+ * that leaves each side its sure tricks. */
+static void payoff_bounds(const Ctx *c, int r, int32_t *low, int32_t *high) {
+    int32_t best_side[2][SOLVER_TABLE], worst_side[2][SOLVER_TABLE];
+    for (int side = 0; side < 2; side++) {
+        int a = c->taken[side], b = c->taken[side + 2];
+        for (int s = 0; s <= r; s++) {
+            int32_t hi = -V_INF, lo = V_INF;
+            for (int x = 0; x <= s; x++) {
+                int32_t v = c->tab[side][a + x][b + s - x];
+                if (v > hi) hi = v;
+                if (v < lo) lo = v;
+            }
+            best_side[side][s] = hi;
+            worst_side[side][s] = lo;
+        }
+    }
+    int m = c->max_side, o = 1 - m, from = sure_tricks(c, m), to = r - sure_tricks(c, o);
+    int32_t hi = -V_INF, lo = V_INF;
+    for (int s = from; s <= to; s++) {
+        int32_t up = best_side[m][s] - worst_side[o][r - s], down = worst_side[m][s] - best_side[o][r - s];
+        if (up > hi) hi = up;
+        if (down < lo) lo = down;
+    }
+    *low = lo;
+    *high = hi;
+}
+
+static uint64_t legal_cards(const Ctx *c, int seat, int trick_len, int led) {
+    uint64_t hand = c->hands[seat];
+    int first = c->tricks_played == 0;
+    if (trick_len) {
+        uint64_t follow = hand & SUITMASK(led);
+        if (follow) return follow;
+        if (first && c->nsft && (hand & NONSPADES)) return hand & NONSPADES;
+        return hand;
+    }
+    if (first && c->two_clubs && (hand & 1)) return 1;
+    if (hand & NONSPADES) {
+        int restricted = c->spades_lead != 1;
+        if ((restricted && !(c->broken && c->spades_lead == 0)) || (first && c->nsft)) return hand & NONSPADES;
+    }
+    return hand;
+}
+
+/* The legal cards as one representative per class of equivalent cards (the class's lowest),
+ * in play order: the best card first, then by a cheap guess. Returns the count. */
+static int ordered_moves(const Ctx *c, int seat, int trick_len, int led, int win_card, int win_seat,
+                         uint64_t trick_mask, int best, int *moves) {
+    uint64_t legal = legal_cards(c, seat, trick_len, led);
+    uint64_t live = c->hands[0] | c->hands[1] | c->hands[2] | c->hands[3] | trick_mask;
+    uint64_t others = live & ~c->hands[seat];
+    int scores[13], n = 0, prev = -1;
+    while (legal) {
+        int card = __builtin_ctzll(legal);
+        legal &= legal - 1;
+        if (prev >= 0 && prev / 13 == card / 13) {
+            uint64_t between = (((uint64_t)1 << card) - 1) & ~(((uint64_t)2 << prev) - 1);
+            if (!(between & others)) { prev = card; continue; }      /* touches the class below */
+        }
+        prev = card;
+        int rank = card % 13, score;
+        if (trick_len == 0) {
+            uint64_t above = SUITMASK(card / 13) & ~(((uint64_t)2 << card) - 1);
+            score = (above & others) ? -rank : 40 + rank + (card >= SPADE_FIRST ? 0 : 13);
+        } else if ((win_seat & 1) == (seat & 1)) {
+            score = -rank - (card >= SPADE_FIRST && led != 3 ? 20 : 0);          /* partner holds it: low */
+        } else if (beats(card, win_card)) {
+            score = 60 - rank - (card >= SPADE_FIRST && led != 3 ? 14 : 0);     /* the cheapest winner */
+        } else {
+            score = -rank;
+        }
+        if (card == best) score = 1000;
+        int i = n++;
+        while (i > 0 && scores[i - 1] < score) { scores[i] = scores[i - 1]; moves[i] = moves[i - 1]; i--; }
+        scores[i] = score;
+        moves[i] = card;
+    }
+    return n;
+}
+
+/* Whether side's counts (a, b) and (a2, b2) face the same payoff up to a constant over every
+ * split of the r remaining tricks. */
+static int same_future(const Ctx *c, int side, int r, int a, int b, int a2, int b2) {
+    int32_t d = c->tab[side][a][b] - c->tab[side][a2][b2];
+    for (int x = 0; x <= r; x++)
+        for (int y = 0; x + y <= r; y++)
+            if (c->tab[side][a + x][b + y] - c->tab[side][a2 + x][b2 + y] != d) return 0;
+    return 1;
+}
+
+/* The class of side's tricks taken so far with r tricks left (see the file's comment); *base
+ * receives the constant its payoff is measured from. */
+static int taken_class(Ctx *c, int side, int r, int32_t *base) {
+    int a = c->taken[side], b = c->taken[side + 2];
+    *base = c->tab[side][a][b];
+    int16_t *slot = &c->class_of[side][r][a][b];
+    if (*slot >= 0) return *slot;
+    uint64_t fingerprint = (uint64_t)r;
+    for (int x = 0; x <= r; x++)
+        for (int y = 0; x + y <= r; y++)
+            fingerprint = mix64(fingerprint ^ (uint32_t)(c->tab[side][a + x][b + y] - *base));
+    int n = c->n_classes[side][r];
+    for (int i = 0; i < n; i++)
+        if (c->classes[side][r][i].fingerprint == fingerprint &&
+            same_future(c, side, r, a, b, c->classes[side][r][i].a, c->classes[side][r][i].b))
+            return *slot = (int16_t)i;
+    c->classes[side][r][n].fingerprint = fingerprint;
+    c->classes[side][r][n].a = (uint8_t)a;
+    c->classes[side][r][n].b = (uint8_t)b;
+    c->n_classes[side][r] = n + 1;
+    return *slot = (int16_t)n;
+}
+
+static int32_t search(Ctx *c, int seat, int trick_len, int led, int win_card, int win_seat, uint64_t trick_mask,
+                      int32_t alpha, int32_t beta);
+
+/* The last trick: every seat holds one card, so it plays itself. */
+static int32_t last_trick(Ctx *c, int leader) {
+    int win_seat = leader, win_card = __builtin_ctzll(c->hands[leader]);
+    for (int i = 1; i < 4; i++) {
+        int seat = (leader + i) & 3, card = __builtin_ctzll(c->hands[seat]);
+        if (beats(card, win_card)) { win_card = card; win_seat = seat; }
+    }
+    c->taken[win_seat]++;
+    int32_t v = terminal(c);
+    c->taken[win_seat]--;
+    return v;
+}
+
+/* Play `card` for `seat` and search on; the position is restored before returning. */
+static int32_t play(Ctx *c, int seat, int card, int trick_len, int led, int win_card, int win_seat,
+                    uint64_t trick_mask, int32_t alpha, int32_t beta) {
+    uint64_t bit = (uint64_t)1 << card;
+    int broken = c->broken;
+    c->hands[seat] &= ~bit;
+    if (card >= SPADE_FIRST) c->broken = 1;
+    if (trick_len == 0) { led = card / 13; win_card = card; win_seat = seat; }
+    else if (beats(card, win_card)) { win_card = card; win_seat = seat; }
+    int32_t v;
+    if (trick_len == 3) {
+        c->taken[win_seat]++;
+        c->tricks_played++;
+        v = search(c, win_seat, 0, -1, -1, -1, 0, alpha, beta);
+        c->tricks_played--;
+        c->taken[win_seat]--;
+    } else {
+        v = search(c, (seat + 1) & 3, trick_len + 1, led, win_card, win_seat, trick_mask | bit, alpha, beta);
+    }
+    c->hands[seat] |= bit;
+    c->broken = broken;
+    return v;
+}
+
+static int32_t search(Ctx *c, int seat, int trick_len, int led, int win_card, int win_seat, uint64_t trick_mask,
+                      int32_t alpha, int32_t beta) {
+    c->nodes++;
+    Entry *e = NULL, *bucket = NULL;
+    uint32_t key = 0;
+    int32_t base = 0;       /* the table's bounds are relative to this (taken_class) */
+    int best_card = -1;
+    uint64_t live = 0, reduced[4];
+    if (trick_len == 0) {
+        int r = c->tph - c->tricks_played;
+        if (r == 0) return terminal(c);
+        if (r == 1) return last_trick(c, seat);
+        int32_t low, high;
+        payoff_bounds(c, r, &low, &high);
+        if (low == high || high <= alpha) return high;
+        if (low >= beta) return low;
+        if (low > alpha) alpha = low;
+        if (high < beta) beta = high;
+        int32_t base_max, base_min;
+        int class_max = taken_class(c, c->max_side, r, &base_max), class_min = taken_class(c, 1 - c->max_side, r, &base_min);
+        base = base_max - base_min;
+        key = (uint32_t)seat | (uint32_t)c->broken << 2 | (uint32_t)class_max << 3 | (uint32_t)class_min << 11 |
+              (uint32_t)1 << 31;
+        live = c->hands[0] | c->hands[1] | c->hands[2] | c->hands[3];
+        reduce_ranks(c->hands, live, reduced);
+        uint64_t h = mix64(reduced[0] ^ mix64(reduced[1] ^ mix64(reduced[2] ^ mix64(reduced[3] ^ key))));
+        bucket = &c->tt[h & c->tt_mask & ~(uint64_t)1];      /* two ways: deepest kept, newest */
+        for (int way = 0; way < 2; way++)
+            if (bucket[way].key == key && !memcmp(bucket[way].hands, reduced, sizeof reduced)) e = &bucket[way];
+        if (e) {
+            int32_t lower = e->lower == -V_INF ? -V_INF : e->lower + base;
+            int32_t upper = e->upper == V_INF ? V_INF : e->upper + base;
+            if (lower >= beta) return lower;
+            if (upper <= alpha) return upper;
+            if (lower == upper) return lower;
+            if (lower > alpha) alpha = lower;
+            if (upper < beta) beta = upper;
+            best_card = expand_card(e->best, live);
+        }
+    }
+    int32_t a0 = alpha, b0 = beta;
+    int moves[13];
+    int n = ordered_moves(c, seat, trick_len, led, win_card, win_seat, trick_mask, best_card, moves);
+    int maximizing = (seat & 1) == c->max_side;
+    int32_t best = maximizing ? -V_INF : V_INF;
+    int chosen = -1;
+    for (int i = 0; i < n; i++) {
+        int32_t v = play(c, seat, moves[i], trick_len, led, win_card, win_seat, trick_mask, alpha, beta);
+        if (maximizing) {
+            if (v > best) { best = v; chosen = moves[i]; }
+            if (best > alpha) alpha = best;
+        } else {
+            if (v < best) { best = v; chosen = moves[i]; }
+            if (best < beta) beta = best;
+        }
+        if (alpha >= beta) break;
+    }
+    if (bucket) {
+        if (!e || e->key != key || memcmp(e->hands, reduced, sizeof e->hands)) {
+            int r = c->tph - c->tricks_played;
+            int deep = bucket[0].key ? __builtin_popcountll(bucket[0].hands[0] | bucket[0].hands[1] |
+                                                            bucket[0].hands[2] | bucket[0].hands[3]) : 0;
+            e = deep <= 4 * r ? &bucket[0] : &bucket[1];
+            memcpy(e->hands, reduced, sizeof e->hands);
+            e->key = key;
+            e->lower = -V_INF;
+            e->upper = V_INF;
+        }
+        int32_t relative = best - base;
+        if (best <= a0) { if (relative < e->upper) e->upper = relative; }
+        else if (best >= b0) { if (relative > e->lower) e->lower = relative; }
+        else { e->lower = e->upper = relative; }
+        e->best = reduce_card(chosen, live);
+    }
+    return best;
+}
+
+static int table_bits(int tricks_left) {
+    static const int bits[14] = {4, 4, 6, 8, 9, 10, 12, 14, 16, 18, 19, 20, 21, 21};
+    return bits[tricks_left < 0 ? 0 : tricks_left > 13 ? 13 : tricks_left];
+}
+
+/* Check the position and set up the context; the trick in progress goes to *trick_state. */
+static int setup(Ctx *c, const SolverPosition *p, int *state) {
+    if (!p || !p->tables || p->tricks_per_hand != 13 || p->tricks_played < 0 || p->tricks_played >= 13 ||
+        p->trick_len < 0 || p->trick_len > 3 || p->leader < 0 || p->leader > 3 || p->max_side < 0 ||
+        p->max_side > 1 || p->spades_lead < 0 || p->spades_lead > 2)
+        return SOLVER_ERR_ARGS;
+    memset(c, 0, offsetof(Ctx, classes));
+    int r = 13 - p->tricks_played, total_taken = 0;
+    uint64_t seen = 0, trick_mask = 0;
+    for (int s = 0; s < 4; s++) {
+        uint64_t hand = p->hands[s];
+        if ((hand >> 52) || (hand & seen) || p->taken[s] < 0 || p->taken[s] > 13) return SOLVER_ERR_ARGS;
+        seen |= hand;
+        c->hands[s] = hand;
+        c->taken[s] = p->taken[s];
+        total_taken += p->taken[s];
+        int played_now = ((s - p->leader) & 3) < p->trick_len;
+        if (__builtin_popcountll(hand) != r - played_now) return SOLVER_ERR_ARGS;
+    }
+    if (total_taken != p->tricks_played) return SOLVER_ERR_ARGS;
+    int led = -1, win_card = -1, win_seat = -1;
+    for (int i = 0; i < p->trick_len; i++) {
+        int card = p->trick[i], seat = (p->leader + i) & 3;
+        if (card < 0 || card > 51 || ((seen | trick_mask) >> card & 1)) return SOLVER_ERR_ARGS;
+        trick_mask |= (uint64_t)1 << card;
+        if (i == 0) { led = card / 13; win_card = card; win_seat = seat; }
+        else if (beats(card, win_card)) { win_card = card; win_seat = seat; }
+    }
+    c->broken = p->broken != 0;
+    c->tricks_played = p->tricks_played;
+    c->tph = 13;
+    c->spades_lead = p->spades_lead;
+    c->nsft = p->no_spades_first_trick != 0;
+    c->two_clubs = p->two_of_clubs_leads != 0;
+    c->max_side = p->max_side;
+    for (int side = 0; side < 2; side++) {
+        for (int a = 0; a < SOLVER_TABLE; a++)
+            for (int b = 0; b < SOLVER_TABLE; b++) {
+                int32_t v = p->tables[side][a][b];
+                if (v < -(V_INF / 4) || v > V_INF / 4) return SOLVER_ERR_ARGS;
+                c->tab[side][a][b] = v;
+            }
+    }
+    memset(c->class_of, 0xFF, sizeof c->class_of);
+    size_t entries = (size_t)1 << table_bits(r);
+    c->tt = calloc(entries, sizeof(Entry));
+    if (!c->tt) return SOLVER_ERR_MEMORY;
+    c->tt_mask = entries - 1;
+    state[0] = (p->leader + p->trick_len) & 3;
+    state[1] = p->trick_len;
+    state[2] = led;
+    state[3] = win_card;
+    state[4] = win_seat;
+    memcpy(&state[5], &trick_mask, sizeof trick_mask);
+    return SOLVER_OK;
+}
+
+/* Every value the tables allow from here (each split of the remaining tricks), sorted, distinct. */
+static int reachable_values(const Ctx *c, int32_t *out) {
+    int r = c->tph - c->tricks_played, n = 0, m = c->max_side, o = 1 - m;
+    for (int x0 = 0; x0 <= r; x0++)
+        for (int x1 = 0; x0 + x1 <= r; x1++)
+            for (int x2 = 0; x0 + x1 + x2 <= r; x2++) {
+                int t[4] = {c->taken[0] + x0, c->taken[1] + x1, c->taken[2] + x2,
+                            c->taken[3] + r - x0 - x1 - x2};
+                int32_t v = c->tab[m][t[m]][t[m + 2]] - c->tab[o][t[o]][t[o + 2]];
+                int i = n;
+                while (i > 0 && out[i - 1] > v) i--;
+                if (i > 0 && out[i - 1] == v) continue;
+                memmove(out + i + 1, out + i, (size_t)(n - i) * sizeof *out);
+                out[i] = v;
+                n++;
+            }
+    return n;
+}
+
+/* The exact value by null-window tests ("is it at least t?") over the reachable values: each
+ * test cuts far more than one wide window, and the table keeps what earlier tests proved.
+ * `card` >= 0: the value after the seat to act plays it; -1: the position's own value. */
+static int32_t exact_value(Ctx *c, const int *st, uint64_t trick_mask, int card, const int32_t *vals, int n,
+                           int guess) {
+    int lo = 0, hi = n - 1, tests = 0;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        /* a sibling's value first: "at least it?", then "more than it?" settle an equal value */
+        if (guess >= 0 && tests < 2) {
+            int g = guess + tests;
+            if (g > lo && g <= hi) mid = g;
+        }
+        tests++;
+        int32_t t = vals[mid], v;
+        if (card >= 0) v = play(c, st[0], card, st[1], st[2], st[3], st[4], trick_mask, t - 1, t);
+        else v = search(c, st[0], st[1], st[2], st[3], st[4], trick_mask, t - 1, t);
+        if (v >= t) { while (lo < hi && vals[lo] < v) lo++; if (vals[lo] < t) lo = mid; }
+        else { while (hi > lo && vals[hi] > v) hi--; if (vals[hi] >= t) hi = mid - 1; }
+    }
+    return vals[lo];
+}
+
+int spades_solver_position_value(const SolverPosition *p, int32_t *value, int64_t *nodes) {
+    Ctx *c = malloc(sizeof *c);
+    int st[8];
+    if (!c) return SOLVER_ERR_MEMORY;
+    int status = setup(c, p, st);
+    if (status) { free(c); return status; }
+    uint64_t trick_mask;
+    memcpy(&trick_mask, &st[5], sizeof trick_mask);
+    int32_t vals[600];
+    int n = reachable_values(c, vals);
+    *value = exact_value(c, st, trick_mask, -1, vals, n, -1);
+    if (nodes) *nodes += c->nodes;
+    free(c->tt);
+    free(c);
+    return SOLVER_OK;
+}
+
+int spades_solver_card_values(const SolverPosition *p, const int *cards, int n_cards, int32_t *values,
+                              int64_t *nodes) {
+    int st[8];
+    if (!cards || !values || n_cards < 0 || n_cards > 13) return SOLVER_ERR_ARGS;
+    Ctx *c = malloc(sizeof *c);
+    if (!c) return SOLVER_ERR_MEMORY;
+    int status = setup(c, p, st);
+    if (status) { free(c); return status; }
+    uint64_t trick_mask;
+    memcpy(&trick_mask, &st[5], sizeof trick_mask);
+    int seat = st[0];
+    uint64_t legal = legal_cards(c, seat, st[1], st[2]);
+    uint64_t others = (c->hands[0] | c->hands[1] | c->hands[2] | c->hands[3] | trick_mask) & ~c->hands[seat];
+    int32_t vals[600];
+    int n_vals = reachable_values(c, vals);
+    int reps[13];
+    int32_t rep_values[13];
+    int n_reps = 0;
+    for (int i = 0; i < n_cards; i++) {
+        int card = cards[i];
+        if (card < 0 || card > 51 || !(legal >> card & 1)) { status = SOLVER_ERR_ILLEGAL; break; }
+        /* the class's lowest card: walk down while no other live card lies between */
+        int low = card;
+        for (int below = card - 1; below >= 13 * (card / 13); below--) {
+            if (others >> below & 1) break;
+            if (c->hands[seat] >> below & 1) low = below;
+        }
+        int j = 0;
+        while (j < n_reps && reps[j] != low) j++;
+        if (j == n_reps) {
+            reps[n_reps] = low;
+            int guess = -1;
+            if (n_reps) {
+                guess = 0;
+                while (guess < n_vals - 1 && vals[guess] < rep_values[n_reps - 1]) guess++;
+            }
+            rep_values[n_reps++] = exact_value(c, st, trick_mask, low, vals, n_vals, guess);
+        }
+        values[i] = rep_values[j];
+    }
+    if (nodes) *nodes += c->nodes;
+    free(c->tt);
+    free(c);
+    return status;
+}
+
+/* The ctypes entry point (spades_env/solver.py): a position as int64 fields in SOLVE_FIELDS
+ * order, the tables as 2 x 14 x 14 int64, and the cards to value. stats[0] receives the nodes
+ * searched. Returns SOLVER_OK or a SOLVER_ERR_* code. */
+enum { F_HANDS = 0, F_TRICK_LEN = 4, F_TRICK = 5, F_LEADER = 8, F_BROKEN = 9, F_TRICKS_PLAYED = 10,
+       F_SPADES_LEAD = 11, F_NSFT = 12, F_TWO_CLUBS = 13, F_TAKEN = 14, F_MAX_SIDE = 18, F_COUNT = 19 };
+
+int spades_solver_fields(void) { return F_COUNT; }
+
+i64 spades_solve_cards(const i64 *fields, const i64 *tables, const i64 *cards, i64 n_cards, i64 *values, i64 *stats) {
+    if (!fields || !tables || !cards || !values || n_cards < 0 || n_cards > 13) return SOLVER_ERR_ARGS;
+    int32_t tab[2][SOLVER_TABLE][SOLVER_TABLE];
+    for (int i = 0; i < 2 * SOLVER_TABLE * SOLVER_TABLE; i++) {
+        if (tables[i] < -(V_INF / 4) || tables[i] > V_INF / 4) return SOLVER_ERR_ARGS;
+        (&tab[0][0][0])[i] = (int32_t)tables[i];
+    }
+    SolverPosition p;
+    memset(&p, 0, sizeof p);
+    for (int s = 0; s < 4; s++) {
+        p.hands[s] = (uint64_t)fields[F_HANDS + s];
+        p.taken[s] = (int)fields[F_TAKEN + s];
+    }
+    p.trick_len = (int)fields[F_TRICK_LEN];
+    if (p.trick_len < 0 || p.trick_len > 3) return SOLVER_ERR_ARGS;
+    for (int i = 0; i < 3; i++) p.trick[i] = (int)fields[F_TRICK + i];
+    p.leader = (int)fields[F_LEADER];
+    p.broken = (int)fields[F_BROKEN];
+    p.tricks_played = (int)fields[F_TRICKS_PLAYED];
+    p.tricks_per_hand = 13;
+    p.spades_lead = (int)fields[F_SPADES_LEAD];
+    p.no_spades_first_trick = (int)fields[F_NSFT];
+    p.two_of_clubs_leads = (int)fields[F_TWO_CLUBS];
+    p.max_side = (int)fields[F_MAX_SIDE];
+    p.tables = (const int32_t (*)[SOLVER_TABLE][SOLVER_TABLE])tab;
+    int chosen[13];
+    int32_t out[13];
+    for (i64 i = 0; i < n_cards; i++) chosen[i] = (int)cards[i];
+    int64_t nodes = 0;
+    int status = n_cards ? spades_solver_card_values(&p, chosen, (int)n_cards, out, &nodes)
+                         : spades_solver_position_value(&p, out, &nodes);
+    if (status) return status;
+    for (i64 i = 0; i < (n_cards ? n_cards : 1); i++) values[i] = out[i];
+    if (stats) stats[0] = nodes;
+    return SOLVER_OK;
+}

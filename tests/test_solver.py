@@ -1,0 +1,243 @@
+"""The exact endgame solver (spades_env/solver.py and native/solver.c).
+
+Checked three ways: against a brute-force minimax written here over the engine itself (every
+legal card tried, the hand scored by SpadesGame), the C solver against the Python reference on
+longer endings, and properties (a card's value is the best reply's, relabelled suits change
+nothing); and its refusals.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from spades_env.game import BID_ACTION_BASE, BLIND_NIL_ACTION, NIL_ACTION, PHASE_BIDDING, PHASE_PLAY, SpadesGame
+from spades_env.native import unavailable_reason
+from spades_env.rules import make_rules
+from spades_env.solver import SolverError, position_value, principal_line, solve
+from spades_env.symmetries import symmetries
+
+native = pytest.mark.skipif(unavailable_reason() is not None, reason="the native library does not build here")
+
+
+def ending(seed: int, cards_left: int, rules="standard", nil_rate: float = 0.3) -> SpadesGame:
+    """A random hand played at random down to ``cards_left`` cards (mid-trick too), bid with nils,
+    blind nils where allowed, and carried scores and bags."""
+    rng = random.Random(seed)
+    r = make_rules(rules)
+    scores = [rng.randrange(-190, 490), rng.randrange(-190, 490)]
+    if rng.random() < 0.3:                   # a side trailing by enough to bid blind nil
+        low = rng.randrange(-190, 250)
+        scores = [low, low + 100 + rng.randrange(140)][::rng.choice((1, -1))]
+    bags = None if r.bags_from_score_digit else [rng.randrange(r.bag_limit), rng.randrange(r.bag_limit)]
+    g = SpadesGame(r, rng.randrange(10 ** 9), scores=scores, bags=bags)
+    while g.phase != PHASE_PLAY:
+        legal = g.legal_actions()
+        if BLIND_NIL_ACTION in legal:
+            g.apply(BLIND_NIL_ACTION if rng.random() < 0.4 else legal[-1])
+        elif g.phase == PHASE_BIDDING:
+            if NIL_ACTION in legal and rng.random() < nil_rate:
+                g.apply(NIL_ACTION)
+            else:
+                bids = [a for a in legal if a > NIL_ACTION]
+                g.apply(rng.choice(bids[:5]) if bids else legal[0])
+        else:
+            g.apply(rng.choice(legal))
+    while 52 - 4 * g.tricks_played - len(g.trick_cards) > cards_left:
+        g.apply(rng.choice(g.legal_actions()))
+    return g
+
+
+def brute_force(g: SpadesGame, side: int, objective: str, tricks_before: int) -> int:
+    """Minimax by the engine alone: every legal card of every seat, the finished hand scored by
+    SpadesGame (its last_results); the value for ``side``."""
+    if g.phase != PHASE_PLAY:
+        if objective == "tricks":
+            return g.tricks_taken[side] + g.tricks_taken[side + 2] - tricks_before
+        return g.last_results[side].points - g.last_results[1 - side].points
+    values = []
+    for card in g.legal_actions():
+        child = g.copy()
+        child.apply(card)
+        values.append(brute_force(child, side, objective, tricks_before))
+    return max(values) if g.side_of[g.to_act] == side else min(values)
+
+
+def brute_values(g: SpadesGame, objective: str) -> dict[int, int]:
+    side = g.side_of[g.to_act]
+    before = g.tricks_taken[side] + g.tricks_taken[side + 2]
+    out = {}
+    for card in g.legal_actions():
+        child = g.copy()
+        child.apply(card)
+        out[card] = brute_force(child, side, objective, before)
+    return out
+
+
+@pytest.mark.parametrize("backend", ["python", pytest.param("native", marks=native)])
+@pytest.mark.parametrize("objective", ["points", "tricks"])
+def test_equals_brute_force_on_short_endings(backend, objective):
+    nils = blind = 0
+    for seed in range(60):
+        g = ending(seed, 4 + seed % 9)            # 1 to 3 tricks, mid-trick included
+        nils += any(b == 0 for b in g.bids)
+        blind += any(g.blind)
+        assert solve(g, objective, backend=backend) == brute_values(g, objective), seed
+    assert nils >= 10 and blind >= 3               # the endings do cover nils and blind nils
+
+
+@pytest.mark.parametrize("rules", ["tournament", "openspiel", {"spades_lead": "any"},
+                                   {"spades_lead": "forced_only", "nil_tricks_count_for_partner": True},
+                                   {"bags": False}, {"bag_limit": 3, "bag_penalty": 50}])
+def test_equals_brute_force_under_other_rules(rules):
+    for seed in range(12):
+        g = ending(1000 + seed, 5 + seed % 8, rules)
+        expected = brute_values(g, "points")
+        assert solve(g, "points", backend="python") == expected, seed
+        if unavailable_reason() is None:
+            assert solve(g, "points", backend="native") == expected, seed
+
+
+def test_first_trick_rules_from_the_opening_lead():
+    """no_spades_first_trick and two_of_clubs_leads bind only the first trick: a whole hand solved
+    from its first lead, with the ending brute-forced once the first trick is over."""
+    r = make_rules("standard", no_spades_first_trick=True, two_of_clubs_leads=True)
+    g = ending(7, 52, r)
+    assert g.tricks_played == 0 and not g.trick_cards
+    assert list(solve(g, "tricks", backend="native" if unavailable_reason() is None else "python")) == [0]
+
+
+@native
+@pytest.mark.parametrize("objective", ["points", "tricks"])
+def test_native_equals_reference_on_longer_endings(objective):
+    for seed in range(16):
+        cards = 24 if seed % 8 == 0 else 16 + seed % 5      # 4 to 6 tricks, mid-trick included
+        g = ending(2000 + seed, cards)
+        assert solve(g, objective, backend="native") == solve(g, objective, backend="python"), seed
+
+
+@native
+def test_native_equals_reference_on_sampled_search_worlds():
+    """Positions as the search builds them (SpadesGame.from_view of a sampled world)."""
+    from spades_env.observation import view_from_game
+    for seed in range(10):
+        g = ending(3000 + seed, 17 + seed % 3)
+        view = view_from_game(g, g.to_act)
+        rel = [(g.to_act + k) % 4 for k in range(4)]
+        world = SpadesGame.from_view(view, g.rules, [g.hands[s] for s in rel])
+        expected = solve(g, "points", backend="python")
+        assert solve(world, "points", backend="native") == expected
+        assert solve(world, "points", backend="python") == expected
+
+
+def _child_value(g: SpadesGame, card: int, objective: str) -> int:
+    """A card's value for the side to act, from the solver's values one card later."""
+    side = g.side_of[g.to_act]
+    child = g.copy()
+    child.apply(card)
+    gained = (child.tricks_taken[side] + child.tricks_taken[side + 2]
+              - g.tricks_taken[side] - g.tricks_taken[side + 2])
+    if child.phase != PHASE_PLAY:
+        res = child.last_results
+        return gained if objective == "tricks" else res[side].points - res[1 - side].points
+    best = max(solve(child, objective).values())
+    if child.side_of[child.to_act] == side:
+        return best + (gained if objective == "tricks" else 0)
+    if objective == "points":
+        return -best
+    return gained + (13 - child.tricks_played) - best
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10 ** 6), cards=st.integers(2, 24), objective=st.sampled_from(["points", "tricks"]))
+def test_a_cards_value_is_the_best_reply_after_it(seed, cards, objective):
+    g = ending(seed, cards)
+    values = solve(g, objective)
+    assert set(values) == set(g.legal_actions())
+    for card, value in values.items():
+        assert value == _child_value(g, card, objective)
+    assert position_value(g, objective) == max(values.values())
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10 ** 6), cards=st.integers(2, 24), which=st.integers(1, 5))
+def test_relabelling_side_suits_changes_no_value(seed, cards, which):
+    g = ending(seed, cards)
+    relabel = symmetries(g.rules)[which]
+    h = g.copy()
+    h.hands = [relabel.map_cards(m) for m in g.hands]
+    h.trick_cards = [relabel.map_card(c) for c in g.trick_cards]
+    if h.trick_cards:
+        h.led_suit = h.trick_cards[0] // 13
+        h.win_card = relabel.map_card(g.win_card)
+    h._legal = -1
+    values = solve(g, "points")
+    assert solve(h, "points") == {relabel.map_card(c): v for c, v in values.items()}
+
+
+def test_principal_line_plays_the_hand_out_at_its_value():
+    g = ending(11, 20)
+    line = principal_line(g, "points")
+    assert len(line["cards"]) == 20
+    side = line["side"]
+    assert line["value"] == line["score_change"][side] - line["score_change"][1 - side]
+    assert sum(line["tricks_taken"]) == 13
+    assert g.phase == PHASE_PLAY and 52 - 4 * g.tricks_played - len(g.trick_cards) == 20   # untouched
+
+
+def test_refusals_name_the_problem():
+    g = SpadesGame("standard", 0)
+    assert g.phase == PHASE_BIDDING
+    with pytest.raises(SolverError, match="'bidding' phase; expected the 'play' phase"):
+        solve(g)
+    p = ending(3, 12)
+    with pytest.raises(SolverError, match="objective='score'"):
+        solve(p, "score")
+    with pytest.raises(SolverError, match="backend='gpu'"):
+        solve(p, backend="gpu")
+    with pytest.raises(SolverError, match="expected a SpadesGame"):
+        solve("not a game")
+    broken = p.copy()
+    broken.hands = list(p.hands)
+    broken.hands[0] |= broken.hands[1]
+    broken.hands[1] = 0
+    with pytest.raises(SolverError, match="seat 0 holds"):
+        solve(broken)
+    cutthroat = SpadesGame("cutthroat", 0)
+    while cutthroat.phase != PHASE_PLAY:
+        cutthroat.apply(BID_ACTION_BASE + 3 if cutthroat.phase == PHASE_BIDDING else cutthroat.legal_actions()[0])
+    with pytest.raises(SolverError, match="cutthroat"):
+        solve(cutthroat)
+    three = SpadesGame(make_rules("cutthroat", players=3), 0)
+    while three.phase != PHASE_PLAY:
+        three.apply(BID_ACTION_BASE + 3 if three.phase == PHASE_BIDDING else three.legal_actions()[0])
+    with pytest.raises(SolverError, match="3 players"):
+        solve(three)
+
+
+def test_a_game_over_is_refused_by_its_phase():
+    g = ending(5, 1)
+    g.apply(g.legal_actions()[0])
+    assert g.phase != PHASE_PLAY
+    with pytest.raises(SolverError, match="phase"):
+        solve(g)
+
+
+@native
+def test_the_benchmark_command_times_both_solvers(tmp_path, capsys):
+    import json
+
+    from spades_env.solver_bench import main
+    out = tmp_path / "bench.json"
+    assert main(["--positions", "3", "--sizes", "8,12", "--whole", "0", "--reference-up-to", "8",
+                 "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["cards"] for r in rows] == [8, 12] and "python" in rows[0] and "python" not in rows[1]
+    assert all(r["native"]["positions"] == 3 and r["native"]["p99_ms"] >= r["native"]["median_ms"] for r in rows)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--sizes", "1,99"])
+    assert exit_info.value.code == 2
+    assert "expected card counts 2..52" in capsys.readouterr().err
