@@ -99,6 +99,19 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
+def _output_stat(path: Path, what: str, inputs: Iterable[Any], kind: str) -> Optional[os.stat_result]:
+    """What ``path`` is now (None: nothing there yet), after refusing it as one of ``inputs``."""
+    for source in inputs:
+        if source is not None and _same_file(path, Path(source)):
+            raise FileRuleError(f"{what} {path} is the input {source}: expected another {kind}")
+    try:
+        return path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise FileRuleError(f"{what} {path}: cannot be used ({exc.strerror or exc})") from None
+
+
 def check_output(path: Any, what: str = "output", *, stream_ok: bool = False,
                  inputs: Iterable[Any] = (), make_folders: bool = True) -> Path:
     """``path`` as a file this command may write, or a :class:`FileRuleError` naming ``what``.
@@ -112,15 +125,7 @@ def check_output(path: Any, what: str = "output", *, stream_ok: bool = False,
     if path is None or str(path) == "":
         raise FileRuleError(f"{what}: an empty path: expected a file to write")
     path = Path(path)
-    for source in inputs:
-        if source is not None and _same_file(path, Path(source)):
-            raise FileRuleError(f"{what} {path} is the input {source}: expected another file to write")
-    try:
-        info = path.stat()
-    except (FileNotFoundError, NotADirectoryError):
-        info = None
-    except OSError as exc:
-        raise FileRuleError(f"{what} {path}: cannot be used ({exc.strerror or exc})") from None
+    info = _output_stat(path, what, inputs, "file to write")
     if stream_ok and is_stream(path):
         return path
     if info is not None:
@@ -153,15 +158,7 @@ def check_output_folder(path: Any, what: str = "output folder", *, inputs: Itera
     if path is None or str(path) == "":
         raise FileRuleError(f"{what}: an empty path: expected a folder")
     path = Path(path)
-    for source in inputs:
-        if source is not None and _same_file(path, Path(source)):
-            raise FileRuleError(f"{what} {path} is the input {source}: expected another folder")
-    try:
-        info = path.stat()
-    except (FileNotFoundError, NotADirectoryError):
-        info = None
-    except OSError as exc:
-        raise FileRuleError(f"{what} {path}: cannot be used ({exc.strerror or exc})") from None
+    info = _output_stat(path, what, inputs, "folder")
     if info is not None:
         if not stat.S_ISDIR(info.st_mode):
             raise FileRuleError(f"{what} {path} is {'a file' if stat.S_ISREG(info.st_mode) else _kind(info.st_mode)}: "

@@ -475,24 +475,30 @@ static int game_from_position(Game *g, const i64 *rules, const i64 *position, co
     return SEARCH_OK;
 }
 
+/* The card the heuristic plays for the seat to act (the only legal one without asking it), or -1
+ * with *status set when nothing is legal or the heuristic answers an illegal card. */
+static inline int heuristic_step(const Game *g, const i64 *rules, int *status) {
+    uint64_t legal = legal_cards(g, rules);
+    if (!(legal & (legal - 1))) {
+        if (!legal) { *status = SEARCH_ERR_ILLEGAL; return -1; }
+        return __builtin_ctzll(legal);
+    }
+    SeatView v;
+    seat_view(g, g->to_act, &v);
+    uint64_t legal2[2] = {legal, 0};
+    int choice = spades_heuristic_act(&v, legal2);
+    if (choice < 0 || choice >= NCARDS || !(legal >> choice & 1)) { *status = SEARCH_ERR_HEURISTIC; return -1; }
+    return choice;
+}
+
 static double play_out(const Game *start, const i64 *rules, const i64 *position, int card, int *status) {
     Game g = *start;
     uint64_t legal = legal_cards(&g, rules);
     if (!(legal >> card & 1)) { *status = SEARCH_ERR_ILLEGAL; return 0.0; }
     play_card(&g, card);
     while (g.tricks_played < g.tricks_per_hand) {
-        legal = legal_cards(&g, rules);
-        int choice;
-        if (!(legal & (legal - 1))) {
-            if (!legal) { *status = SEARCH_ERR_ILLEGAL; return 0.0; }
-            choice = __builtin_ctzll(legal);
-        } else {
-            SeatView v;
-            seat_view(&g, g.to_act, &v);
-            uint64_t legal2[2] = {legal, 0};
-            choice = spades_heuristic_act(&v, legal2);
-            if (choice < 0 || choice >= NCARDS || !(legal >> choice & 1)) { *status = SEARCH_ERR_HEURISTIC; return 0.0; }
-        }
+        int choice = heuristic_step(&g, rules, status);
+        if (choice < 0) return 0.0;
         play_card(&g, choice);
     }
     return hand_value(&g, rules, position);
@@ -542,18 +548,8 @@ static double play_out_endgame(const Game *start, const i64 *rules, const i64 *p
             if (code) { *status = code == SOLVER_ERR_MEMORY ? SEARCH_ERR_MEMORY : SEARCH_ERR_ARGS; return 0.0; }
             return (double)value;
         }
-        legal = legal_cards(&g, rules);
-        int choice;
-        if (!(legal & (legal - 1))) {
-            if (!legal) { *status = SEARCH_ERR_ILLEGAL; return 0.0; }
-            choice = __builtin_ctzll(legal);
-        } else {
-            SeatView v;
-            seat_view(&g, g.to_act, &v);
-            uint64_t legal2[2] = {legal, 0};
-            choice = spades_heuristic_act(&v, legal2);
-            if (choice < 0 || choice >= NCARDS || !(legal >> choice & 1)) { *status = SEARCH_ERR_HEURISTIC; return 0.0; }
-        }
+        int choice = heuristic_step(&g, rules, status);
+        if (choice < 0) return 0.0;
         play_card(&g, choice);
     }
     return hand_value(&g, rules, position);
