@@ -67,6 +67,17 @@ def legal_actions(obs: dict) -> list[int]:
     return [int(a) for a in np.flatnonzero(obs["action_mask"])]
 
 
+def observation_view(obs: dict):
+    """What ``obs`` (as ``env.last()`` gives it) tells its seat, as an
+    :class:`~spades_env.ObservationView`. The layout is found from the observation's size and the
+    mask's length (68 + signals): under ``signals`` the size alone does not fix it."""
+    from spades_env.observation import decode_observation, layout_for_size
+
+    observation = np.asarray(obs["observation"])
+    signals = len(obs["action_mask"]) - 68
+    return decode_observation(observation, layout_for_size(observation.shape[-1], signals=signals))
+
+
 class RandomAgent(Agent):
     """Uniformly random among the legal actions."""
 

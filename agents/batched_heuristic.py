@@ -5,7 +5,9 @@ row, without a Python loop over the rows of four-player partnership games: the r
 heuristic's play (:func:`choose_cards`), bidding (:func:`choose_bids`), blind-nil decision and
 passing are evaluated for every row (and every card), and the branch of each row is picked with
 ``torch.where`` (tested against the per-row heuristic on whole games in every partnership preset).
-Games without partnerships (cutthroat, three players) go to the per-row Python heuristic.
+Games without partnerships (cutthroat, three players) go to the per-row Python heuristic. Under
+``signals`` the signal rows send message 0 (the layout is found from the mask's width too), and
+a short deck's rows count its tricks and only its cards as unseen (the layout's ``tricks_per_hand``).
 It is ``HeuristicAgent.act_batch``'s path for the Python backend and for tensors on a GPU (the
 native backend decides in C); CPU batches under ``MIN_BATCH`` rows go row by row (throughput:
 ``docs/agents.md``).
@@ -21,21 +23,22 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from typing import Optional
 
 import numpy as np
 import torch
 
 from spades_env.cards import NUM_CARDS, NUM_RANKS, NUM_SUITS
-from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, PHASE_BIDDING, PHASE_BLIND_DECISION,
-                             PHASE_PASSING, PHASE_PLAY)
-from spades_env.observation import decode_observation, layout_for_size
+from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, NUM_ACTIONS, PHASE_BIDDING,
+                             PHASE_BLIND_DECISION, PHASE_PASSING, PHASE_PLAY, SIGNAL_ACTION_BASE)
+from spades_env.observation import Layout, decode_observation, layout_for_size
 
 from .heuristic_decisions import (ACE, BID_MARGIN, BLIND_NIL_CLOSE_TO_TARGET, BLIND_NIL_FAR_BEHIND, JACK, KING, NIL_EDGE,
-                                  NIL_MAX_ESTIMATE, QUEEN, RUFF_RISK_LIMIT, SPADES, TEN, UNCLAIMED_TRICKS,
-                                  choose_action)
+                                  NIL_MAX_ESTIMATE, QUEEN, RUFF_RISK_LIMIT, SHORT_DECK_SCALE, SHORT_DECK_SHIFT, SPADES,
+                                  TEN, UNCLAIMED_TRICKS, choose_action, deck_mask)
 
 SEATS = 4                                        # batched: four-player partnership games only
-TRICKS_PER_HAND = NUM_CARDS // SEATS
+TRICKS_PER_HAND = NUM_CARDS // SEATS             # of the full deck; a short deck's is its layout's
 FIRST_SPADE = SPADES * NUM_RANKS                 # card ids of spades are FIRST_SPADE..51
 BID_LEVELS = BLIND_NIL_ACTION - BID_ACTION_BASE  # bids 0..13
 BLIND_FLAG = BID_LEVELS                          # in the observation's bids block, per seat: a one-hot bid, then this flag
@@ -70,6 +73,19 @@ def _no_void_factor(device: torch.device) -> torch.Tensor:
                 factors.append(1.0 - p_void)
     table = torch.tensor(factors, dtype=torch.float64).reshape(NUM_RANKS + 1, NUM_CARDS + 1, NUM_RANKS + 1)
     return table.to(device)
+
+
+@lru_cache(maxsize=None)
+def _deck(tricks_per_hand: int, device: torch.device) -> torch.Tensor:
+    """(52,) bool: the cards in play in a four-player deck of ``tricks_per_hand`` ranks a suit."""
+    mask = deck_mask(SEATS, tricks_per_hand)
+    return torch.tensor([bool(mask >> c & 1) for c in range(NUM_CARDS)], device=device)
+
+
+def _layout(obs: torch.Tensor, layout: Optional[Layout]) -> Layout:
+    """The rows' layout: the one given (``choose_actions`` finds it with the mask's width, which
+    the size alone does not fix under ``signals``), else the one of their size."""
+    return layout if layout is not None else layout_for_size(obs.shape[1])
 
 
 def _has(cards: torch.Tensor) -> torch.Tensor:
@@ -124,8 +140,8 @@ class _Positions:
     """What the seat to act knows at each row (relative seats: 0 itself, 1 left, 2 partner,
     3 right), read from the observations, plus the per-card quantities the rules use."""
 
-    def __init__(self, obs: torch.Tensor, legal: torch.Tensor) -> None:
-        layout = layout_for_size(obs.shape[1])
+    def __init__(self, obs: torch.Tensor, legal: torch.Tensor, layout: Optional[Layout] = None) -> None:
+        layout = _layout(obs, layout)
         dev = obs.device
         B = obs.shape[0]
         self.tables = tab = _card_tables(dev)
@@ -144,8 +160,8 @@ class _Positions:
         self.bids = bids = bids_block.to(torch.int64).argmax(2)                       # (B, 4)
         self.tricks = tricks = block("tricks_taken", 4).to(torch.int64).argmax(2)     # (B, 4)
         self.voids = block("voids", 4)                                                # (B, 4, 4)
-        self.unseen = unseen = ~(hand | (played.sum(1) > 0) | passed)
-        self.remaining = TRICKS_PER_HAND - tricks.sum(1)
+        self.unseen = unseen = ~(hand | (played.sum(1) > 0) | passed) & _deck(layout.tricks_per_hand, dev)
+        self.remaining = layout.tricks_per_hand - tricks.sum(1)
         in_trick = trick.any(2)                                                       # (B, 4)
         self.k = k = in_trick.sum(1)                                                  # cards in the trick
         self.hand_sizes = self.remaining[:, None] - in_trick.to(torch.int64)
@@ -338,10 +354,11 @@ class _Positions:
         return torch.where(self.win_seat == 2, partner_wins, other)
 
 
-def choose_cards(obs: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+def choose_cards(obs: torch.Tensor, legal: torch.Tensor, layout: Optional[Layout] = None) -> torch.Tensor:
     """:func:`agents.heuristic.choose_card` at every row: ``obs`` (B, 742) observations of
-    four-player partnership games in the play phase, ``legal`` (B, 52) bool, at least one card."""
-    t = _Positions(obs, legal)
+    four-player partnership games in the play phase, ``legal`` (B, 52) bool, at least one card;
+    ``layout``: theirs (default: the layout of their size)."""
+    t = _Positions(obs, legal, layout)
     tab = t.tables
     intact = t.intact
     my_nil, partner_nil = intact[:, 0], intact[:, 2]
@@ -397,9 +414,10 @@ def choose_cards(obs: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
     return torch.where(leading, lead, result)
 
 
-def _estimate_tricks(ranks: torch.Tensor) -> torch.Tensor:
+def _estimate_tricks(ranks: torch.Tensor, tricks_per_hand: int = TRICKS_PER_HAND) -> torch.Tensor:
     """:func:`agents.heuristic.estimate_tricks` of four-player hands: ``ranks`` (B, 4 suits, 13)
-    bool. The same float64 operations in the same order as the Python code, so the sums are equal."""
+    bool, ``tricks_per_hand`` below 13 for a short deck. The same float64 operations in the same
+    order as the Python code, so the sums are equal."""
     B, dev = ranks.shape[0], ranks.device
     f64 = torch.float64
 
@@ -436,6 +454,8 @@ def _estimate_tricks(ranks: torch.Tensor) -> torch.Tensor:
     ruffs = torch.minimum(spare.to(f64), shortness)
     long_trumps = torch.clamp(torch.minimum(spare.to(f64) - ruffs, count.to(f64) - 3.0), min=0.0)
     total = total + (0.51 * count.to(f64) + 0.36 * ruffs + 0.28 * long_trumps)
+    if tricks_per_hand < TRICKS_PER_HAND:
+        total = torch.clamp(SHORT_DECK_SCALE * total + SHORT_DECK_SHIFT, max=float(tricks_per_hand))
     return torch.clamp(total, min=0.0)
 
 
@@ -472,10 +492,11 @@ def _nil_log_odds(ranks: torch.Tensor, partner_bid: torch.Tensor) -> torch.Tenso
     return torch.where(no_chance, torch.full_like(zero, float("nan")), z)
 
 
-def choose_bids(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def choose_bids(obs: torch.Tensor, mask: torch.Tensor, layout: Optional[Layout] = None) -> torch.Tensor:
     """:func:`agents.heuristic.choose_bid` at every row (four-player partnership games in the
-    bidding phase; ``mask`` (B, 68) bool)."""
-    layout = layout_for_size(obs.shape[1])
+    bidding phase; ``mask`` (B, 68 + signals) bool)."""
+    layout = _layout(obs, layout)
+    tricks_per_hand = layout.tricks_per_hand
     B, dev = obs.shape[0], obs.device
     f64 = torch.float64
     ranks = (obs[:, layout.obs_blocks["hand"].slice] > 0.5).reshape(B, NUM_SUITS, NUM_RANKS)
@@ -483,7 +504,7 @@ def choose_bids(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     has_bid = bids_block[:, :, :BID_LEVELS].any(2)
     bids = torch.where(has_bid, bids_block[:, :, :BID_LEVELS].to(torch.int64).argmax(2), -1)   # -1: not yet
     partner_bid = bids[:, 2]
-    estimate = _estimate_tricks(ranks)
+    estimate = _estimate_tricks(ranks, tricks_per_hand)
     partner_nil = partner_bid == 0
     adjust = torch.where(bids_block[:, 2, BLIND_FLAG], torch.tensor(1.0, dtype=f64, device=dev),
                          torch.tensor(-0.3, dtype=f64, device=dev))
@@ -498,7 +519,7 @@ def choose_bids(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     # table leaves tricks unclaimed), the lower one on a tie.
     desired = torch.clamp(torch.floor(estimate + 0.5 - BID_MARGIN), min=1).to(torch.int64)
     others_done = has_bid[:, 1:].all(1)
-    unclaimed = others_done & (bids[:, 1:].clamp(min=0).sum(1) + desired <= TRICKS_PER_HAND - UNCLAIMED_TRICKS)
+    unclaimed = others_done & (bids[:, 1:].clamp(min=0).sum(1) + desired <= tricks_per_hand - UNCLAIMED_TRICKS)
     desired = desired + unclaimed.to(torch.int64)
     levels = torch.arange(1, BID_LEVELS, device=dev)
     legal_levels = mask[:, BID_ACTION_BASE + 1:BID_ACTION_BASE + BID_LEVELS]
@@ -508,9 +529,9 @@ def choose_bids(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return torch.where(nil, torch.full_like(bid, BID_ACTION_BASE), bid)
 
 
-def choose_blind_nils(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def choose_blind_nils(obs: torch.Tensor, mask: torch.Tensor, layout: Optional[Layout] = None) -> torch.Tensor:
     """:func:`agents.heuristic.choose_blind_nil` at every row (partnership blind-nil decisions)."""
-    layout = layout_for_size(obs.shape[1])
+    layout = _layout(obs, layout)
     B = obs.shape[0]
     game = obs[:, layout.obs_blocks["game"].slice].double()
     target = torch.round(game[:, 0] * 1000.0)
@@ -524,9 +545,9 @@ def choose_blind_nils(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return torch.where(blind, BLIND_NIL_ACTION, LOOK_ACTION)
 
 
-def choose_passes(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def choose_passes(obs: torch.Tensor, mask: torch.Tensor, layout: Optional[Layout] = None) -> torch.Tensor:
     """:func:`agents.heuristic.choose_pass` at every row (partnership passing after a blind nil)."""
-    layout = layout_for_size(obs.shape[1])
+    layout = _layout(obs, layout)
     B = obs.shape[0]
     tab = _card_tables(obs.device)
     legal = mask[:, :NUM_CARDS]
@@ -541,14 +562,15 @@ def choose_passes(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 def choose_actions(obs: torch.Tensor, mask: torch.Tensor, conventions=None, min_batch: int = MIN_BATCH) -> torch.Tensor:
     """:func:`agents.heuristic.choose_action` at every row of ``obs`` (B, obs_size) and ``mask``
-    (B, 68): the rows of partnership games batched by phase, those of games without partners
+    (B, 68 + signals): the rows of partnership games batched by phase (in the signal phase:
+    message 0), those of games without partners
     by the per-row heuristic, and so are all rows of a CPU batch smaller than ``min_batch``
     (there the tensor ops' fixed cost is more than the rows' Python cost). The tensor ops are
     the standard conventions' play; other ``conventions`` (:mod:`agents.heuristic_conventions`)
     go row by row (the native backend decides them in C at full speed)."""
     mask = mask.bool()
     B = obs.shape[0]
-    layout = layout_for_size(obs.shape[1])
+    layout = layout_for_size(obs.shape[1], signals=mask.shape[1] - NUM_ACTIONS)
     if conventions is not None and not conventions.is_standard:
         return _row_by_row(obs, mask, conventions)
     if B == 0 or layout.n != 4 or layout.num_sides != 2 or (B < min_batch and obs.device.type == "cpu"):
@@ -558,15 +580,22 @@ def choose_actions(obs: torch.Tensor, mask: torch.Tensor, conventions=None, min_
     phase = obs[:, layout.obs_blocks["phase"].slice].argmax(1)
     single = mask.sum(1) == 1
     only = mask.to(torch.int64).argmax(1)
+    if "signal_phase" in layout.obs_blocks:        # the free signal: message 0 (choose_message), no phase cell set
+        signalling = (obs[:, layout.obs_blocks["signal_phase"].offset] > 0.5) & mask[:, SIGNAL_ACTION_BASE:].any(1)
+        rows = signalling.nonzero()[:, 0]
+        if rows.numel():
+            batched[rows] = True
+            actions[rows] = SIGNAL_ACTION_BASE + mask[rows, SIGNAL_ACTION_BASE:].to(torch.int64).argmax(1)
+        phase = torch.where(signalling, -1, phase)
     for code, choose in ((PHASE_PLAY, choose_cards), (PHASE_BIDDING, choose_bids),
                          (PHASE_BLIND_DECISION, choose_blind_nils), (PHASE_PASSING, choose_passes)):
         rows = ((phase == code) & mask.any(1)).nonzero()[:, 0]
         if rows.numel():
             batched[rows] = True
             if code == PHASE_PLAY:
-                chosen = choose(obs[rows].float(), mask[rows, :NUM_CARDS])
+                chosen = choose(obs[rows].float(), mask[rows, :NUM_CARDS], layout)
             else:
-                chosen = choose(obs[rows].float(), mask[rows])
+                chosen = choose(obs[rows].float(), mask[rows], layout)
             legal = mask[rows].gather(1, chosen[:, None])[:, 0]
             lowest = mask[rows].to(torch.int64).argmax(1)        # never needed: never play illegally
             chosen = torch.where(legal, chosen, lowest)
@@ -580,8 +609,10 @@ def choose_actions(obs: torch.Tensor, mask: torch.Tensor, conventions=None, min_
 def _row_by_row(obs: torch.Tensor, mask: torch.Tensor, conventions=None) -> torch.Tensor:
     """The per-row heuristic at every row (as ``HeuristicAgent.act`` does it)."""
     obs_np, mask_np = obs.float().cpu().numpy(), mask.cpu().numpy()
+    layout = layout_for_size(obs_np.shape[1], signals=mask_np.shape[1] - NUM_ACTIONS) if len(obs_np) else None
     chosen = []
     for o, m in zip(obs_np, mask_np):
         legal = np.flatnonzero(m).tolist()
-        chosen.append(legal[0] if len(legal) == 1 else choose_action(decode_observation(o), legal, None, conventions))
+        chosen.append(legal[0] if len(legal) == 1 else choose_action(decode_observation(o, layout), legal, None,
+                                                                     conventions))
     return torch.tensor(chosen, dtype=torch.int64, device=obs.device)

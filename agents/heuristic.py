@@ -12,7 +12,9 @@ play it tracks the unseen cards and voids and, in order, keeps its own nil, cove
 attacks an opponent's, then makes its contract cheaply or, once safe, ducks bags.
 
 Why rules: a strong, fast, deterministic baseline and teacher (ties broken by card id, so the
-seed changes nothing). Variant rules are respected by choosing among the legal actions only.
+seed changes nothing). Variant rules are respected by choosing among the legal actions only;
+under ``signals`` it sends message 0 and reads no message, and a short deck is bid and played
+with the tricks and cards it has (:func:`estimate_tricks`).
 The strategy in full, and how it scores: ``docs/agents.md``.
 
 Conventions (:mod:`agents.heuristic_conventions`) make it a family of partners: every decision
@@ -26,16 +28,14 @@ from typing import Optional
 
 import numpy as np
 
-from spades_env.observation import decode_observation
-
-from .base import Agent, register, whole_option
+from .base import Agent, observation_view, register, whole_option
 from .heuristic_conventions import CONVENTION_OPTIONS, conventions_from
-from .heuristic_decisions import (choose_action, choose_bid, choose_blind_nil, choose_card, choose_pass,
-                                  estimate_tricks, nil_success_chance, only_bags_left)
+from .heuristic_decisions import (choose_action, choose_bid, choose_blind_nil, choose_card, choose_message,
+                                  choose_pass, estimate_tricks, nil_success_chance, only_bags_left)
 from .specs import MAX_THREADS
 
 # The decisions stay names of this module (agents.heuristic.choose_action, ...).
-__all__ = ["HeuristicAgent", "choose_action", "choose_bid", "choose_blind_nil", "choose_pass",
+__all__ = ["HeuristicAgent", "choose_action", "choose_bid", "choose_blind_nil", "choose_pass", "choose_message",
            "choose_card", "estimate_tricks", "nil_success_chance", "only_bags_left"]
 
 
@@ -96,8 +96,7 @@ class HeuristicAgent(Agent):
             raise ValueError("HeuristicAgent.act: the action mask is empty (is it this agent's turn?)")
         if len(legal) == 1:
             return int(legal[0])
-        view = decode_observation(obs["observation"])
-        return choose_action(view, [int(a) for a in legal], self.rng, self.conventions)
+        return choose_action(observation_view(obs), [int(a) for a in legal], self.rng, self.conventions)
 
     def act_batch(self, observations, masks):
         """The action at every row of batched observations and masks (torch tensors, as

@@ -15,14 +15,15 @@ from typing import Iterable, Optional, Sequence, Union
 import numpy as np
 
 from spades_env.cards import cards_to_mask, mask_to_cards
-from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, PHASE_BIDDING,
-                             PHASE_BLIND_DECISION, PHASE_PASSING, PHASE_PLAY)
+from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, NUM_ACTIONS, PHASE_BIDDING,
+                             PHASE_BLIND_DECISION, PHASE_PASSING, PHASE_PLAY, PHASE_SIGNAL, SIGNAL_ACTION_BASE)
 from spades_env.observation import ObservationView
+from spades_env.rules import SIGNALS_LIMIT
 
 from .heuristic_conventions import STANDARD_CONVENTIONS, Conventions, optional_conventions
 
-__all__ = ["choose_action", "choose_bid", "choose_blind_nil", "choose_pass",
-           "choose_card", "estimate_tricks", "nil_success_chance", "only_bags_left"]
+__all__ = ["choose_action", "choose_bid", "choose_blind_nil", "choose_pass", "choose_message",
+           "choose_card", "estimate_tricks", "nil_success_chance", "only_bags_left", "deck_mask"]
 
 SPADES = 3
 _SUIT_MASKS = tuple(0x1FFF << (13 * s) for s in range(4))
@@ -47,6 +48,11 @@ EAGER_NIL_MAX_ESTIMATE = 4.0   # nil=eager: nils hands expected to take up to th
 EAGER_NIL_EDGE = -20.0         # nil=eager: and accepts a nil expected to score this much below a bid
 SIGNAL_HIGH_RANK = 6           # discards: a card of this rank (the eight) or above is "high", below it "low"
 
+# A short deck (deck_ranks < 13): the full deck's count is scaled to the hand's tricks, fitted
+# likewise to this agent's own play (experiments/2026-12-02-short-deck-heuristic/README.md).
+SHORT_DECK_SCALE = 0.89
+SHORT_DECK_SHIFT = -0.29
+
 Legal = Union[int, Iterable[int]]
 
 
@@ -54,9 +60,20 @@ def _legal_mask(legal: Legal) -> int:
     """Legal actions as a bitmask over action ids (accepts a bitmask, a list or an array)."""
     if isinstance(legal, int):
         return legal
-    if isinstance(legal, np.ndarray) and legal.dtype != np.int64 and legal.size == 68:
-        legal = np.flatnonzero(legal)          # an action mask given as is
+    if (isinstance(legal, np.ndarray) and legal.dtype != np.int64
+            and NUM_ACTIONS <= legal.size <= NUM_ACTIONS + SIGNALS_LIMIT):
+        legal = np.flatnonzero(legal)          # an action mask given as is (68 + signals long)
     return cards_to_mask(int(a) for a in legal)
+
+
+def deck_mask(players: int, tricks_per_hand: int) -> int:
+    """The cards in play as a bitmask: four players hold the ``tricks_per_hand`` highest ranks
+    of every suit (13: the whole deck; fewer: a short deck), three players the deck without
+    the two of clubs."""
+    if players == 3:
+        return (1 << 52) - 2
+    lowest = 13 - tricks_per_hand
+    return sum(((1 << tricks_per_hand) - 1) << (13 * s + lowest) for s in range(4))
 
 
 # ====================================================================== top level
@@ -72,6 +89,8 @@ def choose_action(view: ObservationView, legal_actions: Legal, rng=None,
     if legal & (legal - 1) == 0:                     # exactly one legal action
         return legal.bit_length() - 1
     phase = view.phase
+    if phase == PHASE_SIGNAL:
+        return choose_message(legal)
     if phase == PHASE_PLAY:
         action = choose_card(view, legal, conventions=conventions)
     elif phase == PHASE_BIDDING:
@@ -87,14 +106,28 @@ def choose_action(view: ObservationView, legal_actions: Legal, rng=None,
     return action
 
 
+# ====================================================================== the free signal
+def choose_message(legal: Legal) -> int:
+    """Message 0 (action 68), the lowest legal message otherwise: the heuristic gives the free
+    signal no meaning, so it sends the same message with every hand and reads none."""
+    legal = _legal_mask(legal) >> SIGNAL_ACTION_BASE
+    if not legal:
+        raise ValueError("choose_message: no message is legal (is this the signal phase?)")
+    return SIGNAL_ACTION_BASE + (legal & -legal).bit_length() - 1
+
+
 # ====================================================================== bidding
-def estimate_tricks(hand: Sequence[int], players: int = 4) -> float:
+def estimate_tricks(hand: Sequence[int], players: int = 4, tricks_per_hand: Optional[int] = None) -> float:
     """Expected tricks of a hand (list of card ids) played for tricks.
 
     A linear count whose weights were fitted to this agent's own full-effort play (6,000
     deals): side-suit aces, kings and queens by what guards them, spade honours that will be
     (or are half-way to being) the highest spade left, every spade's length value, and small
-    spades that can ruff a void, singleton or doubleton or win as long trumps."""
+    spades that can ruff a void, singleton or doubleton or win as long trumps. A short deck
+    (four players, ``tricks_per_hand`` below 13: the ranks from ``13 - tricks_per_hand`` up)
+    counts the same cards, its ranks read from the top as they are (an ace is an ace), then
+    scales the count to the hand's tricks (SHORT_DECK_SCALE, SHORT_DECK_SHIFT) and caps it at
+    the tricks there are."""
     by_suit: list[list[int]] = [[], [], [], []]
     for c in hand:
         by_suit[c // 13].append(c % 13)
@@ -130,6 +163,8 @@ def estimate_tricks(hand: Sequence[int], players: int = 4) -> float:
     total += 0.51 * count + 0.36 * ruffs + 0.28 * long_trumps
     if players == 3:
         total = 1.08 * total + 0.7   # 17 cards each: honours and length win more (fitted likewise)
+    elif tricks_per_hand is not None and tricks_per_hand < 13:
+        total = min(SHORT_DECK_SCALE * total + SHORT_DECK_SHIFT, float(tricks_per_hand))
     return max(0.0, total)
 
 
@@ -200,7 +235,8 @@ def choose_bid(view: ObservationView, legal: Legal, conventions: Optional[Conven
     conventions = optional_conventions(conventions)
     legal = _legal_mask(legal)
     hand = view.hand
-    estimate = estimate_tricks(hand, view.players)
+    tricks_in_hand = view.tricks_per_hand
+    estimate = estimate_tricks(hand, view.players, tricks_in_hand)
     partner = 2 if view.partnerships else None
     partner_bid = view.bids[partner] if partner is not None else None
     if partner_bid == 0:
@@ -211,7 +247,6 @@ def choose_bid(view: ObservationView, legal: Legal, conventions: Optional[Conven
         return BID_ACTION_BASE
     desired = max(1, math.floor(estimate + 0.5 - BID_MARGIN) + BID_ADJUSTMENT[conventions.bidding])
     others = view.bids[1:]
-    tricks_in_hand = 52 // view.players
     if all(b is not None for b in others) and sum(others) + desired <= tricks_in_hand - UNCLAIMED_TRICKS:
         desired += 1            # the last bidder: the table leaves tricks unclaimed, take one more
     best, best_key = None, None
@@ -291,8 +326,7 @@ class _Table:
         for cards in view.played:
             for c in cards:
                 seen |= 1 << c
-        deck = (1 << 52) - 1 if n == 4 else ((1 << 52) - 2)
-        unseen = deck & ~seen
+        unseen = deck_mask(n, view.tricks_per_hand) & ~seen
         partner = self.partner = 2 if (view.partnerships and n == 4) else None
         if partner is not None and view.passed:
             unseen &= ~cards_to_mask(view.passed)      # cards we passed sit in the partner's hand
@@ -300,7 +334,7 @@ class _Table:
         trick = self.trick = view.current_trick
         tricks = self.tricks = view.tricks_taken
         self.bids = view.bids
-        self.remaining = (52 // n) - sum(tricks)
+        self.remaining = view.tricks_per_hand - sum(tricks)
         if trick:
             self.led = trick[0][1] // 13
             win_seat, win_card = trick[0]

@@ -9,8 +9,9 @@ engine, so no other seat's cards can reach the screen::
 
 What a person may type:
 
+- a message of the free signal (rules ``signals: N``): ``0``..``N-1`` (or ``m2``, ``message 2``);
 - blind-nil decision: ``b`` (bid blind nil) or ``l`` (look at the cards first);
-- a bid: ``1``..``13``, ``nil`` (or ``0``);
+- a bid: ``1``..``13`` (up to the tricks of a hand: fewer in a short deck), ``nil`` (or ``0``);
 - a card (passing or playing): ``AS``, ``as``, ``10h``, ``th``, ``A♠``, ``s a``, or the number
   shown next to it in the list of legal cards;
 - commands at any prompt: ``?``/``help``, ``score``, ``last`` (the last trick), ``hand``
@@ -29,14 +30,14 @@ import sys
 import textwrap
 from typing import Any, Optional, Sequence, TextIO
 
-from spades_env import decode_observation
 from spades_env.cards import RANK_LETTERS, SUIT_NAMES, parse_card
-from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, PHASE_BIDDING,
+from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, PHASE_BIDDING, PHASE_SIGNAL,
+                             SIGNAL_ACTION_BASE,
                              PHASE_BLIND_DECISION, PHASE_PASSING, PHASE_PLAY)
 from spades_env.names import SEAT_NAMES, bid_word, side_name  # noqa: F401  (bid_word: used by play/)
 from spades_env.observation import ObservationView
 
-from .base import Agent, legal_actions, register
+from .base import Agent, legal_actions, observation_view, register
 
 SEAT_LETTERS = "NESW"
 CLUBS, DIAMONDS, HEARTS, SPADES = range(4)
@@ -219,6 +220,17 @@ def allowed_bids(legal: Sequence[int]) -> list[int]:
     return [a - BID_ACTION_BASE for a in legal if BID_ACTION_BASE <= a < BLIND_NIL_ACTION]
 
 
+def allowed_messages(legal: Sequence[int]) -> list[int]:
+    """The messages of the free signal among legal action ids."""
+    return [a - SIGNAL_ACTION_BASE for a in legal if a >= SIGNAL_ACTION_BASE]
+
+
+def parse_message_text(text: str) -> Optional[int]:
+    """A message number from ``2``, ``m2``, ``m 2``, ``message 2``; None if not one."""
+    match = re.fullmatch(r"(?:m|msg|message)?\s*(\d{1,2})", text.strip().lower())
+    return int(match.group(1)) if match else None
+
+
 def format_bid_choices(bids: Sequence[int]) -> str:
     """``nil, 1-13`` / ``4-13`` / ``nil, 2, 4-5``."""
     parts: list[str] = []
@@ -299,12 +311,17 @@ Commands (at any prompt):
   rules      the rules in play    q, quit   leave (the game is saved)"""
 
 PHASE_HELP = {
+    PHASE_SIGNAL: """\
+The free signal: before the bids every seat, in bidding order, sends one of a
+few messages (type its number). Everyone sees it; it scores nothing and means
+whatever your partnership makes it mean.""",
     PHASE_BLIND_DECISION: """\
 Blind nil: you bid nil (no tricks at all) *before* looking at your cards.
 Kept: a big bonus; one trick taken: the same amount lost. Type b to bid blind
 nil, or l to look at your cards and then bid normally.""",
     PHASE_BIDDING: """\
-Bidding: say how many tricks you expect to take, 1 to 13. Your side's contract
+Bidding: say how many tricks you expect to take, 1 to 13 (a short deck has fewer
+tricks: 1 to its hand's cards). Your side's contract
 is your bid plus your partner's. Nil (type nil or 0) promises to take no trick
 at all: +100 if you manage, -100 if not.""",
     PHASE_PASSING: """\
@@ -413,7 +430,7 @@ class HumanAgent(Agent):
         legal = legal_actions(obs)
         if not legal:
             raise ValueError("HumanAgent.act: the action mask is empty (is it this seat's turn?)")
-        view = decode_observation(obs["observation"])
+        view = observation_view(obs)
         self.view = view
         self.seats.n, self.seats.partnerships = view.players, view.partnerships
         self.say(self.render(view, legal))
@@ -431,11 +448,25 @@ class HumanAgent(Agent):
         if self._command(word, view, legal):
             return None
         phase = view.phase
+        if phase == PHASE_SIGNAL:
+            return self._message_choice(word, legal)
         if phase == PHASE_BLIND_DECISION:
             return self._blind_choice(word, legal)
         if phase == PHASE_BIDDING:
             return self._bid_choice(text, view, legal)
         return self._card_choice(text, view, legal)
+
+    def _message_choice(self, word: str, legal: Sequence[int]) -> Optional[int]:
+        allowed = allowed_messages(legal)
+        message = parse_message_text(word)
+        if message is not None and message in allowed:
+            return SIGNAL_ACTION_BASE + message
+        choices = f"messages 0 to {max(allowed)}" if allowed else "no message"
+        if message is not None:
+            self.warn(f"There is no message {message}: the signal has {choices}.")
+        else:
+            self.warn(f"'{word}' is not a message: type its number ({choices}).")
+        return None
 
     def _command(self, word: str, view: ObservationView, legal: Sequence[int]) -> bool:
         if word == "":
@@ -491,8 +522,9 @@ class HumanAgent(Agent):
                 reason = f"'{text.strip()}' is not a bid: type a number of tricks or nil."
             self.warn(reason + " " + choices)
             return None
-        if bid > 13:
-            self.warn("There are only 13 tricks: a bid is 1 to 13, or nil. " + choices)
+        tricks = view.tricks_per_hand
+        if bid > tricks:
+            self.warn(f"There are only {tricks} tricks: a bid is 1 to {tricks}, or nil. " + choices)
             return None
         if bid not in allowed:
             self.warn(self.explain_bid(bid, view) + " " + choices)
@@ -592,10 +624,12 @@ class HumanAgent(Agent):
         dealer = names.name(view.dealer) if view.dealer is not None else "?"
         deals = "you deal" if dealer == "You" else f"{dealer} deals"
         if phase == PHASE_PLAY:
-            title = (f"Trick {view.tricks_played + 1} of {52 // n} {s.dot} spades "
+            title = (f"Trick {view.tricks_played + 1} of {view.tricks_per_hand} {s.dot} spades "
                      f"{'broken' if view.spades_broken else 'not broken yet'} {s.dot} {deals}")
         elif phase == PHASE_PASSING:
             title = f"Passing cards {s.dot} {deals}"
+        elif phase == PHASE_SIGNAL:
+            title = f"The free signal {s.dot} {deals}"
         else:
             title = f"Bidding {s.dot} {deals}"
         lines = ["", s.rule(title)]
@@ -616,6 +650,8 @@ class HumanAgent(Agent):
         def row(label: str, values: Sequence[str]) -> str:
             return (pad(label, label_w) + "".join(pad(v, col_w) for v in values)).rstrip()
 
+        if view.signals:
+            lines.append(row("Message", ["-" if m is None else str(m) for m in view.messages]))
         lines.append(row("Bid", bids))
         if phase == PHASE_PLAY:
             lines.append(row("Tricks", [str(view.tricks_taken[r]) for r in order]))
@@ -684,6 +720,11 @@ class HumanAgent(Agent):
     def legal_line(self, view: ObservationView, legal: Sequence[int]) -> str:
         s = self.style
         phase = view.phase
+        if phase == PHASE_SIGNAL:
+            messages = allowed_messages(legal)
+            return (f"Send a message: {', '.join(str(m) for m in messages)} (everyone sees it; it scores nothing)."
+                    if len(messages) < 3 else f"Send a message: {messages[0]} to {messages[-1]} (everyone sees it; "
+                    "it scores nothing).")
         if phase == PHASE_BLIND_DECISION:
             return "Choose: b = bid blind nil (without looking), l = look at your cards."
         if phase == PHASE_BIDDING:
@@ -735,6 +776,8 @@ class HumanAgent(Agent):
 
     def prompt(self, view: ObservationView, legal: Sequence[int]) -> str:
         phase = view.phase
+        if phase == PHASE_SIGNAL:
+            return f"Your message (0-{max(allowed_messages(legal))}; ? = help)> "
         if phase == PHASE_BLIND_DECISION:
             return "Blind nil? (b = blind nil, l = look, ? = help)> "
         if phase == PHASE_BIDDING:
@@ -778,6 +821,12 @@ class HumanAgent(Agent):
             parts.append("The two of clubs leads.")
         if r.max_hands:
             parts.append(f"At most {r.max_hands} hand{'s' if r.max_hands != 1 else ''}.")
+        if r.deck_ranks < 13:
+            parts.append(f"A short deck: the {r.deck_ranks} highest ranks of each suit, {r.tricks_per_hand} cards "
+                         "and tricks a hand.")
+        if r.signals:
+            parts.append(f"Before the bids each seat sends one of {r.signals} messages (0-{r.signals - 1}), "
+                         "seen by all.")
         return "\n".join(textwrap.wrap(" ".join(parts), WIDTH))
 
 

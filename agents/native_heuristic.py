@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from spades_env.game import NUM_ACTIONS
+from spades_env.rules import SIGNALS_LIMIT
 from spades_env.native import (HEURISTIC_BLOCKS, NativeEngineError, heuristic_codes, heuristic_layout, load,
                                 unavailable_reason, usable_threads)
 from spades_env.observation import Layout, layout_for_size
@@ -34,7 +35,7 @@ class NativeHeuristicError(ValueError):
 
 
 _LIB: Optional[ctypes.CDLL] = None
-_LAYOUT_ARRAYS: dict[int, np.ndarray] = {}
+_LAYOUT_ARRAYS: dict[tuple[int, int], np.ndarray] = {}     # by (observation size, action count)
 
 
 def available() -> bool:
@@ -46,7 +47,7 @@ def _library() -> ctypes.CDLL:
     global _LIB
     if _LIB is None:
         lib = load()
-        if lib.spades_heuristic_layout_count() != len(HEURISTIC_BLOCKS) + 4:
+        if lib.spades_heuristic_layout_count() != len(HEURISTIC_BLOCKS) + 5:
             raise NativeEngineError("the compiled heuristic's observation layout does not match the Python side's")
         if lib.spades_heuristic_convention_count() != len(CONVENTION_OPTIONS):
             raise NativeEngineError("the compiled heuristic's convention options do not match the Python side's")
@@ -60,7 +61,7 @@ def _library() -> ctypes.CDLL:
 
 def _layout_array(layout: Layout) -> np.ndarray:
     array = heuristic_layout(layout).numpy()         # cached there: its memory stays valid
-    _LAYOUT_ARRAYS[layout.obs_size] = array
+    _LAYOUT_ARRAYS[(layout.obs_size, int(array[-2]))] = array
     return array
 
 
@@ -86,7 +87,7 @@ def _code_array(conventions) -> Optional[np.ndarray]:
 
 def choose_actions(observations, masks, threads: int = 1, conventions=None) -> np.ndarray:
     """The heuristic's action at every row: ``observations`` (rows, obs_size) and ``masks``
-    (rows, 68; nonzero = legal), numpy arrays or CPU tensors, under ``conventions`` (a
+    (rows, 68 + signals; nonzero = legal), numpy arrays or CPU tensors, under ``conventions`` (a
     :class:`Conventions` or its ``codes()``; None: standard). Returns int64 actions (rows,).
     Raises :class:`NativeHeuristicError` naming the first row that cannot be decided."""
     codes = _code_array(conventions)
@@ -101,12 +102,13 @@ def choose_actions(observations, masks, threads: int = 1, conventions=None) -> n
     if mask.ndim == 1:
         mask = mask[None]
     if obs.ndim != 2 or mask.ndim != 2:
-        raise NativeHeuristicError(f"expected observations (rows, size) and masks (rows, {NUM_ACTIONS}), got shapes "
-                                   f"{tuple(np.shape(observations))} and {tuple(np.shape(masks))}")
-    if mask.shape != (obs.shape[0], NUM_ACTIONS):
-        raise NativeHeuristicError(f"masks must have shape ({obs.shape[0]}, {NUM_ACTIONS}), got {tuple(mask.shape)}")
+        raise NativeHeuristicError(f"expected observations (rows, size) and masks (rows, {NUM_ACTIONS} + signals), "
+                                   f"got shapes {tuple(np.shape(observations))} and {tuple(np.shape(masks))}")
+    if mask.shape[0] != obs.shape[0] or not NUM_ACTIONS <= mask.shape[1] <= NUM_ACTIONS + SIGNALS_LIMIT:
+        raise NativeHeuristicError(f"masks must have shape ({obs.shape[0]}, {NUM_ACTIONS} + signals 0..{SIGNALS_LIMIT}), "
+                                   f"got {tuple(mask.shape)}")
     try:
-        layout = layout_for_size(obs.shape[1])
+        layout = layout_for_size(obs.shape[1], signals=mask.shape[1] - NUM_ACTIONS)
     except ValueError as exc:
         raise NativeHeuristicError(str(exc)) from None
     mask = np.ascontiguousarray(mask != 0, dtype=np.uint8)
@@ -154,8 +156,8 @@ def choose_action(observation, mask, conventions=None) -> int:
     codes = None if conventions is None else _code_pointer(conventions)
     if (_LIB is not None and type(observation) is np.ndarray and type(mask) is np.ndarray
             and observation.dtype == np.float32 and observation.ndim == 1 and observation.flags.c_contiguous
-            and mask.dtype in _BYTE_MASKS and mask.shape == (NUM_ACTIONS,) and mask.flags.c_contiguous):
-        layout = _LAYOUT_ARRAYS.get(observation.shape[0])      # set by the first choose_actions call
+            and mask.dtype in _BYTE_MASKS and mask.ndim == 1 and mask.flags.c_contiguous):
+        layout = _LAYOUT_ARRAYS.get((observation.shape[0], mask.shape[0]))   # set by the first choose_actions call
         if layout is not None:
             out = np.empty(1, dtype=np.int64)
             code = _LIB.spades_heuristic_from_obs_with(observation.__array_interface__["data"][0],

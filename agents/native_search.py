@@ -28,7 +28,8 @@ from spades_env.rules import Rules
 from .search_worlds import Knowledge, drop_losers, pick_candidate
 
 RULE_FIELDS = ("players", "partnerships", "no_spades_first_trick", "spades_lead", "nil_tricks_count_for_partner",
-               "nil_bonus", "blind_nil_bonus", "bags", "bag_limit", "bag_penalty", "bags_from_score_digit")
+               "nil_bonus", "blind_nil_bonus", "bags", "bag_limit", "bag_penalty", "bags_from_score_digit",
+               "deck_ranks")
 SPADES_LEAD = {"broken": 0, "any": 1, "forced_only": 2}
 POSITION_SIZE = 39          # search.c's P_COUNT
 INFER_SIZE = 14             # search.c's I_COUNT

@@ -1,8 +1,9 @@
 """The neural networks of the neural agent and of training (PyTorch).
 
 ``PolicyNet`` maps an observation (the env's float vector) and the action mask to 68 masked
-logits. A shared trunk feeds two heads: the *card head* scores the 52 cards (playing and
-passing) and the *bidding head* the 16 other actions (bids 0-13 with 0 = nil, blind nil, look).
+logits (68 + N under rules with ``signals: N``). A shared trunk feeds two heads: the *card head*
+scores the 52 cards (playing and passing) and the *bidding head* the 16 other actions (bids 0-13
+with 0 = nil, blind nil, look) and the N messages, which are chosen before any bid.
 Only one head's actions are ever legal at a time, so the two policies learn independently on
 top of shared features. ``ValueNet`` is the critic: the observation (local) or the observation
 plus the full state (central, training only).
@@ -38,6 +39,7 @@ from torch import nn
 from spades_env.cards import NUM_CARDS
 from spades_env.game import BID_ACTION_BASE, NUM_ACTIONS, PHASE_PLAY
 from spades_env.observation import BID_SLOTS, layout_for_size
+from spades_env.rules import SIGNALS_LIMIT
 
 NUM_OTHER_ACTIONS = NUM_ACTIONS - NUM_CARDS     # bids 0..13 (ids 52..65), blind nil (66), look (67)
 MASKED_LOGIT = -1e9
@@ -91,9 +93,9 @@ class CardFeatures(nn.Module):
     PER_CARD = 12       # plus one known-void flag per other seat
     WINNER = 4          # the per-card channel that marks the trick's winning card so far
 
-    def __init__(self, obs_size: int) -> None:
+    def __init__(self, obs_size: int, signals: int = 0) -> None:
         super().__init__()
-        layout = layout_for_size(obs_size)
+        layout = layout_for_size(obs_size, signals=signals)      # signals: the size alone does not fix it
         self.n = n = layout.n
         self.summary_size = 1 + n + 8
         self.per_card_size = self.PER_CARD + (n - 1)
@@ -149,7 +151,9 @@ class CardFeatures(nn.Module):
 
 
 class PolicyNet(nn.Module):
-    """Shared trunk, a card head and a bidding head; ``forward`` returns masked logits (B, 68).
+    """Shared trunk, a card head and a bidding head; ``forward`` returns masked logits (B, 68 + signals).
+
+    ``signals``: the bidding head also scores that many messages (actions 68..; ``Rules.signals``).
 
     ``card_features``: the trunk also reads :class:`CardFeatures` and the card head scores each
     card from the trunk's output and the card's own features (weights shared across cards, plus a
@@ -162,23 +166,28 @@ class PolicyNet(nn.Module):
 
     def __init__(self, obs_size: int, hidden: int = 256, layers: int = 2, head_hidden: int = 128,
                  card_features: bool = False, score_tilts: Optional[dict] = None,
-                 nil_defence_head: bool = False) -> None:
+                 nil_defence_head: bool = False, signals: int = 0) -> None:
         super().__init__()
         self.arch = {"obs_size": obs_size, "hidden": hidden, "layers": layers, "head_hidden": head_hidden}
+        if not isinstance(signals, int) or isinstance(signals, bool) or not 0 <= signals <= SIGNALS_LIMIT:
+            raise ValueError(f"signals={signals!r}: expected 0..{SIGNALS_LIMIT} messages (a rules' signals)")
+        self.signals = signals
+        if signals:                      # absent at 0: every model file written before stays the same
+            self.arch["signals"] = signals
         if card_features:
             self.arch["card_features"] = True
         self.score_tilts = None
         if score_tilts is not None:
             self.score_tilts = self.arch["score_tilts"] = checked_score_tilts(score_tilts)
-            layout = layout_for_size(obs_size)
+            layout = layout_for_size(obs_size, signals=signals)
             sides = layout.obs_blocks["sides"]
             # the cells the rule reads: the target score, then each side's score (a fraction of it)
             cells = [layout.obs_blocks["game"].offset] + list(range(sides.offset, sides.offset + sides.size, sides.width))
             self.register_buffer("_score_cells", torch.tensor(cells), persistent=False)
-            steps = torch.zeros(NUM_ACTIONS)
+            steps = torch.zeros(NUM_ACTIONS + signals)
             steps[BID_ACTION_BASE + 1:BID_ACTION_BASE + 14] = torch.arange(13.0)      # b - 1 for bids 1..13
             self.register_buffer("_bid_steps", steps, persistent=False)
-        self.features = CardFeatures(obs_size) if card_features else None
+        self.features = CardFeatures(obs_size, signals) if card_features else None
         extra = 0 if self.features is None else NUM_CARDS * self.features.per_card_size + self.features.summary_size
         per_card_size = 0 if self.features is None else self.features.per_card_size
         self.trunk = mlp([obs_size + extra] + [hidden] * layers)
@@ -191,18 +200,19 @@ class PolicyNet(nn.Module):
             self.card_embedding = nn.Parameter(torch.zeros(NUM_CARDS, head_hidden))
             self.card_score = nn.Linear(head_hidden, 1)
             last_card_layer = self.card_score
-        self.bid_head = mlp([hidden, head_hidden, NUM_OTHER_ACTIONS], last_activation=False)
+        self.bid_head = mlp([hidden, head_hidden, NUM_OTHER_ACTIONS + signals], last_activation=False)
         # Small initial logits: a near-uniform policy over the legal actions to start from.
         for layer in (last_card_layer, self.bid_head[-1]):
             nn.init.orthogonal_(layer.weight, gain=0.01)
             nn.init.zeros_(layer.bias)
         self.defends_nils = bool(nil_defence_head)
         if self.defends_nils:
-            self._build_nil_defence_head(obs_size, hidden, head_hidden, per_card_size)
+            self._build_nil_defence_head(obs_size, hidden, head_hidden, per_card_size, signals)
 
-    def _build_nil_defence_head(self, obs_size: int, hidden: int, head_hidden: int, per_card_size: int) -> None:
+    def _build_nil_defence_head(self, obs_size: int, hidden: int, head_hidden: int, per_card_size: int,
+                                signals: int = 0) -> None:
         """The second card head and the observation cells its gate and context read."""
-        layout = layout_for_size(obs_size)
+        layout = layout_for_size(obs_size, signals=signals)
         if self.features is None or layout.n != 4 or layout.num_sides != 2:
             raise ValueError("nil_defence_head: expected card_features and four players in two sides "
                              f"(got card_features={self.features is not None}, {layout.n} players)")
@@ -277,11 +287,12 @@ class PolicyNet(nn.Module):
 
     def can_grow_from(self, arch: dict) -> bool:
         """Whether :meth:`load_grown` accepts a policy of shape ``arch``: the same observation and
-        card features, no wider or deeper than this one, and neither with a nil-defence head (its
+        card features and messages, no wider or deeper than this one, and neither with a nil-defence head (its
         context columns follow the trunk's width, so a copy into the leading block would misplace
         them)."""
         return (arch.get("obs_size") == self.arch["obs_size"]
                 and bool(arch.get("card_features")) == bool(self.arch.get("card_features"))
+                and arch.get("signals", 0) == self.signals
                 and not arch.get("nil_defence_head") and not self.defends_nils
                 and all(isinstance(arch.get(k), int) and 1 <= arch[k] <= self.arch[k]
                         for k in ("hidden", "layers", "head_hidden")))

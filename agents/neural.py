@@ -24,7 +24,7 @@ from spades_env.files import MAX_MODEL_BYTES, FileRuleError, check_input, load_t
 
 from . import model_manifest
 from .base import Agent
-from .networks import NUM_ACTIONS, PolicyNet
+from .networks import MASKED_LOGIT, NUM_ACTIONS, PolicyNet
 
 MODEL_FORMAT = "spades-neural-policy"
 CHECKPOINT_FORMAT = "spades-train-checkpoint"
@@ -215,6 +215,12 @@ def policy_from_checkpoint(data: dict, source: str = "checkpoint") -> tuple[Poli
 class NeuralAgent(Agent):
     """Plays the policy network's most likely legal action (``greedy``) or samples it.
 
+    Under rules with ``signals: N`` a network with 68 + N outputs (trained with them) reads the
+    whole observation and chooses its messages. A network with 68 outputs (trained without a
+    signal: every shipped model) still plays such a table: it reads ``observation[:its input
+    size]`` (the signal's blocks are appended after every other, so that prefix is exactly the
+    observation it was trained on) and sends message 0 at every signal turn, as the heuristic does.
+
     Options: ``checkpoint`` (path; default: the shipped model), ``model`` (the name of a model
     shipped in ``agents/models``, e.g. ``zoo_imitation_s1``), ``greedy`` (default True),
     ``seed`` (sampling), ``policy`` (a ``PolicyNet`` object, used as is: training evaluates
@@ -240,27 +246,58 @@ class NeuralAgent(Agent):
             self.checkpoint = Path(checkpoint) if checkpoint is not None else DEFAULT_MODEL
             self.policy, self.info = policy_from_checkpoint(read_checkpoint(self.checkpoint), str(self.checkpoint))
         self.obs_size = self.policy.arch["obs_size"]
+        self.signals = int(getattr(self.policy, "signals", 0))
+        """The messages the network scores itself (its outputs are 68 + signals)."""
 
     def action_probabilities(self, obs: dict) -> np.ndarray:
-        """The policy's probabilities over the 68 actions (0 for illegal ones)."""
+        """The policy's probabilities over the table's actions (68 + signals; 0 for illegal ones)."""
         logits = self._logits(obs)
         return torch.softmax(logits, 0).numpy()
 
     def log_probabilities(self, obs: dict) -> np.ndarray:
-        """The policy's log-probabilities over the 68 actions (-inf for illegal ones), float64."""
+        """The policy's log-probabilities over the table's actions (-inf for illegal ones), float64."""
         return torch.log_softmax(self._logits(obs).double(), 0).numpy()
+
+    def _inputs(self, observation: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, Optional[int]]:
+        """What the network reads at one position: (observation, mask, fixed message). A table with
+        the network's own action count is read as is; a signals table (68 + N actions, observation
+        longer by the signal's blocks) played by a network without messages is read as its prefix
+        and mask[:68], and at a signal turn the message is fixed (message 0: the lowest legal)."""
+        if observation.shape == (self.obs_size,) and mask.shape == (NUM_ACTIONS + self.signals,):
+            return observation, mask, None
+        table_signals = mask.shape[0] - NUM_ACTIONS if mask.ndim == 1 else -1
+        if self.signals == 0 and table_signals > 0 and observation.ndim == 1:
+            from spades_env.observation import layout_for_size
+            try:
+                seats = layout_for_size(self.obs_size).n
+            except ValueError:
+                seats = None
+            if seats is not None and observation.shape[0] == self.obs_size + 1 + seats * table_signals:
+                messages = np.flatnonzero(mask[NUM_ACTIONS:])
+                fixed = NUM_ACTIONS + int(messages[0]) if len(messages) and not mask[:NUM_ACTIONS].any() else None
+                return observation[:self.obs_size], mask[:NUM_ACTIONS], fixed
+        raise ModelError(f"NeuralAgent: observation of shape {observation.shape} and mask {mask.shape}; this "
+                         f"model expects ({self.obs_size},) and ({NUM_ACTIONS + self.signals},), or (without "
+                         f"messages of its own) a signals table's observation extending that one (was it trained "
+                         f"under other rules? model rules: {self.info.get('rules')})")
 
     def _logits(self, obs: dict) -> torch.Tensor:
         observation = np.asarray(obs["observation"], dtype=np.float32)
         mask = np.asarray(obs["action_mask"]).astype(bool)
-        if observation.shape != (self.obs_size,) or mask.shape != (NUM_ACTIONS,):
-            raise ModelError(f"NeuralAgent: observation of shape {observation.shape} and mask {mask.shape}; this "
-                             f"model expects ({self.obs_size},) and ({NUM_ACTIONS},) (was it trained under "
-                             f"other rules? model rules: {self.info.get('rules')})")
         if not mask.any():
             raise ValueError("NeuralAgent.act: the action mask is empty (is it this agent's turn?)")
+        net_obs, net_mask, fixed = self._inputs(observation, mask)
         with torch.inference_mode():
-            return self.policy(torch.from_numpy(observation)[None], torch.from_numpy(mask)[None])[0]
+            if fixed is not None:                           # a signal turn of a network without messages
+                logits = torch.full((mask.shape[0],), MASKED_LOGIT)
+                logits[fixed] = 0.0
+                return logits
+            net_logits = self.policy(torch.from_numpy(net_obs)[None], torch.from_numpy(net_mask)[None])[0]
+            if net_mask.shape == mask.shape:
+                return net_logits
+            logits = torch.full((mask.shape[0],), MASKED_LOGIT)   # the table's messages: never chosen here
+            logits[:net_logits.shape[0]] = net_logits
+            return logits
 
     def act_batch(self, observations: list[dict]) -> list[int]:
         """The greedy actions at several positions (``obs`` dicts as ``env.last()`` gives them),
@@ -268,16 +305,21 @@ class NeuralAgent(Agent):
         the batched matrix products."""
         if not self.greedy:
             return [self.act(obs) for obs in observations]
-        batch = np.stack([np.asarray(obs["observation"], dtype=np.float32) for obs in observations])
-        masks = np.stack([np.asarray(obs["action_mask"]).astype(bool) for obs in observations])
-        if batch.shape[1:] != (self.obs_size,) or masks.shape[1:] != (NUM_ACTIONS,):
-            raise ModelError(f"NeuralAgent: observations of shape {batch.shape[1:]} and masks {masks.shape[1:]}; "
-                             f"this model expects ({self.obs_size},) and ({NUM_ACTIONS},)")
-        if not masks.any(1).all():
+        rows = [(np.asarray(obs["observation"], dtype=np.float32), np.asarray(obs["action_mask"]).astype(bool))
+                for obs in observations]
+        if not all(mask.any() for _, mask in rows):
             raise ValueError("NeuralAgent.act_batch: an action mask is empty (is it this agent's turn?)")
-        with torch.inference_mode():
-            logits = self.policy(torch.from_numpy(batch), torch.from_numpy(masks))
-        return torch.argmax(logits, 1).tolist()
+        inputs = [self._inputs(observation, mask) for observation, mask in rows]
+        chosen: list[Optional[int]] = [fixed for _, _, fixed in inputs]
+        asked = [i for i, fixed in enumerate(chosen) if fixed is None]
+        if asked:
+            batch = np.stack([inputs[i][0] for i in asked])
+            masks = np.stack([inputs[i][1] for i in asked])
+            with torch.inference_mode():
+                logits = self.policy(torch.from_numpy(batch), torch.from_numpy(masks))
+            for i, action in zip(asked, torch.argmax(logits, 1).tolist()):
+                chosen[i] = action
+        return [int(a) for a in chosen]
 
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
         logits = self._logits(obs)

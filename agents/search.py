@@ -34,12 +34,12 @@ import numpy as np
 from spades_env.cards import SUIT_MASKS, cards_to_mask, mask_to_cards
 from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, PHASE_BIDDING,
                              PHASE_BLIND_DECISION, PHASE_PLAY, SpadesGame)
-from spades_env.observation import ObservationView, decode_observation, view_from_game
+from spades_env.observation import ObservationView, view_from_game
 from spades_env.rules import Rules, make_rules
 
 from .heuristic import choose_action as heuristic_action
 from .heuristic import choose_bid as heuristic_bid
-from .base import Agent, register, whole_option
+from .base import Agent, observation_view, register, whole_option
 from .specs import MAX_THREADS
 from .search_worlds import DealSampler, Knowledge, drop_losers, pick_candidate
 
@@ -54,14 +54,21 @@ _VIEW_FIELDS = tuple(ObservationView.__dataclass_fields__)
 def rules_from_view(view: ObservationView, rules=None) -> Rules:
     """The rule set to simulate: ``rules`` when given (a preset name, a path, a mapping or a
     Rules), else read from the observation: cutthroat without partnerships (``players`` from the
-    observation), ``openspiel`` when the mercy score is -350, ``standard`` otherwise."""
+    observation), ``openspiel`` when the mercy score is -350, ``short`` for a short deck,
+    ``standard`` otherwise; the deck's ranks and the signal's messages are the observation's
+    (a short deck of ``tricks_per_hand`` ranks, ``signals`` messages)."""
     if rules is not None:
         return rules if isinstance(rules, Rules) else make_rules(rules)
+    overrides = {"signals": view.signals}
+    if view.players == 4 and view.tricks_per_hand < 13:
+        overrides["deck_ranks"] = view.tricks_per_hand
     if not view.partnerships:
-        return make_rules("cutthroat", players=view.players) if view.players != 4 else make_rules("cutthroat")
+        if view.players != 4:
+            return make_rules("cutthroat", players=view.players, **overrides)
+        return make_rules("cutthroat", **overrides)
     if view.mercy_score == -350:
-        return make_rules("openspiel")
-    return make_rules("standard")
+        return make_rules("openspiel", **overrides)
+    return make_rules("short" if "deck_ranks" in overrides else "standard", **overrides)
 
 
 # ====================================================================== building worlds
@@ -113,7 +120,8 @@ def rollout_views(g: SpadesGame, played: list[list[int]], voids: list[set]) -> l
             played=[played[s] for s in rel], voids=[voids[s] for s in rel], spades_broken=False,
             scores=[g.scores[s] for s in sides], bags=[g.bags[s] for s in sides],
             may_bid_blind_nil=[g.side_may_bid_blind(s) for s in sides],
-            target_score=r.target_score, mercy_score=r.mercy_score))
+            target_score=r.target_score, mercy_score=r.mercy_score, tricks_per_hand=r.tricks_per_hand,
+            signals=r.signals, messages=[None if g.messages[s] < 0 else g.messages[s] for s in rel] if r.signals else []))
     return views
 
 
@@ -309,7 +317,7 @@ class SearchAgent(Agent):
         self.last_info = {}
         if len(legal) == 1:
             return legal[0]
-        view = decode_observation(obs["observation"])
+        view = observation_view(obs)
         self._decision_rng = self._rng_for(obs)
         self._guide_log_probs = None
         guided = None
@@ -359,13 +367,15 @@ class SearchAgent(Agent):
         return random.Random(int.from_bytes(digest, "little"))
 
     def _rules(self, view: ObservationView) -> Rules:
-        key = (view.players, view.partnerships, view.mercy_score)
+        key = (view.players, view.partnerships, view.mercy_score, view.tricks_per_hand, view.signals)
         rules = self._rules_cache.get(key)
         if rules is None:
             rules = self._rules_cache[key] = rules_from_view(view, self.rules_option)
-        if rules.players != view.players or rules.partnerships != view.partnerships:
+        if (rules.players != view.players or rules.partnerships != view.partnerships
+                or rules.tricks_per_hand != view.tricks_per_hand or rules.signals != view.signals):
             raise ValueError(f"rules {rules.name!r} do not fit a {view.players}-player observation "
-                             f"(partnerships {view.partnerships})")
+                             f"(partnerships {view.partnerships}, {view.tricks_per_hand} tricks a hand, "
+                             f"{view.signals} messages)")
         return rules
 
     # ------------------------------------------------------------------ candidates
@@ -421,7 +431,7 @@ class SearchAgent(Agent):
             return fallback
         candidates = [grp[0] for grp in groups]
         in_play = view.phase == PHASE_PLAY
-        per_playout = sum(knowledge.sizes) if in_play else 52 // view.players * view.players
+        per_playout = sum(knowledge.sizes) if in_play else view.tricks_per_hand * view.players
         if self.max_steps is not None:
             # Draw no more worlds than the step cap lets us play out (expecting the candidates
             # to shrink to about three after the first stage).
@@ -562,7 +572,7 @@ class SearchAgent(Agent):
             partner_bid = bids[2] if view.partnerships else None
             legal = self._approx_legal_bids(rules, partner_bid)
             v = RolloutView(players=n, partnerships=view.partnerships, hand=mask_to_cards(hand), phase=PHASE_BIDDING,
-                            bids=bids, blind=blind)
+                            bids=bids, blind=blind, tricks_per_hand=view.tricks_per_hand)
             predicted = heuristic_bid(v, legal) - BID_ACTION_BASE
             actual = view.bids[s]
             if (predicted == 0) != (actual == 0):
@@ -573,7 +583,7 @@ class SearchAgent(Agent):
 
     @staticmethod
     def _approx_legal_bids(rules: Rules, partner_bid: Optional[int]) -> int:
-        low, high, nil_ok = 1, 13, rules.nil
+        low, high, nil_ok = 1, rules.tricks_per_hand, rules.nil
         if partner_bid is not None:
             if rules.min_team_bid:
                 low = max(low, rules.min_team_bid - partner_bid)

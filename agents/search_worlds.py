@@ -11,18 +11,17 @@ import math
 from math import comb
 from typing import Optional, Sequence
 
-from spades_env.cards import NUM_CARDS, SUIT_MASKS, cards_to_mask, mask_to_cards
+from spades_env.cards import SUIT_MASKS, cards_to_mask, mask_to_cards
 from spades_env.game import PHASE_BIDDING, PHASE_BLIND_DECISION
 from spades_env.observation import ObservationView
 
-FULL_DECK = (1 << NUM_CARDS) - 1
-
+from .heuristic_decisions import deck_mask
 
 # ====================================================================== what the seat knows
 class Knowledge:
     """What the observing seat (seat 0 of the simulation frame) knows about the hidden cards.
 
-    ``unseen``: cards it has not seen (not in its hand, not played); ``known[s]``: unseen cards
+    ``unseen``: cards of the deck (a short deck's only) it has not seen (not in its hand, not played); ``known[s]``: unseen cards
     known to sit in seat ``s``'s hand (cards this seat passed to its partner and the partner has
     not played); ``sizes[s]``: cards seat ``s`` holds now; ``voids[s]``: suit bitmask of the
     suits seat ``s`` has shown void in. ``hidden_seats``: the seats whose hands are sampled (all
@@ -30,8 +29,8 @@ class Knowledge:
 
     def __init__(self, view: ObservationView) -> None:
         n = self.n = view.players
-        deck = FULL_DECK if n == 4 else FULL_DECK & ~1
-        self.tricks_per_hand = 52 // n
+        self.tricks_per_hand = view.tricks_per_hand
+        deck = deck_mask(n, self.tricks_per_hand)      # a short deck's worlds hold only its cards
         self.hand = cards_to_mask(view.hand)
         self.played = [cards_to_mask(p) for p in view.played]
         played_all = 0

@@ -139,14 +139,16 @@ def derive_seed(*parts: Any) -> int:
 
 
 def make_deal(seed: int, index: int, rules: Any = "standard") -> tuple[list[list[int]], Optional[int]]:
-    """Deal ``index`` of a match seeded ``seed``: four sorted hands of 13 card ids, and the dealer
-    (``None`` when the rules fix the dealer)."""
+    """Deal ``index`` of a match seeded ``seed``: four sorted hands of 13 card ids (of
+    ``deck_ranks`` under a short deck: its cards only), and the dealer (``None`` when the rules
+    fix the dealer). The full deck's deals are the same as before short decks existed."""
     rules = rules if isinstance(rules, Rules) else make_rules(rules)
     rng = random.Random(derive_seed("spades-eval", seed, "deal", index))
     dealer = rng.randrange(4)
-    deck = list(range(52))
+    deck = [card for card in range(52) if card % 13 >= 13 - rules.deck_ranks]
     rng.shuffle(deck)
-    hands = [sorted(deck[13 * k:13 * (k + 1)]) for k in range(4)]
+    size = rules.deck_ranks
+    hands = [sorted(deck[size * k:size * (k + 1)]) for k in range(4)]
     return hands, (None if rules.fixed_dealer is not None else dealer)
 
 

@@ -59,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="spades-play",
         description="Play Spades in the terminal with agents as partner and opponents. "
                     "Seats: North=0, East=1, South=2, West=3; partners sit opposite (0+2, 1+3).",
-        epilog="At a prompt: type a card (AS, as, 10h, th, A♠) or its number, a bid (1-13, nil), "
+        epilog="At a prompt: type a card (AS, as, 10h, th, A♠) or its number, a bid (1-13, nil), a message "
+               "(its number, under signals), "
                "? for help, q to quit. The game record is saved at the end and on quit.")
     p.add_argument("--seat", type=parse_seat, default=DEFAULT_SEAT,
                    help="your seat: 0-3 or north/east/south/west (default: south = 2)")
@@ -68,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
                         f"(default: {default}; available: {', '.join(a for a in agents.available() if a != 'human')})")
     p.add_argument("--opponents", default=None, metavar="AGENT", help=f"both opponents (default: {default})")
     p.add_argument("--rules", default="standard", metavar="PRESET_OR_YAML",
-                   help="a preset (standard, basic, tournament, cutthroat, openspiel) or a rules YAML "
+                   help="a preset (standard, basic, tournament, cutthroat, openspiel, short, short_signals) or a rules YAML "
                         "file (default: standard)")
     p.add_argument("--seed", type=int, default=None, help="seed for the deal and the agents (default: random)")
     p.add_argument("--hands", type=int, default=None, metavar="N",

@@ -1,6 +1,7 @@
 """The terminal table's announcements: what a person at ``spades-play`` is told as the game goes.
 
-:class:`Table` tells only public events (bids, cards played, tricks, scores) and the person's own
+:class:`Table` tells only public events (messages of the free signal, bids, cards played, tricks,
+scores) and the person's own
 passes, never another seat's hand; :func:`play_game` runs an env with one player per seat and
 lets the table announce each action. The person's own prompts belong to the human agent
 (``agents.human``); the words for seats, sides and bids come from ``spades_env.names``.
@@ -14,7 +15,7 @@ from typing import Any, Optional, Sequence
 from agents.human import (WIDTH, HumanAgent, Seats, Style, bid_word, pad, plural, visible_len,
                           wrap_items)
 from spades_env.cards import parse_card
-from spades_env.game import (PHASE_BIDDING, PHASE_BLIND_DECISION, PHASE_PASSING, PHASE_PLAY,
+from spades_env.game import (PHASE_BIDDING, PHASE_BLIND_DECISION, PHASE_PASSING, PHASE_PLAY, PHASE_SIGNAL,
                              SpadesGame)
 
 
@@ -66,6 +67,13 @@ class Table:
         limit = f", at most {r.max_hands} hand{'s' if r.max_hands != 1 else ''}" if r.max_hands else ""
         self.say(s.rule("Spades", char="═" if s.unicode else "="))
         self.say(f"Rules: {r.name.rstrip('+')} ({r.target_score} to win{mercy}{limit}). Seed {seed}.")
+        if r.deck_ranks < 13:
+            self.say(f"A short deck: the {r.deck_ranks} highest ranks of each suit, {r.tricks_per_hand} cards and "
+                     "tricks a hand.")
+        if r.signals:
+            for line in _wrap_words(f"Before the bids every seat sends one of {r.signals} messages "
+                                    f"(0-{r.signals - 1}); everyone sees them, nothing scores them."):
+                self.say(line)
         n = r.players
         others = [x for x in range(n) if x != self.seat]
         if r.partnerships:
@@ -96,7 +104,10 @@ class Table:
     def after_action(self, seat: int, action: int, phase_before: int, hands_done_before: int,
                      tricks_before: int) -> None:
         game = self.game
-        if phase_before in (PHASE_BIDDING, PHASE_BLIND_DECISION):
+        if phase_before == PHASE_SIGNAL:
+            if game.phase != PHASE_SIGNAL:
+                self.messages_done()
+        elif phase_before in (PHASE_BIDDING, PHASE_BLIND_DECISION):
             if game.phase not in (PHASE_BIDDING, PHASE_BLIND_DECISION):
                 self.bids_done()
         elif phase_before == PHASE_PASSING:
@@ -111,6 +122,14 @@ class Table:
             elif len(game.tricks) > tricks_before:
                 leader, cards, winner = game.tricks[-1]
                 self.trick_done(leader, cards, winner, len(game.tricks))
+
+    def messages_done(self) -> None:
+        """Every seat's message of the free signal, in the order they were sent."""
+        game = self.game
+        n = game.n
+        order = [(game.dealer + i) % n for i in range(1, n + 1)]
+        sent = [f"{self.name(x)} {game.messages[x]}" for x in order]
+        self.say_lines(wrap_items(sent, "Messages: ", 10, sep=f" {self.style.dot} "))
 
     def bids_done(self) -> None:
         game = self.game

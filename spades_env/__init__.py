@@ -2,8 +2,8 @@
 
 from . import spades_v0
 from .cards import card_str, format_hand, parse_card
-from .game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, NUM_ACTIONS, DealError,
-                   IllegalActionError, ResetOptionError, SpadesGame, action_str)
+from .game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, NUM_ACTIONS, PHASE_SIGNAL, SIGNAL_ACTION_BASE,
+                   DealError, IllegalActionError, ResetOptionError, SpadesGame, action_str)
 from .observation import Layout, ObservationView, decode_observation, layout_for, view_from_game
 from .record import ReplayError, iter_replay, load_record, replay, save_record
 from .rewards import REWARD_SCHEMES, RewardError
@@ -35,6 +35,7 @@ __all__ = [
     "replay", "iter_replay", "save_record", "load_record", "Layout", "layout_for",
     "decode_observation", "ObservationView", "view_from_game",
     "card_str", "parse_card", "format_hand", "action_str",
-    "NUM_ACTIONS", "BID_ACTION_BASE", "BLIND_NIL_ACTION", "LOOK_ACTION", "SpadesSingleAgentEnv", "GYMNASIUM_ID",
+    "NUM_ACTIONS", "BID_ACTION_BASE", "BLIND_NIL_ACTION", "LOOK_ACTION", "SIGNAL_ACTION_BASE", "PHASE_SIGNAL",
+    "SpadesSingleAgentEnv", "GYMNASIUM_ID",
     "symmetries", "Relabelling", "SymmetryGroup", "SymmetryError",
 ]

@@ -27,10 +27,14 @@ _INT8 = np.dtype(np.int8)
 _frombuffer = np.frombuffer  # positional dtype and a local name: measurably faster per call
 
 
-def mask_array(legal: int) -> np.ndarray:
-    """The int8 action mask (68 entries, writable) of a legal-action bitmask."""
+def mask_array(legal: int, num_actions: int = NUM_ACTIONS) -> np.ndarray:
+    """The int8 action mask (``num_actions`` entries: 68, or ``rules.num_actions`` with a signal;
+    writable) of a legal-action bitmask."""
     t = _SUIT_BYTES
     tail = t[(legal >> 52) & 8191] + t[(legal >> 65) & 7][:3] if legal >> NUM_CARDS else _NO_BIDS
+    if num_actions > NUM_ACTIONS:     # the messages: bits 68.. (at most 16 of them)
+        messages = legal >> NUM_ACTIONS
+        tail += (t[messages & 8191] + t[(messages >> 13) & 8191])[:num_actions - NUM_ACTIONS]
     return _frombuffer(_EMPTY.join((t[legal & 8191], t[(legal >> 13) & 8191], t[(legal >> 26) & 8191],
                                     t[(legal >> 39) & 8191], tail)), _INT8)
 
@@ -95,11 +99,12 @@ class SpadesEnv(AECEnv):
         self._gather = list(self._encoder.gather)  # a list of rows: indexing a 2-D array costs a view
         self.observation_layout = self._encoder.layout
         low, high = observation_bounds(self.observation_layout, self.rules)   # finite, from the rules
+        self.num_actions = num_actions = self.rules.num_actions     # 68, and one per message of a signal
         obs_space = spaces.Dict({
             "observation": spaces.Box(low=low, high=high, dtype=np.float32),
-            "action_mask": spaces.Box(low=0, high=1, shape=(NUM_ACTIONS,), dtype=np.int8),
+            "action_mask": spaces.Box(low=0, high=1, shape=(num_actions,), dtype=np.int8),
         })
-        act_space = spaces.Discrete(NUM_ACTIONS)
+        act_space = spaces.Discrete(num_actions)
         self.observation_spaces = {a: obs_space for a in self.possible_agents}
         self.action_spaces = {a: act_space for a in self.possible_agents}
         state_size = self.observation_layout.state_size
@@ -178,9 +183,9 @@ class SpadesEnv(AECEnv):
         if game is None:
             raise RuntimeError("observe() before reset(): call env.reset() first")
         if seat == game.to_act and not self._done:
-            mask = mask_array(game.legal_mask())
+            mask = mask_array(game.legal_mask(), self.num_actions)
         else:
-            mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+            mask = np.zeros(self.num_actions, dtype=np.int8)
         return {"observation": self._buffer.take(self._gather[seat]), "action_mask": mask}
 
     def agent_iter(self, max_iter: int = 2**63):

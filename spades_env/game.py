@@ -9,6 +9,10 @@ Actions (one space for every phase):
     52 + b  bid b tricks, b in 0..13 (52 is nil)
     66      bid blind nil
     67      decline blind nil and look at the cards
+    68 + m  send message m, m in 0..signals-1 (only under ``signals: N``, the free signal)
+
+Under a short deck (``deck_ranks`` below 13) the card ids stay ``suit*13 + rank``: only the
+highest ``deck_ranks`` ranks of each suit exist, and bids run 0..``tricks_per_hand``.
 """
 
 from __future__ import annotations
@@ -20,10 +24,13 @@ import numpy as np
 
 from .cards import (NON_SPADES_MASK, NUM_CARDS, SUIT_MASKS, TWO_OF_CLUBS,
                     card_str, cards_to_mask, mask_to_cards, parse_card)
-from .rules import Rules, make_rules
+from .rules import SIGNALS_LIMIT, Rules, make_rules
 from .scoring import SideResult, bags_in_score, game_winner, leader, nils_kept, score_hand
 
 NUM_ACTIONS = 68
+"""Actions of the game without a signal; a rule set's space is ``rules.num_actions`` (68 + signals)."""
+SIGNAL_ACTION_BASE = 68
+"""Action ``SIGNAL_ACTION_BASE + m`` sends message ``m`` (rules ``signals: N``, m in 0..N-1)."""
 BID_ACTION_BASE = 52
 NIL_ACTION = 52
 BLIND_NIL_ACTION = 66
@@ -36,8 +43,18 @@ PHASE_PASSING = 2
 PHASE_PLAY = 3
 PHASE_HAND_OVER = 4
 PHASE_GAME_OVER = 5
-PHASE_NAMES = ("blind_nil_decision", "bidding", "passing", "play", "hand_over", "game_over")
+PHASE_SIGNAL = 6
+"""The free signal (``signals: N``): after the deal, before any blind-nil decision or bid. It is
+numbered after the others so that every existing phase keeps its number; it is not "over"
+(compare phases by equality or ``phase in PHASES_DONE``, never ``phase >= PHASE_HAND_OVER``)."""
+PHASE_NAMES = ("blind_nil_decision", "bidding", "passing", "play", "hand_over", "game_over", "signal")
 NUM_PHASES = len(PHASE_NAMES)
+"""How many phases there are (7); the observation's phase one-hot is ``PHASE_ONE_HOT_WIDTH`` wide."""
+PHASE_ONE_HOT_WIDTH = 6
+"""Width of the observation's ``phase`` one-hot: phases 0..5 (the signal phase has its own
+``signal_phase`` cell, appended under ``signals: N`` so that no existing offset moves)."""
+PHASES_DONE = (PHASE_HAND_OVER, PHASE_GAME_OVER)
+"""The phases in which no action is expected."""
 
 _SPADE_FIRST = 39
 
@@ -84,7 +101,7 @@ def _as_action_id(value: Any) -> Optional[int]:
 
 
 def action_str(action: int) -> str:
-    """A readable name for an action id: ``"AS"``, ``"bid 4"``, ``"bid nil"``, ``"blind nil"``."""
+    """A readable name for an action id: ``"AS"``, ``"bid 4"``, ``"bid nil"``, ``"blind nil"``, ``"message 2"``."""
     if 0 <= action < NUM_CARDS:
         return card_str(action)
     if action == NIL_ACTION:
@@ -95,7 +112,16 @@ def action_str(action: int) -> str:
         return "blind nil"
     if action == LOOK_ACTION:
         return "look at cards"
+    if SIGNAL_ACTION_BASE <= action < SIGNAL_ACTION_BASE + SIGNALS_LIMIT:
+        return f"message {action - SIGNAL_ACTION_BASE}"
     return f"<invalid action {action}>"
+
+
+def deck_cards(rules: Rules) -> list[int]:
+    """The card ids dealt under ``rules``, ascending: all 52, less the two of clubs with three
+    players, or the ``deck_ranks`` highest ranks of every suit in a short deck."""
+    low = rules.lowest_rank
+    return [c for c in range(NUM_CARDS) if c % 13 >= low and not (rules.players == 3 and c == TWO_OF_CLUBS)]
 
 
 def mask_to_actions(mask: int) -> list[int]:
@@ -133,6 +159,9 @@ def parse_deal(deal: Any, rules: Rules) -> list[int]:
                 raise DealError(f"deal: card {card_str(card)} appears twice (seats {seen[card]} and {seat})")
             if n == 3 and card == TWO_OF_CLUBS:
                 raise DealError("deal: the two of clubs is removed in the three-player game")
+            if card % 13 < rules.lowest_rank:
+                raise DealError(f"deal: seat {seat}: {card_str(card)} is not in the short deck (deck_ranks="
+                                f"{rules.deck_ranks}: ranks {card_str(rules.lowest_rank)[:-1]} to A of each suit)")
             seen[card] = seat
             mask |= 1 << card
         masks.append(mask)
@@ -149,7 +178,9 @@ class SpadesGame:
     ``mid_game=True`` takes the scores of a game in progress instead, which may stand tied at or
     over the target).
     After a hand is scored the phase is ``PHASE_HAND_OVER`` (call :meth:`next_hand`) or
-    ``PHASE_GAME_OVER``.
+    ``PHASE_GAME_OVER``. Under ``signals: N`` every hand starts in ``PHASE_SIGNAL``: each seat,
+    in bidding order, sends one message (:attr:`messages`, -1 until sent), then the bidding
+    starts as without it. A short deck (``deck_ranks``) deals only its cards (:func:`deck_cards`).
     """
 
     def __init__(self, rules: Rules | str | None = None, rng: random.Random | int | None = None, *,
@@ -164,7 +195,8 @@ class SpadesGame:
         self.partner = [(s + 2) % 4 if r.partnerships else -1 for s in range(self.n)]
         self.side_of = [r.side_of(s) for s in range(self.n)]
         self._restricted_lead = r.spades_lead != "any"
-        deck = [c for c in range(NUM_CARDS) if not (self.n == 3 and c == TWO_OF_CLUBS)]
+        deck = deck_cards(r)
+        self.deck_mask = cards_to_mask(deck)
         self._deck_bits = np.array([1 << c for c in deck], dtype=np.uint64)
 
         first_deal = parse_deal(deal, r) if deal is not None else None
@@ -262,10 +294,14 @@ class SpadesGame:
         # A seat whose side may bid blind nil sees no card until its bidding turn.
         eligible_side = [self._side_may_bid_blind(side) for side in range(self.num_sides)]
         self.looked = [not eligible_side[self.side_of[s]] for s in range(n)]
+        self.messages = [-1] * n
         self._legal = -1
-        self.phase = PHASE_BIDDING
         self.to_act = (self.dealer + 1) % n
-        self._begin_bidding_turn()
+        if self.rules.signals:
+            self.phase = PHASE_SIGNAL      # the free signal comes first: every seat, in bidding order
+        else:
+            self.phase = PHASE_BIDDING
+            self._begin_bidding_turn()
 
     def next_hand(self) -> None:
         """Deal the next hand (the deal passes to the left unless the dealer is fixed)."""
@@ -287,7 +323,7 @@ class SpadesGame:
     _side_may_bid_blind = side_may_bid_blind      # the name the observation encoder calls
 
     def legal_mask(self) -> int:
-        """Legal actions of the player to act, as a bitmask over the 68 action ids."""
+        """Legal actions of the player to act, as a bitmask over the ``rules.num_actions`` action ids."""
         m = self._legal
         if m < 0:
             m = self._compute_legal()
@@ -313,6 +349,8 @@ class SpadesGame:
             m = self.hands[self.to_act]
         elif phase == PHASE_BLIND_DECISION:
             m = (1 << BLIND_NIL_ACTION) | (1 << LOOK_ACTION)
+        elif phase == PHASE_SIGNAL:
+            m = ((1 << self.rules.signals) - 1) << SIGNAL_ACTION_BASE
         else:
             m = 0
         self._legal = m
@@ -338,7 +376,7 @@ class SpadesGame:
         return hand
 
     def _legal_bids(self, seat: int) -> int:
-        """Bits b (0..13) of the bids this seat may make."""
+        """Bits b (0..``rules.max_bid``: 13, or the tricks of a short deck's hand) of the bids this seat may make."""
         r = self.rules
         low = 0 if r.nil else 1
         high = r.max_bid
@@ -449,6 +487,8 @@ class SpadesGame:
             self._bid(seat, action - BID_ACTION_BASE, blind=False)
         elif phase == PHASE_PASSING:
             self._pass_card(seat, action)
+        elif phase == PHASE_SIGNAL:
+            self._send_message(seat, action - SIGNAL_ACTION_BASE)
         elif action == BLIND_NIL_ACTION:
             self._bid(seat, 0, blind=True)
         else:  # looked at the cards; now bids normally
@@ -458,12 +498,39 @@ class SpadesGame:
 
     def _raise_illegal(self, action: Any) -> None:
         phase = PHASE_NAMES[self.phase]
-        if self.phase >= PHASE_HAND_OVER:
+        if self.phase in PHASES_DONE:
             raise IllegalActionError(f"action {action!r}: no action is expected, the {phase}")
         legal = ", ".join(f"{a} ({action_str(a)})" for a in self.legal_actions())
-        shown = action_str(action) if _as_action_id(action) is not None else "not an action id"
-        raise IllegalActionError(f"illegal action {action!r} ({shown}) for seat {self.to_act} "
-                                 f"in phase {phase}; legal actions: {legal}")
+        action_id = _as_action_id(action)
+        shown = action_str(action_id) if action_id is not None else "not an action id"
+        why = self._why_not_in_rules(action_id) if action_id is not None else None
+        raise IllegalActionError(f"illegal action {action!r} ({shown}{'; ' + why if why else ''}) for seat "
+                                 f"{self.to_act} in phase {phase}; legal actions: {legal}")
+
+    def _why_not_in_rules(self, action: int) -> Optional[str]:
+        """Why an action no phase of these rules accepts is not one, or None: the bids above a
+        short deck's tricks, the messages past ``signals``, ids past the action space."""
+        r = self.rules
+        if BID_ACTION_BASE + r.max_bid < action < BLIND_NIL_ACTION:
+            return f"a hand has {r.tricks_per_hand} tricks (deck_ranks={r.deck_ranks}): bids are 0..{r.max_bid}"
+        if action >= r.num_actions or action < 0:
+            if action >= SIGNAL_ACTION_BASE and r.signals:
+                return (f"the {r.name} rules have {r.signals} messages (signals={r.signals}): actions "
+                        f"{SIGNAL_ACTION_BASE}..{r.num_actions - 1}")
+            if action >= SIGNAL_ACTION_BASE:
+                return f"the {r.name} rules have no signal (signals=0): actions are 0..{r.num_actions - 1}"
+            return f"actions are 0..{r.num_actions - 1}"
+        return None
+
+    def _send_message(self, seat: int, message: int) -> None:
+        """One seat's message of the free signal; after the dealer's, the bidding starts at the
+        first bidder exactly as without a signal."""
+        self.messages[seat] = message
+        self._legal = -1
+        self.to_act = (seat + 1) % self.n
+        if seat == self.dealer:
+            self.phase = PHASE_BIDDING
+            self._begin_bidding_turn()
 
     def _bid(self, seat: int, bid: int, blind: bool) -> None:
         self.bids[seat] = bid
@@ -548,11 +615,11 @@ class SpadesGame:
     def _hand_log(self, results: Optional[list[SideResult]], scores_before: list[int]) -> tuple:
         return (self.hand_number, self.dealer, self.deal, self.actions, list(self.bids), list(self.blind),
                 self.passes, self.tricks, list(self.tricks_taken), results, scores_before,
-                list(self.scores), list(self.bags))
+                list(self.scores), list(self.bags), list(self.messages))
 
     def _log_to_dict(self, log: tuple) -> dict:
         (number, dealer, deal, actions, bids, blind, passes, tricks, taken, results, scores_before,
-         scores, bags) = log
+         scores, bags, messages) = log
         rec: dict[str, Any] = {
             "number": number,
             "dealer": dealer,
@@ -566,6 +633,8 @@ class SpadesGame:
             "tricks_taken": list(taken),
             "complete": results is not None,
         }
+        if self.rules.signals:      # (absent without a signal: those records read as before it existed)
+            rec["messages"] = [m if m >= 0 else None for m in messages]
         if results is not None:
             rec.update({
                 "score_change": [res.points for res in results],
@@ -609,7 +678,7 @@ class SpadesGame:
     def record(self) -> dict:
         """A JSON-serializable record of the game so far (see ``spades_env.record``)."""
         hands = self.hand_records
-        if self.phase < PHASE_HAND_OVER:
+        if self.phase not in PHASES_DONE:
             hands.append(self._log_to_dict(self._hand_log(None, list(self.scores))))
         return {
             "format": "spades-record/1",
@@ -631,7 +700,7 @@ class SpadesGame:
 
     # ------------------------------------------------------------------ search support
     _PER_HAND_LISTS = ("hands", "bids", "blind", "passed", "received", "pass_queue", "voids", "tricks_taken",
-                       "trick_cards", "looked", "scores", "bags", "tricks", "passes")
+                       "trick_cards", "looked", "scores", "bags", "tricks", "passes", "messages")
 
     def copy(self) -> "SpadesGame":
         """A cheap independent copy of the hand in progress, for play-outs (over 100 times faster
@@ -656,16 +725,22 @@ class SpadesGame:
 
         Earlier tricks are not grouped (a view does not say which cards fell together): each
         card played to them becomes a one-card pseudo trick ``(seat, [card], -1)`` in ``tricks``,
-        which keeps :attr:`played` right; ``tricks_played`` is the real count. Supported phases:
-        blind-nil decision, bidding and play; others raise ``ValueError``."""
+        which keeps :attr:`played` right; ``tricks_played`` is the real count. The messages of
+        the free signal come from the view. Supported phases: signal, blind-nil decision, bidding
+        and play; others raise ``ValueError``."""
         n = view.players
+        view_tricks = getattr(view, "tricks_per_hand", rules.tricks_per_hand)
+        view_signals = getattr(view, "signals", 0)
         if rules.players != n or rules.partnerships != view.partnerships:
             raise ValueError(f"rules {rules.name!r} ({rules.players} players, partnerships "
                              f"{rules.partnerships}) do not fit the observation")
+        if view_tricks != rules.tricks_per_hand or view_signals != rules.signals:
+            raise ValueError(f"rules {rules.name!r} ({rules.tricks_per_hand} tricks a hand, signals={rules.signals}) "
+                             f"do not fit the observation ({view_tricks} tricks a hand, signals={view_signals})")
         phase = view.phase
-        if phase not in (PHASE_PLAY, PHASE_BIDDING, PHASE_BLIND_DECISION):
+        if phase not in (PHASE_PLAY, PHASE_BIDDING, PHASE_BLIND_DECISION, PHASE_SIGNAL):
             raise ValueError(f"from_view: phase {phase} is not supported (expected "
-                             f"{PHASE_BLIND_DECISION}, {PHASE_BIDDING} or {PHASE_PLAY})")
+                             f"{PHASE_SIGNAL}, {PHASE_BLIND_DECISION}, {PHASE_BIDDING} or {PHASE_PLAY})")
         bags = None if rules.bags_from_score_digit else [min(max(b, 0), rules.bag_limit - 1) for b in view.bags]
         g = cls(rules, 0, dealer=None if rules.fixed_dealer is not None else view.dealer,
                 scores=list(view.scores), bags=bags, mid_game=True)
@@ -688,6 +763,7 @@ class SpadesGame:
         g.passes = []
         g.actions = []
         g.spades_broken = view.spades_broken
+        g.messages = [-1 if m is None else m for m in getattr(view, "messages", ())] or [-1] * n
         g._legal = -1
         g.to_act = 0
         if phase == PHASE_PLAY:
@@ -712,7 +788,8 @@ class SpadesGame:
             for s in range(n):
                 if g.bids[s] >= 0:
                     g.looked[s] = True
-            g.looked[0] = phase == PHASE_BIDDING
+            if phase != PHASE_SIGNAL:     # (signalling, seat 0 sees its cards unless its side may bid blind)
+                g.looked[0] = phase == PHASE_BIDDING
         g.phase = phase
         return g
 

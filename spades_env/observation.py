@@ -35,19 +35,29 @@ sides              S x 7       per relative side: score / target, bags / bag_lim
 game               5           target_score / 1000, mercy_score / 1000 (0 without mercy), 1 if
                                there is a mercy score, bag_limit / 100, hands played / max_hands
                                (0 without a limit)
+signal_phase       1           1 while the free signal lasts (the ``phase`` one-hot is all zero
+                               then); only under ``signals: N`` with N > 0
+messages           n x N       per relative seat: one-hot of the message it sent this hand;
+                               only under ``signals: N`` with N > 0
 =================  ==========  ==============================================================
+
+The two blocks of the signal come last, so every other offset is the same with or without it:
+``observation[:size without signals]`` is the observation of the same game without the signal.
+A short deck (``deck_ranks``) changes only T; the card blocks stay 52 wide (cards outside the
+deck are always zero).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
 from .cards import NUM_CARDS
-from .game import (NUM_PHASES, PHASE_BIDDING, PHASE_BLIND_DECISION, PHASE_HAND_OVER, PHASE_PASSING, PHASE_PLAY,
-                   SpadesGame)
+from .game import (PHASE_BIDDING, PHASE_BLIND_DECISION, PHASE_ONE_HOT_WIDTH, PHASE_PASSING, PHASE_PLAY,
+                   PHASE_SIGNAL, PHASES_DONE, SIGNAL_ACTION_BASE, SpadesGame)
 from .rules import Rules
 
 BID_SLOTS = 15  # bid 0..13 one-hot + blind flag
@@ -73,9 +83,10 @@ class Layout:
     def __init__(self, rules: Rules) -> None:
         n, S, T = rules.players, rules.num_sides, rules.tricks_per_hand
         self.n, self.num_sides, self.tricks_per_hand = n, S, T
+        self.signals = N = rules.signals
         spec = [
             ("hand", "private", NUM_CARDS),
-            ("phase", "shared", NUM_PHASES),
+            ("phase", "shared", PHASE_ONE_HOT_WIDTH),
             ("dealer", "seat", 1),
             ("to_act", "seat", 1),
             ("bids", "seat", BID_SLOTS),
@@ -90,6 +101,8 @@ class Layout:
             ("sides", "side", SIDE_SLOTS),
             ("game", "shared", 5),
         ]
+        if N:      # appended, so that no other offset moves
+            spec += [("signal_phase", "shared", 1), ("messages", "seat", N)]
         self.global_blocks: dict[str, Block] = {}
         self.obs_blocks: dict[str, Block] = {}
         g_off = o_off = 0
@@ -258,6 +271,9 @@ class ObservationEncoder:
         self.o_broken = g["spades_broken"].offset
         self.o_sides = g["sides"].offset
         self.o_game = g["game"].offset
+        self.signals = rules.signals
+        self.o_signal_phase = g["signal_phase"].offset if rules.signals else -1
+        self.o_messages = g["messages"].offset if rules.signals else -1
         self.trick_block = slice(self.o_trick, self.o_trick + g["current_trick"].size)
         self._nil_tricks_count = rules.nil_tricks_count_for_partner
         self._counted = [0] * rules.num_sides   # tricks counting toward each side's contract
@@ -308,9 +324,13 @@ class ObservationEncoder:
             for suit in range(4):
                 if game.voids[seat] >> suit & 1:
                     buf[self.o_voids + seat * 4 + suit] = 1.0
-        buf[self.o_phase + game.phase] = 1.0
+        self._write_phase(game.phase)
+        if self.signals:
+            for seat, message in enumerate(game.messages):
+                if message >= 0:
+                    buf[self.o_messages + seat * self.signals + message] = 1.0
         buf[self.o_dealer + game.dealer] = 1.0
-        if game.phase < PHASE_HAND_OVER:
+        if game.phase not in PHASES_DONE:
             buf[self.o_to_act + game.to_act] = 1.0
         if game.trick_cards:
             for seat, card in game.current_trick:
@@ -324,10 +344,19 @@ class ObservationEncoder:
     def after_hand(self, game: SpadesGame) -> None:
         """Update after the last trick of an episode's final hand: the phase and the scores
         (after_card has already cleared the trick and the player to act)."""
-        buf = self.buffer
-        buf[self.o_phase:self.o_phase + NUM_PHASES] = 0.0
-        buf[self.o_phase + game.phase] = 1.0
+        self._write_phase(game.phase)
         self.encode_scores(game)
+
+    def _write_phase(self, phase: int) -> None:
+        """The phase one-hot (phases 0..5), or the ``signal_phase`` cell in the signal phase."""
+        buf = self.buffer
+        buf[self.o_phase:self.o_phase + PHASE_ONE_HOT_WIDTH] = 0.0
+        if phase == PHASE_SIGNAL:
+            buf[self.o_signal_phase] = 1.0
+            return
+        if self.signals:
+            buf[self.o_signal_phase] = 0.0
+        buf[self.o_phase + phase] = 1.0
 
     def _write_cards(self, offset: int, mask: int) -> None:
         """Set the 52 cells at ``offset`` for the cards in ``mask`` (cells assumed zero)."""
@@ -354,7 +383,7 @@ class ObservationEncoder:
             self._counted[side] = self._counted_tricks(game, side)
             buf[base + 5] = self._counted[side] / T
             buf[base + 6] = game.contract(side) / T
-        hands_done = game.hand_number - (0 if game.phase >= PHASE_HAND_OVER else 1)
+        hands_done = game.hand_number - (0 if game.phase in PHASES_DONE else 1)
         o = self.o_game
         buf[o] = r.target_score / 1000.0
         buf[o + 1] = r.mercy_score / 1000.0 if r.mercy_score is not None else 0.0
@@ -403,10 +432,12 @@ class ObservationEncoder:
                 buf[self.o_sides + side * SIDE_SLOTS + 5] = counted[side] / game.tricks_per_hand
 
     def after_action(self, game: SpadesGame, seat: int, action: int, phase_before: int) -> None:
-        """Update after a bid, a blind-nil decision or a pass (rarer, simpler to re-derive)."""
+        """Update after a message, a bid, a blind-nil decision or a pass (rarer, simpler to re-derive)."""
         buf = self.buffer
         n = game.n
-        if phase_before == PHASE_BLIND_DECISION and game.bids[seat] < 0:
+        if phase_before == PHASE_SIGNAL:
+            buf[self.o_messages + seat * self.signals + action - SIGNAL_ACTION_BASE] = 1.0
+        elif phase_before == PHASE_BLIND_DECISION and game.bids[seat] < 0:
             pass  # looked at the cards: shown below
         elif phase_before in (PHASE_BIDDING, PHASE_BLIND_DECISION):
             buf[self.o_bids + seat * BID_SLOTS + game.bids[seat]] = 1.0
@@ -421,8 +452,7 @@ class ObservationEncoder:
             buf[self.o_passed + frm * NUM_CARDS + card] = 1.0
             buf[self.o_received + to * NUM_CARDS + card] = 1.0
         if game.phase != phase_before:
-            buf[self.o_phase:self.o_phase + NUM_PHASES] = 0.0
-            buf[self.o_phase + game.phase] = 1.0
+            self._write_phase(game.phase)
         if phase_before != PHASE_PASSING:
             shown = self._hand_shown
             for s in range(n):
@@ -464,6 +494,10 @@ class ObservationView:
     may_bid_blind_nil: list[bool]        # per relative side
     target_score: int
     mercy_score: Optional[int]
+    tricks_per_hand: int = 13            # T: a short deck's hands have fewer (the T highest ranks of a suit)
+    messages: list[Optional[int]] = dataclasses.field(default_factory=list)
+    """Per relative seat, the message it sent this hand (None: not yet); empty without a signal."""
+    signals: int = 0                     # messages of the free signal (0: none)
 
     @property
     def tricks_played(self) -> int:
@@ -473,23 +507,35 @@ class ObservationView:
         return self.bids[2] if self.partnerships else None
 
 
-_LAYOUTS_BY_SIZE: dict[int, Layout] = {}
+_LAYOUTS_BY_SIZE: dict[tuple[int, int], Layout] = {}
 
 
-def layout_for_size(size: int) -> Layout:
-    """The layout of an observation vector from its length (partnerships: 742, four-player
-    cutthroat: 756, three players: 621). Cached: agents call it at every decision."""
-    layout = _LAYOUTS_BY_SIZE.get(size)
+def layout_for_size(size: int, signals: int = 0) -> Layout:
+    """The layout of an observation vector from its length and the rules' number of messages
+    (the action mask is ``68 + signals`` long). Full deck: partnerships 742, four-player cutthroat
+    756, three players 621; a short deck of R ranks has 4 * (13 - R) fewer, a signal of N messages
+    1 + 4 * N (3 * N with three players) more. Given ``signals`` the size is unambiguous.
+    Cached: agents call it at every decision."""
+    key = (size, signals)
+    layout = _LAYOUTS_BY_SIZE.get(key)
     if layout is not None:
         return layout
-    from .rules import make_rules
+    from .rules import SIGNALS_LIMIT, make_rules
 
-    for rules in (make_rules("standard"), make_rules("cutthroat"), make_rules("cutthroat", players=3)):
+    if isinstance(signals, bool) or not isinstance(signals, int) or not 0 <= signals <= SIGNALS_LIMIT:
+        raise ValueError(f"layout_for_size: signals={signals!r}: expected 0..{SIGNALS_LIMIT} messages")
+    candidates = [make_rules("cutthroat", players=3, signals=signals)]
+    for deck_ranks in range(13, 1, -1):
+        candidates += [make_rules("standard", signals=signals, deck_ranks=deck_ranks, blind_nil=False),
+                       make_rules("cutthroat", signals=signals, deck_ranks=deck_ranks)]
+    for rules in candidates:
         layout = layout_for(rules)
         if layout.obs_size == size:
-            _LAYOUTS_BY_SIZE[size] = layout
+            _LAYOUTS_BY_SIZE[key] = layout
             return layout
-    raise ValueError(f"no observation layout has {size} values (expected 742, 756 or 621)")
+    plain = layout_for(make_rules("standard", signals=signals)).obs_size
+    raise ValueError(f"no observation layout has {size} values with signals={signals} (the full-deck "
+                     f"partnership game has {plain}; a short deck 4 fewer per rank removed)")
 
 
 def _cards(row: np.ndarray) -> list[int]:
@@ -513,15 +559,17 @@ def _cell_table(layout: Layout) -> tuple[list, list, list]:
     return table
 
 
-def decode_observation(observation: np.ndarray, layout: Optional[Layout] = None) -> ObservationView:
+def decode_observation(observation: np.ndarray, layout: Optional[Layout] = None, signals: int = 0) -> ObservationView:
     """Read an observation vector (``obs["observation"]``) back into an :class:`ObservationView`.
+    Without ``layout`` it is found from the size and ``signals`` (:func:`layout_for_size`).
 
     One pass over the set cells (a few dozen) rather than block by block: ~20 us.
     """
     observation = np.asarray(observation)
     if layout is None:
-        layout = layout_for_size(observation.shape[-1])
+        layout = layout_for_size(observation.shape[-1], signals)
     n = layout.n
+    messages: list[Optional[int]] = [None] * n if layout.signals else []
     names, rows, cols = _cell_table(layout)
     hand, passed, received = [], [], []
     played: list[list[int]] = [[] for _ in range(n)]
@@ -560,6 +608,10 @@ def decode_observation(observation: np.ndarray, layout: Optional[Layout] = None)
             broken = True
         elif name == "phase":
             one[name] = col
+        elif name == "messages":
+            messages[row] = col
+        elif name == "signal_phase":
+            one["phase"] = PHASE_SIGNAL
         else:  # dealer, to_act, trick_leader: one cell per relative seat
             one[name] = row
     game = observation[layout.obs_blocks["game"].slice].tolist()
@@ -583,7 +635,8 @@ def decode_observation(observation: np.ndarray, layout: Optional[Layout] = None)
         scores=[int(round(row[0] * target)) for row in sides],
         bags=[int(round(row[1] * bag_limit)) for row in sides],
         may_bid_blind_nil=[row[4] > 0.5 for row in sides],
-        target_score=target, mercy_score=mercy)
+        target_score=target, mercy_score=mercy, tricks_per_hand=layout.tricks_per_hand, messages=messages,
+        signals=layout.signals)
 
 
 def view_from_game(game: SpadesGame, seat: int) -> ObservationView:
@@ -598,7 +651,7 @@ def view_from_game(game: SpadesGame, seat: int) -> ObservationView:
     own = game.side_of[seat]
     side_order = [(own + j) % sides for j in range(sides)]
     in_play = game.phase == PHASE_PLAY
-    done = game.phase >= PHASE_HAND_OVER
+    done = game.phase in PHASES_DONE
     trick_leader = None
     if in_play:
         trick_leader = (game.trick_leader if game.trick_cards else game.to_act)
@@ -625,4 +678,7 @@ def view_from_game(game: SpadesGame, seat: int) -> ObservationView:
         may_bid_blind_nil=[game._side_may_bid_blind(s) for s in side_order],
         target_score=r.target_score,
         mercy_score=r.mercy_score,
+        tricks_per_hand=r.tricks_per_hand,
+        messages=[game.messages[s] if game.messages[s] >= 0 else None for s in rel] if r.signals else [],
+        signals=r.signals,
     )

@@ -4,6 +4,9 @@ A record (``env.unwrapped.game_record()``) is plain JSON: the rules, the startin
 and bags, and per hand the dealer, the deal, every action in order (``[seat, action]``), the bids
 (and which were blind), the passed cards, every trick (leader, cards, winner), tricks taken per
 seat, the score change, bags and running score per side; then the winner once the game is over.
+Under a free signal (``signals: N``) each hand also holds ``messages`` (per seat, the message it
+sent; the actions hold them as ``68 + m``); a short deck's deals hold its cards only. Neither
+appears in a record of a game without them, nor in its rules (:meth:`Rules.to_dict`).
 :func:`replay` plays a record back through a fresh environment and checks every hand's score.
 """
 

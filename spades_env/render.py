@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 from .cards import card_pretty, format_hand
-from .game import PHASE_NAMES, PHASE_PLAY, SpadesGame, action_str
+from .game import (PHASE_BIDDING, PHASE_BLIND_DECISION, PHASE_NAMES, PHASE_PLAY, PHASE_SIGNAL, PHASES_DONE,
+                   SpadesGame, action_str)
 from .names import SEAT_NAMES, bid_word, side_name  # noqa: F401  (SEAT_NAMES: kept importable here)
 from .names import seat_label as seat_name
 
 
 def bid_text(game: SpadesGame, seat: int) -> str:
     return bid_word(game.bids[seat], bool(game.blind[seat]))
+
+
+def message_text(game: SpadesGame, seat: int) -> str:
+    """The message a seat sent this hand under ``signals: N`` (``"-"`` not yet)."""
+    message = game.messages[seat]
+    return "-" if message < 0 else str(message)
 
 
 def render_table(game: SpadesGame, done: bool = False, show_hands: bool = True) -> str:
@@ -28,18 +35,20 @@ def render_table(game: SpadesGame, done: bool = False, show_hands: bool = True) 
     lines.append("")
     trick = dict(game.current_trick)
     for seat in range(n):
-        marker = ">" if (seat == game.to_act and not done and game.phase < 4) else " "
+        marker = ">" if (seat == game.to_act and not done and game.phase not in PHASES_DONE) else " "
         hand = format_hand(game.hands[seat], pretty=True) if show_hands else f"{bin(game.hands[seat]).count('1')} cards"
         if not game.looked[seat]:
             hand += "   (not looked at)"
         played = card_pretty(trick[seat]) if seat in trick else ""
-        lines.append(f"{marker} {seat_name(seat, n):<10} bid {bid_text(game, seat):<9} tricks "
+        message = f"message {message_text(game, seat):<2} " if r.signals else ""
+        lines.append(f"{marker} {seat_name(seat, n):<10} {message}bid {bid_text(game, seat):<9} tricks "
                      f"{game.tricks_taken[seat]:>2}  {played:<4} | {hand}")
     if game.phase == PHASE_PLAY:
         lines.append("")
         broken = "broken" if game.spades_broken else "not broken"
         lines.append(f"Trick {game.tricks_played + 1}/{game.tricks_per_hand}, spades {broken}")
-    if game.hands_completed and (game.phase >= 4 or (game.phase < 2 and not any(b >= 0 for b in game.bids))):
+    before_bids = game.phase in (PHASE_SIGNAL, PHASE_BLIND_DECISION, PHASE_BIDDING) and not any(b >= 0 for b in game.bids)
+    if game.hands_completed and (game.phase in PHASES_DONE or before_bids):
         last = game.hand_record(-1)
         if "score_change" in last:
             lines.append(f"Last hand (#{last['number']}): score change {last['score_change']}, "

@@ -35,7 +35,6 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from .game import NUM_ACTIONS
 from .single_agent import SpadesSingleAgentEnv
 
 SINGLE_AGENT = "spades_single_agent"
@@ -43,9 +42,9 @@ MULTI_AGENT = "spades_multi_agent"
 SHARED_MODULE = "shared_policy"
 
 
-def _masked_space(observation_space: spaces.Box) -> spaces.Dict:
+def _masked_space(observation_space: spaces.Box, num_actions: int) -> spaces.Dict:
     return spaces.Dict({"observations": observation_space,
-                        "action_mask": spaces.Box(0.0, 1.0, (NUM_ACTIONS,), dtype=np.float32)})
+                        "action_mask": spaces.Box(0.0, 1.0, (num_actions,), dtype=np.float32)})
 
 
 class RLlibObservation(gymnasium.ObservationWrapper):
@@ -53,7 +52,7 @@ class RLlibObservation(gymnasium.ObservationWrapper):
 
     def __init__(self, env: SpadesSingleAgentEnv) -> None:
         super().__init__(env)
-        self.observation_space = _masked_space(env.observation_space)
+        self.observation_space = _masked_space(env.observation_space, env.unwrapped.num_actions)
 
     def observation(self, observation: np.ndarray) -> dict:
         return {"observations": observation, "action_mask": self.env.unwrapped.action_masks().astype(np.float32)}
@@ -73,7 +72,8 @@ def _renamed_aec_env(config: Mapping[str, Any]):
         """The AEC env with RLlib's observation keys."""
 
         def observation_space(self, agent):
-            return _masked_space(super().observation_space(agent)["observation"])
+            space = super().observation_space(agent)
+            return _masked_space(space["observation"], space["action_mask"].shape[0])
 
         def observe(self, agent):
             seen = super().observe(agent)

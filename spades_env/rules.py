@@ -34,6 +34,10 @@ failing their contracts fall forever (random play under ``mercy_score: null`` do
 game is truncated after this many hands (a real game to 500 lasts 10-30)."""
 NAME_LIMIT = 200
 """The longest rule-set name (a label printed in tables, logs and game records)."""
+SIGNALS_LIMIT = 16
+"""The most messages of the free signal (``signals``): 4 bits, more than a hand's worth of tricks."""
+MIN_DECK_RANKS = 2
+"""The fewest ranks a suit keeps in a short deck (``deck_ranks``): two cards a seat."""
 
 
 class RulesError(ValueError):
@@ -96,6 +100,12 @@ class Rules:
     and passes the deal to the left after every hand."""
     episode: str = "game"
     """Default episode of the environment: "game" (to the end of the game) or "hand"."""
+    signals: int = 0
+    """A free signal: after the deal and before the bids each seat, in bidding order, sends one of
+    this many messages (actions 68.., seen by everyone, scored by nothing); 0 is off, the game."""
+    deck_ranks: int = 13
+    """Ranks in each suit: 13 is the full deck; fewer keep the highest ranks (6: nine to ace, 24
+    cards), so a hand has ``deck_ranks`` cards and tricks (the short deck, for fast studies)."""
 
     def __post_init__(self) -> None:
         if (self.mercy_score is None and self.max_hands is None and isinstance(self.target_score, int)
@@ -106,11 +116,21 @@ class Rules:
     # Derived quantities, used everywhere.
     @property
     def cards_per_hand(self) -> int:
-        return 52 // self.players
+        return 4 * self.deck_ranks // self.players
 
     @property
     def tricks_per_hand(self) -> int:
-        return 52 // self.players
+        return 4 * self.deck_ranks // self.players
+
+    @property
+    def lowest_rank(self) -> int:
+        """The lowest rank index (2 = 0 .. A = 12) in the deck: ``13 - deck_ranks``."""
+        return 13 - self.deck_ranks
+
+    @property
+    def num_actions(self) -> int:
+        """Size of the action space: the 68 actions of the game, then one per message."""
+        return 68 + self.signals
 
     @property
     def num_sides(self) -> int:
@@ -124,14 +144,26 @@ class Rules:
 
     @property
     def max_bid(self) -> int:
-        """The highest single bid the action space can express (52 + 13)."""
-        return 13
+        """The highest single bid: the tricks of a hand, at most the 13 the action space can
+        express (52 + 13; the three-player game's hands have 17 cards)."""
+        return min(13, self.tricks_per_hand)
 
     def replace(self, **overrides: Any) -> "Rules":
         return make_rules(self, **overrides)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The settings as a mapping (``make_rules`` takes it back). The options of the signal and
+        the short deck appear only when set, so that every record, journal key and result of a
+        game without them reads byte for byte as before they existed."""
+        settings = dataclasses.asdict(self)
+        for name, off in OPTIONS_SHOWN_WHEN_SET.items():
+            if settings[name] == off:
+                del settings[name]
+        return settings
+
+
+OPTIONS_SHOWN_WHEN_SET = {"signals": 0, "deck_ranks": 13}
+"""Rules that :meth:`Rules.to_dict` leaves out at these values (their "off" setting)."""
 
 
 RULE_NAMES = tuple(f.name for f in fields(Rules))
@@ -141,6 +173,15 @@ PRESETS: dict[str, dict[str, Any]] = {
     "basic": {"nil": False, "blind_nil": False},
     "tournament": {"min_team_bid": 4, "no_spades_first_trick": True},
     "cutthroat": {"partnerships": False, "blind_nil": False, "blind_nil_pass": 0},
+    "short": {
+        "deck_ranks": 6,
+        "blind_nil": False,
+        "target_score": 250,
+        "mercy_score": -150,
+        "nil_bonus": 50,
+        "bag_limit": 5,
+        "bag_penalty": 50,
+    },
     "openspiel": {
         "blind_nil": False,
         "fixed_dealer": 3,
@@ -153,6 +194,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         "episode": "hand",
     },
 }
+PRESETS["short_signals"] = {**PRESETS["short"], "signals": 4}     # the small game with a free signal
+PRESETS = {name: PRESETS[name] for name in ("standard", "basic", "tournament", "cutthroat", "short", "short_signals",
+                                             "openspiel")}
 PRESET_NAMES = tuple(PRESETS)
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "rules"
@@ -197,6 +241,10 @@ def _validate(rules: Rules) -> None:
         fail("blind_nil_pass", "0..3")
     if rules.blind_nil_min_deficit < 0:
         fail("blind_nil_min_deficit", "a number of points >= 0")
+    if not 0 <= rules.signals <= SIGNALS_LIMIT:
+        fail("signals", f"0..{SIGNALS_LIMIT} messages (0: no signal, SIGNALS_LIMIT)")
+    if not MIN_DECK_RANKS <= rules.deck_ranks <= 13:
+        fail("deck_ranks", f"{MIN_DECK_RANKS}..13 ranks a suit (13: the full deck)")
     if not 0 <= rules.min_team_bid <= 13:
         fail("min_team_bid", "0..13 (0 means no minimum)")
     if rules.max_team_bid is not None and not 1 <= rules.max_team_bid <= 26:
@@ -227,6 +275,13 @@ def _validate(rules: Rules) -> None:
 
     if rules.players == 3 and rules.partnerships:
         contradiction("players=3 has no partnerships; set partnerships=false")
+    if rules.deck_ranks != 13 and rules.players != 4:
+        contradiction(f"deck_ranks={rules.deck_ranks} (a short deck) needs players=4")
+    if rules.deck_ranks != 13 and rules.two_of_clubs_leads:
+        contradiction(f"deck_ranks={rules.deck_ranks} removes the two of clubs, so two_of_clubs_leads must be false")
+    if rules.min_team_bid > rules.tricks_per_hand:
+        contradiction(f"min_team_bid={rules.min_team_bid} exceeds the {rules.tricks_per_hand} tricks of a hand "
+                      f"(deck_ranks={rules.deck_ranks})")
     if rules.players == 3 and rules.two_of_clubs_leads:
         contradiction("players=3 removes the two of clubs, so two_of_clubs_leads must be false")
     if rules.blind_nil and not rules.nil:

@@ -16,7 +16,7 @@ any gymnasium env::
 A *policy* for another seat is either an object with ``act(obs, info) -> int`` (the agent
 protocol) or a plain callable ``f(obs, info) -> int``. Both receive exactly what PettingZoo's
 ``env.last()`` hands that seat: ``obs = {"observation": float32 array, "action_mask": int8
-array of 68}`` and that seat's info dict. Seats without a policy play uniformly at random among
+array of rules.num_actions}`` (68, and one per message of a signal) and that seat's info dict. Seats without a policy play uniformly at random among
 their legal actions, drawn from the env's ``np_random`` (so a seeded reset is deterministic).
 """
 
@@ -31,7 +31,7 @@ import numpy as np
 from gymnasium import spaces
 
 from .env import NO_WINNER, SpadesEnv
-from .game import NUM_ACTIONS, IllegalActionError, action_str
+from .game import IllegalActionError, action_str
 
 Policy = Any  # an object with act(obs, info) -> int, or a callable f(obs, info) -> int
 
@@ -133,8 +133,9 @@ class SpadesSingleAgentEnv(gymnasium.Env):
         self._policy_functions = {s: _policy_function(p, s) for s, p in self.policies.items()}
 
         self.observation_space = aec.observation_space(self.agent)["observation"]
-        self.action_space = spaces.Discrete(NUM_ACTIONS)
-        self._mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+        self.num_actions = aec.num_actions          # 68, and one per message under ``signals: N``
+        self.action_space = spaces.Discrete(self.num_actions)
+        self._mask = np.zeros(self.num_actions, dtype=np.int8)
         self._episode_over = True
         self._has_reset = False
 
@@ -210,7 +211,7 @@ class SpadesSingleAgentEnv(gymnasium.Env):
         return obs, reward, terminated, truncated, info
 
     def action_masks(self) -> np.ndarray:
-        """Legal actions of the learner's current decision, as a bool array of 68 (MaskablePPO's
+        """Legal actions of the learner's current decision, as a bool array of ``num_actions`` (MaskablePPO's
         convention); all False once the episode is over."""
         return self._mask.astype(bool)
 
@@ -235,7 +236,7 @@ class SpadesSingleAgentEnv(gymnasium.Env):
             act = self._policy_functions.get(seat, self._random_policy.act)
             action = act(obs, aec.infos[agent])
             checked = _as_action(action)
-            if checked is None or not 0 <= checked < NUM_ACTIONS or not obs["action_mask"][checked]:
+            if checked is None or not 0 <= checked < self.num_actions or not obs["action_mask"][checked]:
                 legal = ", ".join(f"{a} ({action_str(a)})" for a in np.flatnonzero(obs["action_mask"]))
                 raise IllegalActionError(
                     f"the policy of seat {seat} ({agent}) returned the illegal action {action!r} "
@@ -262,7 +263,7 @@ class SpadesSingleAgentEnv(gymnasium.Env):
 
     def _is_legal(self, action: Any) -> bool:
         checked = _as_action(action)
-        return checked is not None and 0 <= checked < NUM_ACTIONS and bool(self._mask[checked])
+        return checked is not None and 0 <= checked < self.num_actions and bool(self._mask[checked])
 
     def _end_on_illegal_action(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         """End the episode with ``illegal_reward``, as PettingZoo's TerminateIllegalWrapper does."""
@@ -272,7 +273,7 @@ class SpadesSingleAgentEnv(gymnasium.Env):
                       "get an error instead", stacklevel=3)
         aec = self.aec_env
         checked = _as_action(action)
-        self._mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+        self._mask = np.zeros(self.num_actions, dtype=np.int8)
         self._episode_over = True
-        info = self._info(checked if checked is not None and 0 <= checked < NUM_ACTIONS else OUT_OF_RANGE_ACTION)
+        info = self._info(checked if checked is not None and 0 <= checked < self.num_actions else OUT_OF_RANGE_ACTION)
         return aec.observe(self.agent)["observation"], self.illegal_reward, True, False, info

@@ -22,8 +22,10 @@ tested against each other and against a brute force on the engine itself
 (tests/test_solver.py); ``python -m spades_env.solver_bench`` times them.
 
 Rules: the four-seat partnership game, with every play rule of the rule book (spades broken,
-``any`` or ``forced_only`` leads, no spades on the first trick, the two of clubs leading).
-Cutthroat and three players are refused by name (a hand is then not a two-sided contest).
+``any`` or ``forced_only`` leads, no spades on the first trick, the two of clubs leading), the
+short deck (``deck_ranks``: fewer cards, fewer tricks) and a free signal (the messages are over
+before the play). Cutthroat and three players are refused by name (a hand is then not a
+two-sided contest).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ OBJECTIVES = ("points", "tricks")
 BACKENDS = ("native", "python")
 TABLE = 14                      # final tricks 0..13 per member of a side
 SPADES_LEAD = {"broken": 0, "any": 1, "forced_only": 2}
-_FIELDS = 19                    # solver.c's F_COUNT
+_FIELDS = 20                    # solver.c's F_COUNT
 _ERRORS = {-20: "the C solver refused the position", -21: "a card is not legal in the position",
            -22: "out of memory"}
 
@@ -191,6 +193,7 @@ def position_fields(game: SpadesGame, side: int) -> np.ndarray:
     f[9], f[10] = int(game.spades_broken), game.tricks_played
     f[11], f[12], f[13] = SPADES_LEAD[r.spades_lead], int(r.no_spades_first_trick), int(r.two_of_clubs_leads)
     f[18] = side
+    f[19] = game.tricks_per_hand       # 13, or a short deck's
     return f
 
 
@@ -224,6 +227,7 @@ class _Reference:
         self.tables = tables.tolist()
         self.side = side
         self.start = game
+        self.tricks_per_hand = game.tricks_per_hand
         self.memo: dict = {}
 
     def legal(self, hands, seat, trick, broken, tricks_played) -> int:
@@ -271,7 +275,7 @@ class _Reference:
     def value(self, hands, seat, trick, leader, broken, taken, tricks_played) -> int:
         """The value of the position with ``seat`` to play to ``trick`` (cards led by ``leader``)."""
         if not trick:
-            if tricks_played == 13:
+            if tricks_played == self.tricks_per_hand:
                 return self.final_value(taken)
             key = (hands, seat, broken, taken)
             if key in self.memo:

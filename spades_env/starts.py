@@ -113,7 +113,8 @@ def load_table(path: Optional[str] = None) -> StartTable:
 
 def check_rules(table: StartTable, rules: Rules) -> None:
     """The table's states must be states of a game under ``rules``: the same target, bag limit
-    and mercy score as it was recorded under, partnerships, bags kept apart from the score."""
+    and mercy score as it was recorded under, partnerships, bags kept apart from the score, the
+    full deck (a free signal changes no score, so ``signals`` is free)."""
     recorded = table.meta.get("rules_settings", {})
     problems = [f"{key}={getattr(rules, key)!r} (recorded under {recorded.get(key)!r})"
                 for key in ("target_score", "bag_limit", "mercy_score")
@@ -122,6 +123,9 @@ def check_rules(table: StartTable, rules: Rules) -> None:
         problems.append("partnerships=False (the table has two sides)")
     if rules.bags_from_score_digit:
         problems.append("bags_from_score_digit=True (the table's bags are not its scores' last digits)")
+    if rules.deck_ranks != recorded.get("deck_ranks", 13):
+        # a short deck's hands move scores by far fewer points: full-deck games' states are not its states
+        problems.append(f"deck_ranks={rules.deck_ranks} (a short deck; the table was recorded with the full deck)")
     if not problems:
         low, high = int(table.scores.min()), int(table.scores.max())
         problem = start_scores_problem(rules, [low, high])

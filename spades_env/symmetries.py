@@ -9,9 +9,22 @@ clubs). Each :class:`Relabelling` maps actions, legal-action masks, observations
 and game records; :meth:`SymmetryGroup.batched` gives the same maps as index gathers over the
 batched engine's tensors, one relabelling per table (Other-Play, data augmentation).
 
+Under a free signal (``signals: N``) the messages mean nothing but what the players make them
+mean, so renaming them is a symmetry too: a relabelling also carries ``messages = (m0, .., mN-1)``
+(message ``m`` becomes ``messages[m]``: action ``68 + m`` becomes ``68 + messages[m]``, every row
+of the observation's ``messages`` block is permuted, nothing else moves), composed with the suit
+relabellings. The group of a signal variant holds every suit relabelling times every message
+permutation (``N!`` of them, for N up to :data:`FULL_MESSAGE_GROUP_LIMIT`; past it, the ``N``
+cyclic shifts ``m -> m + k mod N``, a subgroup, so that the group stays small enough to list and
+gather; any permutation can still be built as a :class:`Relabelling`). Without a signal the group
+is exactly the suit relabellings. A short deck (``deck_ranks``) keeps the same ranks in every
+suit, so its suit relabellings are those of the full deck.
+
 Convention: a relabelling ``g`` with ``suits = (s0, s1, s2, s3)`` renames suit ``k`` to
 ``suits[k]``; card ``suit * 13 + rank`` becomes ``suits[suit] * 13 + rank``. ``g.map_*`` takes
-something seen in a game to what is seen at the same moment of the relabelled game.
+something seen in a game to what is seen at the same moment of the relabelled game. Names: the
+suit cycles (``identity``, ``(C D)``, ``(C D H)``), then ``messages:1032`` (the images of messages
+0, 1, 2, ...; comma-separated past 10 messages) when the messages move.
 """
 
 from __future__ import annotations
@@ -25,7 +38,7 @@ from typing import Any, Callable, Mapping, Optional
 import numpy as np
 
 from .cards import CLUBS, NUM_CARDS, NUM_RANKS, NUM_SUITS, SPADES, SUIT_LETTERS, SUIT_NAMES, card_str, parse_card
-from .game import NUM_ACTIONS, parse_deal
+from .game import SIGNAL_ACTION_BASE, parse_deal
 from .observation import Layout, layout_for
 from .record import _check_record
 from .rules import Rules, RULE_NAMES, make_rules
@@ -48,6 +61,11 @@ CARD_BLOCKS = ("hand", "passed", "received", "current_trick", "played", "true_ha
 """Observation and state blocks whose rows have one cell per card."""
 SUIT_BLOCKS = ("voids",)
 """Blocks whose rows have one cell per suit."""
+MESSAGE_BLOCKS = ("messages",)
+"""Blocks whose rows have one cell per message of the free signal."""
+FULL_MESSAGE_GROUP_LIMIT = 5
+"""The most messages for which the group holds every message permutation (5! x 6 = 720
+elements); with more, it holds the cyclic shifts of the messages."""
 
 
 class SymmetryError(ValueError):
@@ -80,14 +98,22 @@ def _cycle_name(suits: tuple[int, ...]) -> str:
     return " ".join(cycles) or "identity"
 
 
-def _row_index(blocks: Mapping[str, Any], size: int, card_inner: np.ndarray, suit_inner: np.ndarray) -> np.ndarray:
-    """An index over a vector of ``blocks`` that relabels every card row and every suit row."""
+def _message_name(messages: tuple[int, ...]) -> str:
+    """``messages:1032``: the image of each message in turn (comma-separated past 10 messages)."""
+    return "messages:" + ("," if len(messages) > 10 else "").join(str(m) for m in messages)
+
+
+def _row_index(blocks: Mapping[str, Any], size: int, card_inner: np.ndarray, suit_inner: np.ndarray,
+               message_inner: np.ndarray) -> np.ndarray:
+    """An index over a vector of ``blocks`` that relabels every card, suit and message row."""
     index = np.arange(size)
     for block in blocks.values():
         if block.name in CARD_BLOCKS:
             inner = card_inner
         elif block.name in SUIT_BLOCKS:
             inner = suit_inner
+        elif block.name in MESSAGE_BLOCKS:
+            inner = message_inner
         else:
             continue
         for row in range(block.size // block.width):
@@ -96,11 +122,34 @@ def _row_index(blocks: Mapping[str, Any], size: int, card_inner: np.ndarray, sui
     return index
 
 
-class Relabelling:
-    """One renaming of the side suits, and its maps (module doc). Build them with :func:`symmetries`."""
+def _check_messages(messages: Any, rules: Rules) -> tuple[int, ...]:
+    """A message permutation for ``rules`` (None: the identity), or a SymmetryError naming the problem."""
+    n = rules.signals
+    if messages is None:
+        return tuple(range(n))
+    try:
+        given = tuple(messages)
+    except TypeError:
+        raise SymmetryError(f"messages={messages!r:.80}: expected a permutation of the messages 0..{n - 1}") from None
+    if any(isinstance(m, bool) or not isinstance(m, (int, np.integer)) for m in given) \
+            or sorted(int(m) for m in given) != list(range(n)):
+        if not n:
+            raise SymmetryError(f"messages={messages!r:.80}: the {rules.name} rules have no signal (signals=0), "
+                                "so there are no messages to relabel")
+        raise SymmetryError(f"messages={messages!r:.80}: expected a permutation of the {n} messages 0..{n - 1} "
+                            f"(signals={n} in the {rules.name} rules)")
+    return tuple(int(m) for m in given)
 
-    def __init__(self, suits: Sequence[int], rules: Rules | str | Mapping[str, Any] = "standard") -> None:
+
+class Relabelling:
+    """One renaming of the side suits (and of the messages of a free signal), and its maps
+    (module doc). Build them with :func:`symmetries`."""
+
+    def __init__(self, suits: Sequence[int], rules: Rules | str | Mapping[str, Any] = "standard",
+                 messages: Optional[Sequence[int]] = None) -> None:
         rules = rules if isinstance(rules, Rules) else make_rules(rules)
+        self.messages = _check_messages(messages, rules)
+        """``messages[m]``: the new number of message ``m`` (the identity without a signal)."""
         try:
             given = tuple(suits)
         except TypeError:
@@ -118,18 +167,27 @@ class Relabelling:
                                     f"({', '.join(by)}): not a symmetry of these rules")
         self.suits = suits
         self.rules = rules
+        self.num_actions = rules.num_actions
+        self.messages_move = self.messages != tuple(range(rules.signals))
         self.name = _cycle_name(suits)
+        if self.messages_move:
+            self.name = _message_name(self.messages) if self.name == "identity" else \
+                f"{self.name} {_message_name(self.messages)}"
         self.card_map = np.array([suits[c // NUM_RANKS] * NUM_RANKS + c % NUM_RANKS for c in range(NUM_CARDS)])
         """New id of each card."""
-        self.action_map = np.concatenate([self.card_map, np.arange(NUM_CARDS, NUM_ACTIONS)])
-        """New id of each action (cards relabelled; bids, blind nil and look unchanged)."""
+        self.action_map = np.concatenate([self.card_map, np.arange(NUM_CARDS, SIGNAL_ACTION_BASE),
+                                          SIGNAL_ACTION_BASE + np.array(self.messages, dtype=np.int64)]).astype(np.int64)
+        """New id of each action (cards and messages relabelled; bids, blind nil and look unchanged)."""
         self.action_index = np.argsort(self.action_map)
         """``mask[action_index]`` is the mask of the relabelled game (new action ``d`` reads old ``action_index[d]``)."""
         suit_index = np.argsort(np.array(suits))
+        message_index = np.argsort(np.array(self.messages, dtype=np.int64))
         layout: Layout = layout_for(rules)
-        self.observation_index = _row_index(layout.obs_blocks, layout.obs_size, self.action_index[:NUM_CARDS], suit_index)
+        self.observation_index = _row_index(layout.obs_blocks, layout.obs_size, self.action_index[:NUM_CARDS],
+                                            suit_index, message_index)
         """``observation[observation_index]`` is the observation of the relabelled game."""
-        self.state_index = _row_index(layout.global_blocks, layout.state_size, self.action_index[:NUM_CARDS], suit_index)
+        self.state_index = _row_index(layout.global_blocks, layout.state_size, self.action_index[:NUM_CARDS],
+                                      suit_index, message_index)
         """``state[state_index]`` is the global state (``env.state()``) of the relabelled game."""
         self._hand_masks = [(((1 << NUM_RANKS) - 1) << (NUM_RANKS * s), NUM_RANKS * (suits[s] - s))
                             for s in range(NUM_SUITS)]
@@ -137,7 +195,7 @@ class Relabelling:
     # ------------------------------------------------------------------ the group
     @property
     def is_identity(self) -> bool:
-        return self.suits == tuple(range(NUM_SUITS))
+        return self.suits == tuple(range(NUM_SUITS)) and not self.messages_move
 
     @property
     def inverse(self) -> "Relabelling":
@@ -145,22 +203,32 @@ class Relabelling:
         back = [0] * NUM_SUITS
         for k, s in enumerate(self.suits):
             back[s] = k
-        return Relabelling(back, self.rules)
+        back_messages = [0] * len(self.messages)
+        for m, image in enumerate(self.messages):
+            back_messages[image] = m
+        return Relabelling(back, self.rules, back_messages)
 
     def then(self, other: "Relabelling") -> "Relabelling":
         """This relabelling followed by ``other`` (same rules)."""
         if not isinstance(other, Relabelling):
             raise SymmetryError(f"then({other!r}): expected a Relabelling")
-        return Relabelling([other.suits[s] for s in self.suits], self.rules)
+        if other.rules.signals != self.rules.signals:
+            raise SymmetryError(f"then({other!r}): its rules have signals={other.rules.signals}, these "
+                                f"signals={self.rules.signals}")
+        return Relabelling([other.suits[s] for s in self.suits], self.rules, [other.messages[m] for m in self.messages])
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Relabelling) and other.suits == self.suits and other.rules == self.rules
+        return (isinstance(other, Relabelling) and other.suits == self.suits and other.messages == self.messages
+                and other.rules == self.rules)
 
     def __hash__(self) -> int:
-        return hash((self.suits, self.rules))
+        return hash((self.suits, self.messages, self.rules))
 
     def __repr__(self) -> str:
         moves = ", ".join(f"{SUIT_NAMES[k]}->{SUIT_NAMES[s]}" for k, s in enumerate(self.suits) if k != s)
+        if self.messages_move:
+            moves = ", ".join(filter(None, [moves, ", ".join(f"message {m}->{image}" for m, image
+                                                             in enumerate(self.messages) if m != image)]))
         return f"Relabelling({self.name}{': ' + moves if moves else ''})"
 
     # ------------------------------------------------------------------ cards and actions
@@ -183,20 +251,29 @@ class Relabelling:
         return out
 
     def map_action(self, action: int) -> int:
-        """The action id in the relabelled game: cards relabelled, bids and blind-nil actions unchanged."""
-        if isinstance(action, bool) or not isinstance(action, (int, np.integer)) or not 0 <= action < NUM_ACTIONS:
-            raise SymmetryError(f"action {action!r}: expected an action id 0..{NUM_ACTIONS - 1}")
+        """The action id in the relabelled game: cards and messages relabelled, bids and
+        blind-nil actions unchanged."""
+        n = self.num_actions
+        if isinstance(action, bool) or not isinstance(action, (int, np.integer)) or not 0 <= action < n:
+            raise SymmetryError(f"action {action!r}: expected an action id 0..{n - 1}")
         return int(self.action_map[action])
 
     def map_mask(self, mask: Any) -> Any:
-        """A legal-action mask relabelled: 68 cells (any dtype; the last axis of an array, so
-        logits and policy probabilities map too), or the engine's 68-bit integer mask."""
+        """A legal-action mask relabelled: ``rules.num_actions`` cells (68, plus one per message;
+        any dtype; the last axis of an array, so logits and policy probabilities map too), or
+        the engine's integer mask of as many bits."""
+        n = self.num_actions
         if isinstance(mask, (int, np.integer)) and not isinstance(mask, bool):
-            if not 0 <= mask < 1 << NUM_ACTIONS:
-                raise SymmetryError(f"mask={mask!r}: expected a 68-bit non-negative integer or 68 cells")
+            if not 0 <= mask < 1 << n:
+                raise SymmetryError(f"mask={mask!r}: expected a {n}-bit non-negative integer or {n} cells")
             mask = int(mask)
-            return self.map_cards(mask & ((1 << NUM_CARDS) - 1)) | (mask >> NUM_CARDS << NUM_CARDS)
-        return self._gather(mask, self.action_index, "mask", "68 cells, one per action")
+            out = self.map_cards(mask & ((1 << NUM_CARDS) - 1)) | (mask & (((1 << SIGNAL_ACTION_BASE) - 1)
+                                                                          ^ ((1 << NUM_CARDS) - 1)))
+            for m, image in enumerate(self.messages):
+                if mask >> (SIGNAL_ACTION_BASE + m) & 1:
+                    out |= 1 << (SIGNAL_ACTION_BASE + image)
+            return out
+        return self._gather(mask, self.action_index, "mask", f"{n} cells, one per action")
 
     # ------------------------------------------------------------------ vectors
     def map_observation(self, observation: Any) -> np.ndarray:
@@ -227,9 +304,12 @@ class Relabelling:
 
     def map_record(self, record: dict) -> dict:
         """A game record (``env.unwrapped.game_record()``) of the relabelled game: deals, card
-        actions, passes and tricks relabelled, everything else (bids, scores, winner) as it
-        was. It replays with :func:`spades_env.replay`."""
+        actions, passes and tricks relabelled, and the messages of a signal, everything else
+        (bids, scores, winner) as it was. It replays with :func:`spades_env.replay`."""
         rules, _, _, hands = _check_record(record)
+        if rules.signals != self.rules.signals:
+            raise SymmetryError(f"relabelling {self.name} is for signals={self.rules.signals}, the record's rules "
+                                f"have signals={rules.signals}: use a relabelling of symmetries(record['rules'])")
         for suit, by in named_suits(rules).items():
             if self.suits[suit] != suit:
                 raise SymmetryError(f"relabelling {self.name} moves {SUIT_NAMES[suit]}, which the record's rules "
@@ -248,12 +328,29 @@ class Relabelling:
             if "tricks" in hand:
                 out["tricks"] = [{**t, "cards": [self._record_card(c, number, "tricks") for c in self._cards(t, number)]}
                                  for t in self._entries(hand["tricks"], number, "tricks")]
+            if "messages" in hand:
+                out["messages"] = [self._record_message(m, number) for m in self._message_list(hand["messages"], number)]
         return mapped
 
     def _record_action(self, action: int, number: int) -> int:
-        if not 0 <= action < NUM_ACTIONS:
-            raise SymmetryError(f"record hand {number}: action {action} is not an action id 0..{NUM_ACTIONS - 1}")
+        n = self.num_actions
+        if not 0 <= action < n:
+            raise SymmetryError(f"record hand {number}: action {action} is not an action id 0..{n - 1}")
         return int(self.action_map[action])
+
+    def _record_message(self, message: Any, number: int) -> Optional[int]:
+        if message is None:
+            return None
+        if isinstance(message, bool) or not isinstance(message, int) or not 0 <= message < len(self.messages):
+            raise SymmetryError(f"record hand {number} 'messages': {message!r:.40} is not a message "
+                                f"0..{len(self.messages) - 1} or null")
+        return self.messages[message]
+
+    @staticmethod
+    def _message_list(value: Any, number: int) -> list:
+        if not isinstance(value, list):
+            raise SymmetryError(f"record hand {number} 'messages': expected a list (one per seat), got {value!r:.80}")
+        return value
 
     def _record_card(self, value: Any, number: int, entry: str) -> Any:
         try:
@@ -285,13 +382,15 @@ class SymmetryGroup(Sequence):
         self.named_suits = named_suits(rules)
         free = [s for s in SIDE_SUITS if s not in self.named_suits]
         elements = []
+        message_images = message_permutations(rules.signals)
         for image in itertools.permutations(free):
             suits = list(range(NUM_SUITS))
             for k, s in zip(free, image):
                 suits[k] = s
-            elements.append(Relabelling(suits, rules))
+            for messages in message_images:
+                elements.append(Relabelling(suits, rules, messages))
         self._elements = tuple(elements)          # itertools gives the identity first
-        self._position = {g.suits: i for i, g in enumerate(self._elements)}
+        self._position = {(g.suits, g.messages): i for i, g in enumerate(self._elements)}
         self.inverse_indices = tuple(self.index(g.inverse) for g in self._elements)
         """Position of each element's inverse."""
         self._batched: dict[Any, BatchedSymmetries] = {}
@@ -314,15 +413,15 @@ class SymmetryGroup(Sequence):
         return tuple(g.name for g in self._elements)
 
     def index(self, relabelling: Relabelling, *_: Any) -> int:
-        """Position of a relabelling in the group (by its suits; SymmetryError when not in it)."""
-        position = self._position.get(getattr(relabelling, "suits", None))
+        """Position of a relabelling in the group (by its suits and messages; SymmetryError when not in it)."""
+        position = self._position.get((getattr(relabelling, "suits", None), getattr(relabelling, "messages", None)))
         if position is None:
             raise SymmetryError(f"{relabelling!r} is not a symmetry of the {self.rules.name} rules "
                                 f"({', '.join(self.names)})")
         return position
 
     def by_name(self, name: str) -> Relabelling:
-        """An element by its name (``"identity"``, ``"(C D)"``, ``"(C D H)"``...)."""
+        """An element by its name (``"identity"``, ``"(C D)"``, ``"(C D H)"``, ``"(C D) messages:1032"``...)."""
         for g in self._elements:
             if g.name == name:
                 return g
@@ -340,12 +439,22 @@ class SymmetryGroup(Sequence):
 _GROUPS: dict[Rules, SymmetryGroup] = {}
 
 
+def message_permutations(signals: int) -> list[tuple[int, ...]]:
+    """The message relabellings of the group, identity first: every permutation of the
+    ``signals`` messages up to :data:`FULL_MESSAGE_GROUP_LIMIT` of them, else the cyclic shifts
+    (``[()]`` without a signal)."""
+    if signals <= FULL_MESSAGE_GROUP_LIMIT:
+        return list(itertools.permutations(range(signals)))
+    return [tuple((m + k) % signals for m in range(signals)) for k in range(signals)]
+
+
 def symmetries(rules: Rules | str | os.PathLike | Mapping[str, Any] | None = "standard",
                **overrides: Any) -> SymmetryGroup:
     """The relabellings of the game valid under ``rules`` (as ``spades_v0.env(rules=...)`` takes
     them: a preset name, a YAML path, a mapping or a ``Rules``; keyword arguments override single
     rules), identity first: the permutations of clubs, diamonds and hearts that fix every suit
-    a rule names (6, or 2 where clubs are named)."""
+    a rule names (6, or 2 where clubs are named), each with every message relabelling of
+    :func:`message_permutations` under a free signal (6 x 24 = 144 with ``signals: 4``)."""
     if isinstance(rules, (str, os.PathLike)) and os.path.exists(rules) and not os.path.isfile(rules):
         # a device (/dev/zero) or a FIFO was read until memory ran out; a folder is no rules file either
         raise SymmetryError(f"rules={str(rules)!r} is not a regular file: expected a preset name or a YAML "
@@ -446,12 +555,12 @@ class BatchedSymmetries:
         return self._gather(states, self.state_index, which, "states", check)
 
     def map_masks(self, masks: Any, which: Any, check: bool = True) -> Any:
-        """(B, 68) per-action cells of the relabelled games: masks, and as well logits or
+        """(B, rules.num_actions) per-action cells of the relabelled games: masks, and as well logits or
         probabilities (to take a relabelled policy's output back, map with ``inverse(which)``)."""
         return self._gather(masks, self.action_index, which, "masks", check)
 
     def map_actions(self, actions: Any, which: Any, check: bool = True) -> Any:
-        """(B,) action ids in the relabelled games (bids and blind-nil actions unchanged)."""
+        """(B,) action ids in the relabelled games (cards and messages relabelled; bids and blind-nil actions unchanged)."""
         import torch
 
         if not isinstance(actions, torch.Tensor) or actions.dtype == torch.bool or actions.is_floating_point() \
@@ -459,8 +568,9 @@ class BatchedSymmetries:
             raise SymmetryError(f"actions: expected an integer tensor of action ids, got {actions!r:.80}")
         which = self._which(which, actions.shape[0] if actions.dim() == 1 else None, check)
         actions = actions.to(device=self.device, dtype=torch.int64)
-        if check and bool(((actions < 0) | (actions >= NUM_ACTIONS)).any()):
-            raise SymmetryError(f"actions: expected action ids 0..{NUM_ACTIONS - 1}, got "
+        num_actions = self.action_map.shape[1]
+        if check and bool(((actions < 0) | (actions >= num_actions)).any()):
+            raise SymmetryError(f"actions: expected action ids 0..{num_actions - 1}, got "
                                 f"{sorted(set(actions.flatten().tolist()))[:8]}")
         if isinstance(which, int):
             return self.action_map[which][actions]
@@ -539,7 +649,7 @@ def benchmark(specs: Sequence[str], batch: int = 4096, reps: int = 40) -> list[s
         obs, mask = current
         maps = symmetries("standard").batched(device)
         which = maps.sample(batch, generator=gen)
-        actions = torch.randint(0, NUM_ACTIONS, (batch,), device=device)
+        actions = torch.randint(0, SIGNAL_ACTION_BASE, (batch,), device=device)
         states, hands = env.state_tensor(), env.state.hands
         rows += [
             ("map_observations, a relabelling per row", timed(lambda: maps.map_observations(obs, which))),
@@ -559,5 +669,6 @@ def benchmark(specs: Sequence[str], batch: int = 4096, reps: int = 40) -> list[s
 
 
 __all__ = ["symmetries", "named_suits", "Relabelling", "SymmetryGroup", "BatchedSymmetries", "SymmetryError",
-           "benchmark", "SIDE_SUITS", "SUIT_NAMING_RULES", "SUIT_NEUTRAL_RULES", "CARD_BLOCKS", "SUIT_BLOCKS"]
+           "benchmark", "message_permutations", "SIDE_SUITS", "SUIT_NAMING_RULES", "SUIT_NEUTRAL_RULES", "CARD_BLOCKS",
+           "SUIT_BLOCKS", "MESSAGE_BLOCKS", "FULL_MESSAGE_GROUP_LIMIT"]
 

@@ -45,7 +45,6 @@ except ImportError as exc:          # pragma: no cover - the extra is not instal
     raise ImportError("spades_env.torchrl_env needs TorchRL: pip install 'spades-rl[torchrl]' "
                       f"({exc})") from None
 
-from .game import NUM_ACTIONS
 from .observation import observation_bounds
 from .vector import SpadesVectorEnv, VectorEnvError
 from .vector_gym import default_backend, check_learner_actions, seats_for
@@ -82,16 +81,16 @@ class SpadesTorchRLEnv(EnvBase):
         self._next_seed = seed
         self._obs: Optional[torch.Tensor] = None
         self._mask: Optional[torch.Tensor] = None
-        B, dev = num_envs, self.engine.device
+        B, dev, A = num_envs, self.engine.device, self.engine.num_actions      # A: 68 (+ N messages)
         low, high = observation_bounds(self.engine.layout, self.engine.rules)
         self.observation_spec = Composite(
             observation=Bounded(low=torch.as_tensor(np.broadcast_to(low, (B, low.shape[0])).copy()),
                                 high=torch.as_tensor(np.broadcast_to(high, (B, high.shape[0])).copy()),
                                 shape=(B, low.shape[0]), dtype=torch.float32, device=dev),
-            action_mask=Binary(n=NUM_ACTIONS, shape=(B, NUM_ACTIONS), dtype=torch.bool, device=dev),
+            action_mask=Binary(n=A, shape=(B, A), dtype=torch.bool, device=dev),
             seat=Bounded(low=0, high=3, shape=(B,), dtype=torch.int64, device=dev),
             shape=(B,), device=dev)
-        self.action_spec = Categorical(NUM_ACTIONS, shape=(B,), dtype=torch.int64, device=dev)
+        self.action_spec = Categorical(A, shape=(B,), dtype=torch.int64, device=dev)
         self.reward_spec = Unbounded(shape=(B, 4 if learners == "all" else 1), dtype=torch.float32, device=dev)
         flag = Categorical(2, shape=(B, 1), dtype=torch.bool, device=dev)
         self.done_spec = Composite(done=flag.clone(), terminated=flag.clone(), truncated=flag.clone(), shape=(B,),
@@ -121,7 +120,7 @@ class SpadesTorchRLEnv(EnvBase):
         if self._obs is None:
             raise VectorEnvError("step() before reset(): call reset() first")
         actions = tensordict["action"]
-        if actions.dim() == 2 and actions.shape[1] == NUM_ACTIONS:        # one-hot actions, as some policies give
+        if actions.dim() == 2 and actions.shape[1] == self.engine.num_actions:   # one-hot, as some policies give
             actions = actions.to(torch.int64).argmax(1)
         actions = check_learner_actions(actions, self._mask)
         self._obs, self._mask, rewards, ended, _ = self.players.step(actions)

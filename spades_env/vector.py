@@ -12,8 +12,10 @@ with ``torch.where`` so one code path serves every phase (blind-nil decision, bi
 play, scoring, the next hand, the next game). It runs unchanged on CPU and GPU, in eager mode or
 under ``torch.compile`` (``compile=True``).
 
-Supported: every partnership preset (standard, basic, tournament, openspiel) and their variants,
-with nil, blind nil and the card passing it brings, bags, the end of the game. Not supported:
+Supported: every partnership preset (standard, basic, tournament, openspiel, short, short_signals)
+and their variants, with nil, blind nil and the card passing it brings, bags, the end of the game,
+the short deck (``deck_ranks``: the deck's cards dealt, ``T`` tricks a hand, bids 0..T) and the
+free signal (``signals``: the signal phase before the bids, actions 68..68+N-1). Not supported:
 cutthroat and three players (refused with a clear error).
 """
 
@@ -24,10 +26,10 @@ from typing import Any, Optional
 
 import torch
 
-from .cards import CARDS_PER_SEAT, NUM_CARDS, NUM_SIDES, NUM_SUITS, SPADES, SUIT_MASKS, TWO_OF_CLUBS
-from .game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, NUM_ACTIONS, NUM_PHASES, PHASE_NAMES, PHASE_BIDDING,
-                   PHASE_BLIND_DECISION, PHASE_PASSING, PHASE_PLAY, SCORE_LIMIT, parse_deal,
-                   start_scores_problem)
+from .cards import NUM_CARDS, NUM_RANKS, NUM_SIDES, NUM_SUITS, SPADES, SUIT_MASKS, TWO_OF_CLUBS
+from .game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, PHASE_NAMES, PHASE_ONE_HOT_WIDTH, PHASE_BIDDING,
+                   PHASE_BLIND_DECISION, PHASE_PASSING, PHASE_PLAY, PHASE_SIGNAL, SCORE_LIMIT, SIGNAL_ACTION_BASE,
+                   parse_deal, start_scores_problem)
 from .observation import layout_for
 from .rewards import RewardScheme
 from .rules import Rules, RulesError, make_rules
@@ -39,7 +41,7 @@ from .vector_state import VecState  # noqa: F401 (spades_env.vector.VecState sta
 from .vector_encoding import F32, F64, FIRST_SPADE, I64, NUM_BIDS, NUM_SEATS, VectorEncoding, _by_side, _suit
 
 SEATS = range(NUM_SEATS)
-BLIND_DECISION_ACTIONS = NUM_ACTIONS - BLIND_NIL_ACTION      # blind nil, or look at the cards
+BLIND_DECISION_ACTIONS = LOOK_ACTION + 1 - BLIND_NIL_ACTION      # blind nil, or look at the cards
 
 
 def _next_seat(seat: torch.Tensor, steps: int = 1) -> torch.Tensor:
@@ -78,6 +80,7 @@ class SpadesVectorEnv(VectorEncoding):
             on first use with the system C compiler), several times faster than the torch step;
             the same values (tested against it in every preset). It updates the state tensors in
             place (``env.state``'s fields are the same objects from step to step).
+            With ``rules.signals`` = N the action space is ``num_actions`` = 68 + N wide (masks too).
         threads: with ``backend="native"``, how many threads share the tables (default: torch's
             thread count).
     """
@@ -103,12 +106,17 @@ class SpadesVectorEnv(VectorEncoding):
         self.check_actions = check_actions
         self.layout = layout_for(r)
         self.obs_size = self.layout.obs_size
+        self.num_actions = r.num_actions
         dev = self.device
         self._generator = torch.Generator(device=dev)
         self._generator.manual_seed(int(seed) if seed is not None else torch.seed() % (2 ** 62))
-        # the aranges the one-hot encodings compare against: seats, phases, bids (and tricks 0..13), cards
+        # the aranges the one-hot encodings compare against: seats, phases, bids, tricks 0..T, cards, messages
         self._ranges = {k: torch.arange(k, dtype=I64, device=dev)
-                        for k in (NUM_SEATS, NUM_PHASES, NUM_BIDS, CARDS_PER_SEAT + 1, NUM_CARDS)}
+                        for k in (NUM_SEATS, PHASE_ONE_HOT_WIDTH, NUM_BIDS, r.tricks_per_hand + 1, NUM_CARDS, r.signals)
+                        if k}
+        # the deck: every card of a full deck, or the deck_ranks highest of each suit (the short deck)
+        self._deck = torch.tensor([c for c in range(NUM_CARDS) if c % NUM_RANKS >= r.lowest_rank], dtype=I64,
+                                  device=dev)
         self._card_bits = torch.ones(NUM_CARDS, dtype=I64, device=dev) << self._ranges[NUM_CARDS]
         self._shifts32 = torch.arange(32, dtype=torch.int32, device=dev)
         self._suit_masks = torch.tensor(SUIT_MASKS, dtype=I64, device=dev)
@@ -168,12 +176,14 @@ class SpadesVectorEnv(VectorEncoding):
         are drawn that many at a time (a deal's shuffle needs ~1 KB while it is drawn)."""
         if count > DEAL_CHUNK:
             return torch.cat([self.draw_deals(min(DEAL_CHUNK, count - start)) for start in range(0, count, DEAL_CHUNK)])
-        keys = torch.rand(count, NUM_CARDS, generator=self._generator, device=self.device)
+        deck = self._deck
+        keys = torch.rand(count, deck.shape[0], generator=self._generator, device=self.device)
         dealers = torch.randint(0, NUM_SEATS, (count, 1), generator=self._generator, device=self.device)
-        if self._native is not None:            # the same deals, ranked in C
+        if self._native is not None and deck.shape[0] == NUM_CARDS:        # the same deals, ranked in C
             return self._native.deal_from_keys(keys, dealers)
         order = keys.argsort(dim=1, stable=True)         # ties (rare) by card index, as the C ranking
-        hands = (torch.ones_like(order) << order).view(count, NUM_SEATS, CARDS_PER_SEAT).sum(dim=2)
+        cards = order if deck.shape[0] == NUM_CARDS else deck[order]          # the short deck's k-th card
+        hands = (torch.ones_like(cards) << cards).view(count, NUM_SEATS, self.rules.cards_per_hand).sum(dim=2)
         return torch.cat([hands, dealers], 1)
 
     def _refill_pool(self, force: bool = False) -> None:
@@ -207,10 +217,10 @@ class SpadesVectorEnv(VectorEncoding):
         """Start a new game at every table; returns ``(observation, action_mask)``.
 
         ``deals``: per table a sequence of hands' deals in the AEC env's format (four lists of 13
-        cards, ids or strings), either one deal per table (B x 4 x 13) or several hands per table
-        (B x H x 4 x 13); tables use them in order, then seeded deals. ``dealer``: the first
-        dealer (an int or one per table). ``scores``/``bags``: starting values per partnership
-        (a pair, or one pair per table).
+        cards, ids or strings; of ``deck_ranks`` cards of the short deck), either one deal per table
+        (B x 4 x 13) or several hands per table (B x H x 4 x 13); tables use them in order, then
+        seeded deals. ``dealer``: the first dealer (an int or one per table). ``scores``/``bags``:
+        starting values per partnership (a pair, or one pair per table).
         """
         B, dev, r = self.num_envs, self.device, self.rules
         # Validate every option before changing anything.
@@ -306,15 +316,16 @@ class SpadesVectorEnv(VectorEncoding):
         """(B, H, 4) bitboards from the AEC env's deal format (or bitboards already)."""
         B, dev = self.num_envs, self.device
         if isinstance(deals, torch.Tensor) and deals.dtype == I64:
-            check_deal_tensor(deals, B)
+            check_deal_tensor(deals, B, self.rules)
             t = deals.to(dev)
             return (t[:, None] if t.dim() == 2 else t).clone()
+        per_hand = self.rules.cards_per_hand
         if isinstance(deals, torch.Tensor):
             raise VectorEnvError(f"deals: a tensor of {deals.dtype}: expected int64 bitboards ({B}, 4) or ({B}, H, 4), "
-                                 "or per table the AEC env's deals (four lists of 13 cards)")
+                                 f"or per table the AEC env's deals (four lists of {per_hand} cards)")
         if isinstance(deals, (str, bytes)) or not hasattr(deals, "__iter__"):
-            raise VectorEnvError(f"deals={deals!r:.60}: expected one entry per table ({B}): a deal (four lists of 13 "
-                                 "cards) or a list of deals")
+            raise VectorEnvError(f"deals={deals!r:.60}: expected one entry per table ({B}): a deal (four lists of "
+                                 f"{per_hand} cards) or a list of deals")
         deals = list(deals)
         if len(deals) != B:
             raise VectorEnvError(f"deals: expected one entry per table ({B}), got {len(deals)}")
@@ -340,7 +351,7 @@ class SpadesVectorEnv(VectorEncoding):
                         leader=z(B), led_suit=z(B), win_card=z(B), win_seat=z(B), tricks_taken=z(B, S),
                         tricks_played=z(B), played=z(B, S), voids=z(B, S), broken=z(B), scores=z(B, P),
                         bags=z(B, P), hand_number=z(B), deal_index=z(B),
-                        potential=torch.zeros(B, P, dtype=F64, device=dev))
+                        potential=torch.zeros(B, P, dtype=F64, device=dev), messages=z(B, S) - 1)
 
     def _start(self, s: VecState, new_hand: torch.Tensor, new_game: torch.Tensor, pool: torch.Tensor,
                ptr: torch.Tensor, queue: torch.Tensor) -> tuple[VecState, torch.Tensor]:
@@ -378,7 +389,9 @@ class SpadesVectorEnv(VectorEncoding):
             hand_number=s.hand_number + w.to(I64), deal_index=s.deal_index + w.to(I64),
             to_act=torch.where(w, leader0, s.to_act), leader=torch.where(w, leader0, s.leader),
             potential=torch.where(w2, torch.zeros_like(s.potential), s.potential),
-            phase=torch.where(w, torch.full_like(s.phase, PHASE_BIDDING), s.phase))
+            phase=torch.where(w, torch.full_like(s.phase, PHASE_SIGNAL if r.signals else PHASE_BIDDING), s.phase))
+        if r.signals:           # the messages first (the first bidder's turn begins when they are sent)
+            return s.replace(messages=torch.where(w2, zeros4 - 1, s.messages)), ptr
         return self._begin_bidding_turn(s, w), ptr
 
     # ------------------------------------------------------------------ rule helpers
@@ -391,7 +404,7 @@ class SpadesVectorEnv(VectorEncoding):
         return (deficit >= r.blind_nil_min_deficit).to(I64)
 
     def _legal_bids(self, s: VecState, seat: torch.Tensor) -> torch.Tensor:
-        """(B, 14) 1 for the bids (0 = nil .. 13) ``seat`` may make (:meth:`_legal_bid_bits` unpacked)."""
+        """(B, 14) 1 for the bids (0 = nil .. 13; at most T) ``seat`` may make (:meth:`_legal_bid_bits` unpacked)."""
         return (self._legal_bid_bits(s, seat)[:, None] >> self._ranges[NUM_BIDS]) & 1
 
     def _begin_bidding_turn(self, s: VecState, where: torch.Tensor) -> VecState:
@@ -410,12 +423,16 @@ class SpadesVectorEnv(VectorEncoding):
 
     # ------------------------------------------------------------------ legal actions
     def legal_mask(self, s: Optional[VecState] = None) -> torch.Tensor:
-        """(B, 68) bool: the legal actions of the player to act at every table."""
+        """(B, num_actions) bool: the legal actions of the player to act at every table (68, then
+        one per message of the free signal)."""
         s = self.state if s is None else s
         cards = (self._legal_cards(s)[:, None] & self._card_bits) != 0              # (B, 52)
         bids = (self._legal_bids(s, s.to_act) == 1) & (s.phase == PHASE_BIDDING)[:, None]
         blind = (s.phase == PHASE_BLIND_DECISION)[:, None].expand(s.phase.shape[0], BLIND_DECISION_ACTIONS)
-        return torch.cat([cards, bids, blind], 1)
+        if not self.rules.signals:
+            return torch.cat([cards, bids, blind], 1)
+        messages = (s.phase == PHASE_SIGNAL)[:, None].expand(s.phase.shape[0], self.rules.signals)
+        return torch.cat([cards, bids, blind, messages], 1)
 
     def _legal_cards(self, s: VecState) -> torch.Tensor:
         """(B,) bitboard of the cards the player to act may play or pass (0 in other phases)."""
@@ -475,8 +492,9 @@ class SpadesVectorEnv(VectorEncoding):
         check_snapshot(self, snapshot)          # everything, before anything changes
         dev = self.device
         # copies: the native step works in place, and the snapshot must stay loadable again
-        self.state = VecState(**{f.name: snapshot["state"][f.name].to(dev, copy=True)
-                                 for f in fields(VecState)})
+        saved = snapshot["state"]        # (a snapshot from before the free signal has no messages: none sent)
+        self.state = VecState(**{f.name: (saved[f.name] if f.name in saved else getattr(self._empty_state(), f.name))
+                                 .to(dev, copy=True) for f in fields(VecState)})
         self._generator.set_state(snapshot["generator"])
         self._steps = int(snapshot["steps"])
         fixed = snapshot["fixed_start_dealer"]
@@ -515,10 +533,11 @@ class SpadesVectorEnv(VectorEncoding):
             actions = self._as_action_tensor(actions)
         if actions.shape[0] != self.num_envs:
             raise VectorEnvError(f"actions: expected one per table ({self.num_envs}), got {actions.shape[0]}")
+        num_actions = self.num_actions
         if self.check_actions:
             mask = self._mask
-            ok = (actions >= 0) & (actions < NUM_ACTIONS)
-            ok = ok & mask.gather(1, actions.clamp(0, NUM_ACTIONS - 1)[:, None])[:, 0]
+            ok = (actions >= 0) & (actions < num_actions)
+            ok = ok & mask.gather(1, actions.clamp(0, num_actions - 1)[:, None])[:, 0]
             if not bool(ok.all()):
                 bad = torch.nonzero(~ok)[:5, 0].tolist()
                 raise VectorEnvError(f"illegal actions at tables {bad}: "
@@ -529,11 +548,11 @@ class SpadesVectorEnv(VectorEncoding):
             # unchecked, the torch step would still read an id that is no action as a card or a bid
             # (1000: a bid of 948); the C step refuses those itself. Only on the CPU, where reading
             # the answer costs nothing: compiled or on a GPU, check_actions=False means no host sync.
-            outside = (actions < 0) | (actions >= NUM_ACTIONS)
+            outside = (actions < 0) | (actions >= num_actions)
             if bool(outside.any()):
                 table = int(torch.nonzero(outside)[0, 0])
                 raise VectorEnvError(f"action {int(actions[table])} at table {table}: not an action id "
-                                     f"(0..{NUM_ACTIONS - 1}); no table was stepped")
+                                     f"(0..{num_actions - 1}); no table was stepped")
         self._steps += 1
         if self._steps % self._refill_every == 0:
             self._refill_pool()
@@ -585,6 +604,7 @@ class SpadesVectorEnv(VectorEncoding):
         is_bid = phase == PHASE_BIDDING
         is_blind = phase == PHASE_BLIND_DECISION
         is_pass = phase == PHASE_PASSING
+        T = r.tricks_per_hand
         card = a.clamp(0, NUM_CARDS - 1)          # (the other phases' action ids are no card)
         bit = torch.ones_like(card) << card
 
@@ -607,7 +627,7 @@ class SpadesVectorEnv(VectorEncoding):
         winner_oh = self._seat_range[None, :] == win_seat[:, None]
         tricks_taken = s.tricks_taken + (winner_oh & trick_done[:, None]).to(I64)
         tricks_played = s.tricks_played + trick_done.to(I64)
-        hand_done = trick_done & (tricks_played == CARDS_PER_SEAT)
+        hand_done = trick_done & (tricks_played == T)
         next_in_play = torch.where(trick_done, win_seat, _next_seat(seat))
         s = s.replace(hands=hands, played=played, voids=voids, win_card=win_card, win_seat=win_seat,
                       led_suit=torch.where(is_play, led, s.led_suit),
@@ -639,6 +659,12 @@ class SpadesVectorEnv(VectorEncoding):
         bidding_over = makes_bid & (seat == s.dealer)
         looked = torch.where(bidding_over[:, None], torch.ones_like(looked), looked)
         s = s.replace(bids=bids, blind=blind, looked=looked)
+        if r.signals:           # -- a message: the dealer's is the last, then the first bidder's turn
+            is_signal = phase == PHASE_SIGNAL
+            messages = torch.where(seat_oh & is_signal[:, None], (a - SIGNAL_ACTION_BASE)[:, None].expand(B, NUM_SEATS),
+                                   s.messages)
+            signal_over = is_signal & (seat == s.dealer)
+            s = s.replace(messages=messages)
         if self._needed(bidding_over):
             pass_from_q, pass_to_q, pass_len_q = self._pass_queue(s)
         else:
@@ -661,6 +687,8 @@ class SpadesVectorEnv(VectorEncoding):
         to_act = torch.where(starts_passing, pass_from_q[:, 0], to_act)
         to_act = torch.where(is_pass & ~passing_over, next_passer, to_act)
         to_act = torch.where(play_starts, first_leader, to_act)
+        if r.signals:
+            to_act = torch.where(is_signal, next_bidder, to_act)         # (the dealer's left: the first bidder)
         new_phase = torch.where(looks, torch.full_like(phase, PHASE_BIDDING), phase)
         new_phase = torch.where(starts_passing, torch.full_like(phase, PHASE_PASSING), new_phase)
         new_phase = torch.where(play_starts, torch.full_like(phase, PHASE_PLAY), new_phase)
@@ -668,6 +696,8 @@ class SpadesVectorEnv(VectorEncoding):
                       leader=torch.where(play_starts, first_leader, s.leader),
                       led_suit=torch.where(play_starts, torch.zeros_like(s.led_suit), s.led_suit))
         next_bidders = makes_bid & ~bidding_over
+        if r.signals:
+            next_bidders = next_bidders | signal_over
         if self._needed(next_bidders):
             s = self._begin_bidding_turn(s, next_bidders)
 

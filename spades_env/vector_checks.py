@@ -4,7 +4,8 @@ The C step trusts the state tensors it is given (it indexes arrays with them), a
 step would quietly play on from a corrupt state. So every snapshot loaded with
 :meth:`SpadesVectorEnv.load_state_dict` (a training checkpoint, say) and every deal tensor given
 to ``reset`` is checked here first: shapes, dtypes, value ranges and the invariants of a real
-game (four disjoint hands that, with the cards played, make the deck). A failed check raises
+game (four disjoint hands that, with the cards played, make the deck: the rules' deck, short or
+full). A failed check raises
 :class:`~spades_env.vector.VectorEnvError` naming the entry, and the env is left unchanged.
 """
 
@@ -15,8 +16,9 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
-from .cards import CARDS_PER_SEAT, NUM_CARDS, NUM_SEATS
-from .game import NUM_ACTIONS, PHASE_PLAY
+from .cards import CARDS_PER_SEAT, NUM_CARDS, NUM_RANKS, NUM_SEATS, card_str
+from .game import PHASE_PLAY, PHASE_SIGNAL
+from .rules import Rules
 
 from .vector_state import VecState
 # ``env`` below is the SpadesVectorEnv these checks serve (not imported: spades_env.vector imports this module).
@@ -25,7 +27,7 @@ ALL_CARDS = (1 << NUM_CARDS) - 1
 CARDS_PER_HAND = CARDS_PER_SEAT
 MAX_ABS_SCORE = 10 ** 9
 """Scores beyond this are refused (far past any real game; the step's arithmetic stays exact)."""
-LAST_PHASE = 4          # the engine's phases run 0 (blind decision) .. 4 (hand over)
+LAST_PHASE = 4          # the engine's phases run 0 (blind decision) .. 4 (hand over); 6 (signal) with signals
 
 # Inclusive value ranges of the state fields whose values index something.
 _STATE_RANGES = {
@@ -42,6 +44,11 @@ _STATE_RANGES = {
 
 class VectorEnvError(ValueError):
     """A rule set, option, action, deal or snapshot the batched engine cannot take."""
+
+
+def deck_mask(rules: Rules) -> int:
+    """The bitboard of the rules' deck: all 52 cards, or the ``deck_ranks`` highest of each suit."""
+    return sum(1 << c for c in range(NUM_CARDS) if c % NUM_RANKS >= rules.lowest_rank)
 
 
 MAX_NUM_ENVS = 1 << 26
@@ -93,8 +100,9 @@ def checked_actions(actions: Any, mask: torch.Tensor, who: str, tables: Optional
         raise VectorEnvError(f"{who}{at_seat}: actions of shape {tuple(actions.shape)} and dtype {actions.dtype}: "
                              f"expected {expected}")
     actions = actions.to(torch.int64)
-    legal = (actions >= 0) & (actions < NUM_ACTIONS)
-    legal &= mask.gather(1, actions.clamp(0, NUM_ACTIONS - 1)[:, None])[:, 0]
+    num_actions = mask.shape[1]            # 68, and one per message of the free signal
+    legal = (actions >= 0) & (actions < num_actions)
+    legal &= mask.gather(1, actions.clamp(0, num_actions - 1)[:, None])[:, 0]
     if tables is not None:
         legal |= ~tables
     if not bool(legal.all()):
@@ -131,22 +139,44 @@ def _popcount(bits: torch.Tensor) -> torch.Tensor:
     return count
 
 
-def check_deals(hands: torch.Tensor, where: str) -> None:
-    """Each row of ``hands`` (..., 4) bitboards is a deal: 13 cards per seat, disjoint, the deck."""
+def _outside_deck(cards: torch.Tensor, deck: int) -> Optional[int]:
+    """The lowest card of any of the bitboards ``cards`` that is not in ``deck``, or None."""
+    stray = cards & ~deck
+    if not stray.numel() or not bool((stray != 0).any()):
+        return None
+    board = int(stray[stray != 0][0])
+    return (board & -board).bit_length() - 1
+
+
+def _deck_words(rules: Rules) -> str:
+    if rules.deck_ranks == 13:
+        return "all 52 cards"
+    low = card_str(rules.lowest_rank)[:-1]
+    return f"the {4 * rules.deck_ranks} cards of the short deck (deck_ranks={rules.deck_ranks}: {low} to A of each suit)"
+
+
+def check_deals(hands: torch.Tensor, where: str, rules: Optional[Rules] = None) -> None:
+    """Each row of ``hands`` (..., 4) bitboards is a deal of the rules' deck (the full deck by
+    default): ``cards_per_hand`` cards per seat, disjoint, every card of the deck and no other."""
+    per_hand = CARDS_PER_HAND if rules is None else rules.cards_per_hand
+    deck = ALL_CARDS if rules is None else deck_mask(rules)
     _in_range(hands, where, 0, ALL_CARDS)
+    stray = _outside_deck(hands, deck)
+    if stray is not None:
+        _fail(where, f"card {card_str(stray)} is not in the deck: a deal holds {_deck_words(rules or Rules())}")
     sizes = _popcount(hands)
-    if hands.numel() and bool((sizes != CARDS_PER_HAND).any()):
-        _fail(where, f"every hand must hold {CARDS_PER_HAND} cards (got a hand of {int(sizes[sizes != CARDS_PER_HAND][0])})")
+    if hands.numel() and bool((sizes != per_hand).any()):
+        _fail(where, f"every hand must hold {per_hand} cards (got a hand of {int(sizes[sizes != per_hand][0])})")
     union = hands[..., 0] | hands[..., 1] | hands[..., 2] | hands[..., 3]
-    if hands.numel() and bool((union != ALL_CARDS).any()):
-        _fail(where, "the four hands must be disjoint and hold all 52 cards")
+    if hands.numel() and bool((union != deck).any()):
+        _fail(where, f"the four hands must be disjoint and hold {_deck_words(rules or Rules())}")
 
 
-def check_deal_tensor(deals: torch.Tensor, num_envs: int) -> None:
+def check_deal_tensor(deals: torch.Tensor, num_envs: int, rules: Optional[Rules] = None) -> None:
     """Deals given to ``reset`` as bitboards: (B, 4) or (B, H, 4) int64, every row a deal."""
     if deals.dim() not in (2, 3) or deals.shape[0] != num_envs or deals.shape[-1] != NUM_SEATS:
         _fail("deals", f"expected bitboards of shape ({num_envs}, 4) or ({num_envs}, H, 4), got {tuple(deals.shape)}")
-    check_deals(deals.detach().to("cpu"), "deals")
+    check_deals(deals.detach().to("cpu"), "deals", rules)
 
 
 def check_snapshot(env, snapshot: Any) -> None:
@@ -167,7 +197,13 @@ def check_snapshot(env, snapshot: Any) -> None:
         _fail(where, "the snapshot's 'state' must be a mapping of tensors")
     empty = env._empty_state()
     values = {}
+    r = env.rules
+    ranges = dict(_STATE_RANGES, tricks_taken=(0, r.tricks_per_hand), tricks_played=(0, r.tricks_per_hand),
+                  messages=(-1, r.signals - 1), phase=(0, PHASE_SIGNAL if r.signals else LAST_PHASE))
     for name in empty.__dataclass_fields__:
+        if name == "messages" and name not in state and not r.signals:
+            values[name] = empty.messages.to("cpu")     # a snapshot from before the free signal: none sent
+            continue
         if name not in state:
             _fail(where, f"the snapshot's state has no {name!r}")
         template = getattr(empty, name)
@@ -176,9 +212,11 @@ def check_snapshot(env, snapshot: Any) -> None:
             if not bool(torch.isfinite(t).all()):
                 _fail(where, f"state {name!r} holds a value that is not finite")
             continue
-        if name in _STATE_RANGES:               # pass_len, pass_pos and bags: checked below
-            low, high = _STATE_RANGES[name]
+        if name in ranges:                      # pass_len, pass_pos and bags: checked below
+            low, high = ranges[name]
             _in_range(t, f"{where}: state {name!r}", low, high)
+    if r.signals and bool((values["phase"] == LAST_PHASE + 1).any()):     # (0..6 checked above: 5 is no phase here)
+        _fail(where, f"state 'phase': value {LAST_PHASE + 1} outside 0..{LAST_PHASE} or {PHASE_SIGNAL}")
     _check_state_invariants(values, env, where)
     if isinstance(snapshot["steps"], bool) or not isinstance(snapshot["steps"], int) or snapshot["steps"] < 0:
         _fail(where, f"'steps' must be a count >= 0, got {snapshot['steps']!r}")
@@ -187,7 +225,7 @@ def check_snapshot(env, snapshot: Any) -> None:
     if not isinstance(pool, torch.Tensor) or pool.dim() != 2:
         _fail(where, "'deal_pool' must be a (P, 5) int64 tensor")
     pool = _tensor(pool, f"{where}: 'deal_pool'", (pool.shape[0], NUM_SEATS + 1))
-    check_deals(pool[:, :NUM_SEATS], f"{where}: 'deal_pool'")
+    check_deals(pool[:, :NUM_SEATS], f"{where}: 'deal_pool'", r)
     _in_range(pool[:, NUM_SEATS], f"{where}: 'deal_pool' dealers", 0, 3)
     ptr = _tensor(snapshot["pool_ptr"], f"{where}: 'pool_ptr'", ())
     _in_range(ptr, f"{where}: 'pool_ptr'", 0, pool.shape[0])
@@ -195,12 +233,12 @@ def check_snapshot(env, snapshot: Any) -> None:
     if not isinstance(queue, torch.Tensor) or queue.dim() != 3:
         _fail(where, f"'deal_queue' must be a ({B}, H, 4) int64 tensor")
     queue = _tensor(queue, f"{where}: 'deal_queue'", (B, queue.shape[1], NUM_SEATS))
-    check_deals(queue, f"{where}: 'deal_queue'")
+    check_deals(queue, f"{where}: 'deal_queue'", r)
     scores = _tensor(snapshot["start_scores"], f"{where}: 'start_scores'", (B, 2))
     _in_range(scores, f"{where}: 'start_scores'", -MAX_ABS_SCORE, MAX_ABS_SCORE)
     bags = _tensor(snapshot["start_bags"], f"{where}: 'start_bags'", (B, 2))
     _in_range(bags, f"{where}: 'start_bags'", -(env.rules.bag_limit - 1), env.rules.bag_limit - 1)
-    saved_mask = _tensor(snapshot["mask"], f"{where}: 'mask'", (B, NUM_ACTIONS), torch.bool)
+    saved_mask = _tensor(snapshot["mask"], f"{where}: 'mask'", (B, env.num_actions), torch.bool)
     check_mask(env, VecState(**{k: v.to(env.device) for k, v in values.items()}), saved_mask, where)
     fixed = snapshot["fixed_start_dealer"]
     if fixed is not None:
@@ -210,12 +248,14 @@ def check_snapshot(env, snapshot: Any) -> None:
 def _check_state_invariants(s: dict, env, where: str) -> None:
     """The invariants of a real position at every table."""
     hands, played = s["hands"], s["played"]
+    deck = deck_mask(env.rules)
     held = hands[:, 0] | hands[:, 1] | hands[:, 2] | hands[:, 3]
     gone = played[:, 0] | played[:, 1] | played[:, 2] | played[:, 3]
     total = _popcount(hands).sum(1) + _popcount(played).sum(1)
-    if bool(((held | gone) != ALL_CARDS).any() or (total != NUM_CARDS).any()):
-        table = int((((held | gone) != ALL_CARDS) | (total != NUM_CARDS)).nonzero()[0, 0])
-        _fail(where, f"table {table}: the hands and the cards played must be disjoint and make the 52-card deck")
+    if bool(((held | gone) != deck).any() or (total != 4 * env.rules.deck_ranks).any()):
+        table = int((((held | gone) != deck) | (total != 4 * env.rules.deck_ranks)).nonzero()[0, 0])
+        _fail(where, f"table {table}: the hands and the cards played must be disjoint and make the deck "
+                     f"({_deck_words(env.rules)})")
     queue_depth = s["pass_from"].shape[1]
     _in_range(s["pass_len"], f"{where}: state 'pass_len'", 0, queue_depth)
     if bool((s["pass_pos"] < 0).any() or (s["pass_pos"] > s["pass_len"]).any()):

@@ -13,8 +13,8 @@ from typing import Optional
 import torch
 
 from .cards import FIRST_SPADE, NUM_CARDS, NUM_RANKS, NUM_SEATS, NUM_SIDES  # noqa: F401 (re-export)
-from .game import (BID_ACTION_BASE, BLIND_NIL_ACTION, NUM_ACTIONS, PHASE_BIDDING, PHASE_BLIND_DECISION,
-                   PHASE_HAND_OVER, PHASE_PLAY)
+from .game import (BID_ACTION_BASE, BLIND_NIL_ACTION, PHASE_BIDDING, PHASE_BLIND_DECISION, PHASE_HAND_OVER,
+                   PHASE_ONE_HOT_WIDTH, PHASE_PLAY, PHASE_SIGNAL, SIGNAL_ACTION_BASE)
 from .observation import BID_SLOTS, SIDE_SLOTS
 from .vector_checks import VectorEnvError
 
@@ -31,7 +31,8 @@ class VectorEncoding:
 
     # ------------------------------------------------------------------ observation
     def observe(self, s: Optional[VecState] = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """(observation (B, obs_size) float32 (or ``obs_dtype``), action mask (B, 68) bool) of the players to act."""
+        """(observation (B, obs_size) float32 (or ``obs_dtype``), action mask (B, num_actions) bool) of the
+        players to act."""
         s = self.state if s is None else s
         return self._cast(self._observation(s)), self.legal_mask(s)
 
@@ -67,7 +68,7 @@ class VectorEncoding:
         B = self.num_envs
         rot = (frame[:, None] + self._seat_range[None, :]) & 3         # absolute seat of relative r
         g = lambda t: t.gather(1, rot)                                   # noqa: E731
-        done = s.phase >= PHASE_HAND_OVER
+        done = self._hand_over(s.phase)
         if egocentric:
             mine = lambda t: t.gather(1, frame[:, None])                 # noqa: E731
             visible, passed, received = mine(s.hands) * mine(s.looked), mine(s.passed), mine(s.received)
@@ -82,14 +83,14 @@ class VectorEncoding:
             sides = sides.gather(1, torch.stack([own, 1 - own], 1)[..., None].expand(B, 2, SIDE_SLOTS))
         parts = {
             "hand": self._planes(visible),
-            "phase": self._one_hot(s.phase[:, None], 6),
+            "phase": self._one_hot(s.phase[:, None], PHASE_ONE_HOT_WIDTH),       # the signal phase (6): no cell
             "dealer": self._one_hot(((s.dealer - frame) & 3)[:, None], 4),
             "to_act": self._one_hot(((s.to_act - frame) & 3)[:, None], 4) * (~done).to(F32)[:, None],
             "bids": torch.cat([(bids[..., None] == self._ranges[14]).to(F32),
                                g(s.blind).to(F32)[..., None]], 2).reshape(B, 4 * BID_SLOTS),
             "passed": self._planes(passed),
             "received": self._planes(received),
-            "tricks_taken": self._one_hot(g(s.tricks_taken), 14),
+            "tricks_taken": self._one_hot(g(s.tricks_taken), self.rules.tricks_per_hand + 1),
             "trick_leader": self._one_hot(((leader - frame) & 3)[:, None], 4) * in_play,
             "current_trick": self._one_hot(g(s.trick), NUM_CARDS),             # -1 (no card) matches nothing
             "played": self._planes(g(s.played)),
@@ -98,10 +99,19 @@ class VectorEncoding:
             "sides": sides.reshape(B, 2 * SIDE_SLOTS),
             "game": self._game_cells(s),
         }
+        if self.rules.signals:
+            parts["signal_phase"] = (s.phase == PHASE_SIGNAL).to(F32)[:, None]
+            parts["messages"] = self._one_hot(g(s.messages), self.rules.signals)   # -1 (not sent) matches nothing
         pieces = [parts[name] for name in self.layout.obs_blocks]
         if not egocentric:
             pieces.append(self._planes(s.hands))
         return torch.cat(pieces, 1)
+
+    def _hand_over(self, phase: torch.Tensor) -> torch.Tensor:
+        """(B,) bool: the hand (or the game) is over. The signal phase (6) comes before the bids,
+        so it is not over: with signals the test is two comparisons, without them the one it always was."""
+        over = phase >= PHASE_HAND_OVER
+        return over & (phase != PHASE_SIGNAL) if self.rules.signals else over
 
     def _planes(self, boards: torch.Tensor) -> torch.Tensor:
         """(B, K) bitboards -> (B, K * 52) float32 0/1 cells."""
@@ -120,7 +130,7 @@ class VectorEncoding:
         game[:, 2] = float(r.mercy_score is not None)
         game[:, 3] = r.bag_limit / 100.0
         if r.max_hands:
-            hands_done = s.hand_number - (s.phase < PHASE_HAND_OVER).to(I64)
+            hands_done = s.hand_number - (~self._hand_over(s.phase)).to(I64)
             game[:, 4] = _ratio(hands_done, r.max_hands)
         return game
 
@@ -137,8 +147,8 @@ class VectorEncoding:
             f[..., 3] = _ratio(scores - r.mercy_score, target)
         f[..., 4] = self._side_may_blind(scores).to(F32)
         counted, contract = self._counted_and_contract(s)
-        f[..., 5] = _ratio(counted, 13)
-        f[..., 6] = _ratio(contract, 13)
+        f[..., 5] = _ratio(counted, r.tricks_per_hand)
+        f[..., 6] = _ratio(contract, r.tricks_per_hand)
         return f
 
     def _counted_and_contract(self, s: VecState) -> tuple[torch.Tensor, torch.Tensor]:
@@ -188,8 +198,10 @@ class VectorEncoding:
         g = lambda t: t.gather(1, rot)                                   # noqa: E731
         mine = lambda t: t.gather(1, frame[:, None])[:, 0]              # noqa: E731
         rel_bit = lambda seat: one << ((seat - frame) & 3)               # noqa: E731
-        done = s.phase >= PHASE_HAND_OVER
+        done = self._hand_over(s.phase)
         in_play = s.phase == PHASE_PLAY
+        signals, T = self.rules.signals, self.rules.tricks_per_hand
+        phase_bit = torch.where(s.phase < PHASE_ONE_HOT_WIDTH, one << s.phase, 0) if signals else one << s.phase
         leader = torch.where(s.trick_len > 0, s.leader, s.to_act)
         bids, blind, taken = g(s.bids), g(s.blind), g(s.tricks_taken)
         trick, played, voids = g(s.trick), g(s.played), g(s.voids)
@@ -197,7 +209,7 @@ class VectorEncoding:
                                                for r in range(4)]
         pieces = [
             (blocks["hand"].offset, NUM_CARDS, mine(s.hands) * mine(s.looked)),
-            (blocks["phase"].offset, 6, one << s.phase),
+            (blocks["phase"].offset, PHASE_ONE_HOT_WIDTH, phase_bit),
             (blocks["dealer"].offset, 4, rel_bit(s.dealer)),
             (blocks["to_act"].offset, 4, torch.where(done, 0, rel_bit(s.to_act))),
             (blocks["passed"].offset, NUM_CARDS, mine(s.passed)),
@@ -207,14 +219,24 @@ class VectorEncoding:
         ]
         pieces += seat_rows("bids", [torch.where(bids[:, r] >= 0, one << bids[:, r].clamp(min=0), 0)
                                      | (blind[:, r] << 14) for r in range(4)], BID_SLOTS)
-        pieces += seat_rows("tricks_taken", [one << taken[:, r] for r in range(4)], 14)
+        pieces += seat_rows("tricks_taken", [one << taken[:, r] for r in range(4)], T + 1)
         pieces += seat_rows("current_trick", [torch.where(trick[:, r] >= 0, one << trick[:, r].clamp(min=0), 0)
                                               for r in range(4)], NUM_CARDS)
         pieces += seat_rows("played", [played[:, r] for r in range(4)], NUM_CARDS)
         pieces += seat_rows("voids", [voids[:, r] for r in range(4)], 4)
         float_start = blocks["sides"].offset                            # the last blocks: sides, game
         words = self._pack_words(sorted(pieces, key=lambda p: p[0]), float_start)
-        obs = torch.cat([self._unpack_bits(words, float_start, F32), self._float_cells_fused(s, frame)], 1)
+        parts = [self._unpack_bits(words, float_start, F32), self._float_cells_fused(s, frame)]
+        if signals:                                                     # then the signal's blocks, after game
+            tail = blocks["game"].offset + blocks["game"].size
+            first = blocks["messages"].offset - tail
+            messages = g(s.messages)
+            rows = [(first + r * signals, signals,
+                     torch.where(messages[:, r] >= 0, one << messages[:, r].clamp(min=0), 0)) for r in range(4)]
+            sent = (blocks["signal_phase"].offset - tail, 1, (s.phase == PHASE_SIGNAL).to(I64))
+            tail_words = self._pack_words(sorted([sent] + rows, key=lambda p: p[0]), self.obs_size - tail)
+            parts.append(self._unpack_bits(tail_words, self.obs_size - tail, F32))
+        obs = torch.cat(parts, 1)
         return self._cast(obs)       # converting afterwards compiles to faster CPU code than 16-bit cells
 
     def _float_cells_fused(self, s: VecState, frame: torch.Tensor) -> torch.Tensor:
@@ -233,49 +255,56 @@ class VectorEncoding:
             sc = pick(scores, j)
             cells += [_ratio(sc, target), _ratio(pick(bags, j), r.bag_limit), _ratio(r.target_score - sc, target),
                       _ratio(sc - r.mercy_score, target) if r.mercy_score is not None else zero,
-                      pick(may, j).to(F32), _ratio(pick(counted, j), 13), _ratio(pick(contract, j), 13)]
+                      pick(may, j).to(F32), _ratio(pick(counted, j), r.tricks_per_hand),
+                      _ratio(pick(contract, j), r.tricks_per_hand)]
         cells += [zero + r.target_score / 1000.0, zero + (r.mercy_score / 1000.0 if r.mercy_score is not None else 0.0),
                   zero + float(r.mercy_score is not None), zero + r.bag_limit / 100.0]
         if r.max_hands:
-            hands_done = s.hand_number - (s.phase < PHASE_HAND_OVER).to(I64)
+            hands_done = s.hand_number - (~self._hand_over(s.phase)).to(I64)
             cells.append(_ratio(hands_done, r.max_hands))
         else:
             cells.append(zero)
         return torch.stack(cells, 1)
 
     def _legal_bid_bits(self, s: VecState, seat: torch.Tensor) -> torch.Tensor:
-        """(B,) bit b set where ``seat`` may bid b (0 = nil): ``_legal_bids`` as a bitboard."""
+        """(B,) bit b set where ``seat`` may bid b (0 = nil, at most the ``T`` tricks of a hand):
+        ``_legal_bids`` as a bitboard."""
         r = self.rules
+        T = r.tricks_per_hand
         partner_bid = s.bids.gather(1, ((seat + 2) & 3)[:, None])[:, 0]
         has_partner = partner_bid >= 0
         low = torch.full_like(seat, 1)
-        high = torch.full_like(seat, 13)
+        high = torch.full_like(seat, T)
         nil_ok = torch.full_like(seat, int(r.nil))
         if r.min_team_bid:
             low = torch.where(has_partner, torch.clamp(r.min_team_bid - partner_bid, min=1), low)
             nil_ok = nil_ok * (~has_partner | (partner_bid >= r.min_team_bid)).to(I64)
         if r.max_team_bid is not None:
-            high = torch.where(has_partner, torch.clamp(r.max_team_bid - partner_bid, max=13),
-                               torch.full_like(seat, min(13, r.max_team_bid - (0 if r.nil else 1))))
+            high = torch.where(has_partner, torch.clamp(r.max_team_bid - partner_bid, max=T),
+                               torch.full_like(seat, min(T, r.max_team_bid - (0 if r.nil else 1))))
         low = low.clamp(1, 14)
         ones = torch.ones_like(seat)
-        legal = torch.where(high >= low, (ones << (high.clamp(0, 13) + 1)) - (ones << low), 0) | nil_ok
+        legal = torch.where(high >= low, (ones << (high.clamp(0, T) + 1)) - (ones << low), 0) | nil_ok
         if not r.bids_may_total_13:
             others = torch.where(self._seat_range[None, :] == seat[:, None], 0, s.bids.clamp(min=0)).sum(1)
-            forbidden = 13 - others
-            hit = torch.where((seat == s.dealer) & (forbidden >= 0) & (forbidden <= 13),
-                              ones << forbidden.clamp(0, 13), 0)
+            forbidden = T - others                 # the bids may not total the tricks of a hand
+            hit = torch.where((seat == s.dealer) & (forbidden >= 0) & (forbidden <= T),
+                              ones << forbidden.clamp(0, T), 0)
             without = legal & ~hit
             legal = torch.where(without != 0, without, legal)
         return legal
 
     def _legal_mask_fused(self, s: VecState) -> torch.Tensor:
-        """``legal_mask(s)`` as (B, 68) 0/1 uint8 cells, from packed bit words."""
+        """``legal_mask(s)`` as (B, num_actions) 0/1 uint8 cells, from packed bit words."""
         bids = torch.where(s.phase == PHASE_BIDDING, self._legal_bid_bits(s, s.to_act), 0)
         blind = torch.where(s.phase == PHASE_BLIND_DECISION, 3, torch.zeros_like(s.phase))
-        words = self._pack_words([(0, NUM_CARDS, self._legal_cards(s)), (BID_ACTION_BASE, NUM_BIDS, bids),
-                                  (BLIND_NIL_ACTION, 2, blind)], NUM_ACTIONS)
-        return self._unpack_bits(words, NUM_ACTIONS, torch.uint8)
+        pieces = [(0, NUM_CARDS, self._legal_cards(s)), (BID_ACTION_BASE, NUM_BIDS, bids), (BLIND_NIL_ACTION, 2, blind)]
+        signals = self.rules.signals
+        if signals:                                      # every message, in the signal phase
+            pieces.append((SIGNAL_ACTION_BASE, signals,
+                           torch.where(s.phase == PHASE_SIGNAL, (1 << signals) - 1, torch.zeros_like(s.phase))))
+        words = self._pack_words(pieces, self.num_actions)
+        return self._unpack_bits(words, self.num_actions, torch.uint8)
 
 
 def _ratio(numerator: torch.Tensor, denominator: int) -> torch.Tensor:

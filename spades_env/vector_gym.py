@@ -30,7 +30,6 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from .game import NUM_ACTIONS
 from .observation import observation_bounds
 from .vector import SpadesVectorEnv, VectorEnvError
 from .vector_checks import checked_actions
@@ -80,7 +79,7 @@ class SpadesGymVectorEnv(gymnasium.vector.VectorEnv):
         self.players = SeatPlayers(self.engine, seats, seed=seed, native=native)
         low, high = observation_bounds(self.engine.layout, self.engine.rules)
         self.single_observation_space = spaces.Box(low=low, high=high, dtype=np.float32)
-        self.single_action_space = spaces.Discrete(NUM_ACTIONS)
+        self.single_action_space = spaces.Discrete(self.engine.num_actions)      # 68 (+ N messages)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self._obs: Optional[torch.Tensor] = None
@@ -104,7 +103,7 @@ class SpadesGymVectorEnv(gymnasium.vector.VectorEnv):
                 {"action_mask": self._mask.cpu().numpy().astype(np.int8)})
 
     def action_masks(self) -> np.ndarray:
-        """(B, 68) bool: the learner's legal actions at every table (sb3-contrib's name)."""
+        """(B, num_actions) bool: the learner's legal actions at every table (sb3-contrib's name)."""
         return self._mask.cpu().numpy()
 
 

@@ -8,7 +8,7 @@ is to act: the core of the library adapters (:mod:`spades_env.vector_gym`,
 
 Each seat is ``"learner"`` (the caller decides), ``"random"`` (uniformly random legal moves),
 ``"heuristic"`` (the rule-based player) or a batched policy ``policy(obs, mask) -> actions``
-((B, obs_size) float32, (B, 68) bool -> (B,) int64; e.g. a network or an agent's
+((B, obs_size) float32, (B, num_actions) bool -> (B,) int64; e.g. a network or an agent's
 ``act_batch``): its actions are checked like the learner's (one integer id per table, legal at
 every table where its seat is to act), and anything else is a ``VectorEnvError`` naming the seat.
 
@@ -195,7 +195,8 @@ class SeatPlayers:
 
     def _heuristic_policy(self) -> Policy:
         """The rule-based player on a batch (heuristic.c, which makes agents.heuristic's decisions
-        exactly: tests/agents/test_native_heuristic.py)."""
+        exactly: tests/agents/test_native_heuristic.py; in the signal phase it sends message 0, as
+        engine.c's play-until loop does)."""
         if self._heuristic is None:
             from .native import heuristic_codes, heuristic_layout
             layout = heuristic_layout(self.engine.layout).numpy()

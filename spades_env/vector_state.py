@@ -45,6 +45,7 @@ class VecState:
     hand_number: torch.Tensor    # (B,) hands started in this game
     deal_index: torch.Tensor     # (B,) next entry of the table's deal queue
     potential: torch.Tensor      # (B, 2) shaping potential (points)
+    messages: torch.Tensor       # (B, 4) the message each seat sent this hand (the free signal), -1 none
 
     def clone(self) -> "VecState":
         return VecState(**{f.name: getattr(self, f.name).clone() for f in fields(self)})

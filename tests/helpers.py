@@ -152,7 +152,7 @@ def play_first_legal(game) -> list[tuple[int, int]]:
     (seat, action) pairs applied."""
     start = game.hand_number
     applied = []
-    while game.phase < 4 and game.hand_number == start:
+    while game.phase not in (4, 5) and game.hand_number == start:      # (hand over, game over; 6 is the signal)
         seat, action = game.to_act, game.legal_actions()[0]
         game.apply(action)
         applied.append((seat, action))

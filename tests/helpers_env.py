@@ -12,11 +12,15 @@ from spades_env.cards import parse_card
 
 PRESETS = ("standard", "basic", "tournament", "cutthroat", "openspiel")
 
-# (label, constructor kwargs): every preset, plus the 3-player variant and a blind-nil-heavy
-# variant (a deficit of 0 offers blind nil to both sides at every hand).
+# (label, constructor kwargs): every preset, plus the 3-player variant, a blind-nil-heavy
+# variant (a deficit of 0 offers blind nil to both sides at every hand), the short deck and the
+# free signal (with blind nil offered, so that seats signal before looking at their cards).
 CONFIGS = [(p, {"rules": p}) for p in PRESETS] + [
     ("cutthroat3", {"rules": "cutthroat", "players": 3}),
     ("blindheavy", {"rules": "standard", "blind_nil_min_deficit": 0}),
+    ("short", {"rules": "short"}),
+    ("short_signals", {"rules": "short_signals"}),
+    ("signals-blindheavy", {"rules": "standard", "signals": 3, "blind_nil_min_deficit": 0}),
 ]
 
 BID_BASE = 52

@@ -28,6 +28,8 @@ def play_aec_games(count: int, seed: int, with_state: bool = False, **env_kwargs
         scores = None
         if pick.random() < 0.3:  # sometimes start behind, so blind nil is offered
             scores = [pick.choice([0, 50, -150]), pick.choice([150, 300, 450])]
+            if env.rules.target_score != 500:     # (the short game's 250: the same starts, scaled)
+                scores = [s * env.rules.target_score // 500 for s in scores]
         env.reset(seed=seed * 1000 + g, options={"scores": scores} if scores else None)
         steps = []
         for agent in env.agent_iter():

@@ -28,9 +28,11 @@ def ending(seed: int, cards_left: int, rules="standard", nil_rate: float = 0.3) 
     blind nils where allowed, and carried scores and bags."""
     rng = random.Random(seed)
     r = make_rules(rules)
-    scores = [rng.randrange(-190, 490), rng.randrange(-190, 490)]
+    lo = -190 if r.mercy_score is None else max(-190, r.mercy_score + 1)      # within the game's span
+    hi = min(490, r.target_score - 1)
+    scores = [rng.randrange(lo, hi), rng.randrange(lo, hi)]
     if rng.random() < 0.3:                   # a side trailing by enough to bid blind nil
-        low = rng.randrange(-190, 250)
+        low = rng.randrange(lo, hi - 240)
         scores = [low, low + 100 + rng.randrange(140)][::rng.choice((1, -1))]
     bags = None if r.bags_from_score_digit else [rng.randrange(r.bag_limit), rng.randrange(r.bag_limit)]
     g = SpadesGame(r, rng.randrange(10 ** 9), scores=scores, bags=bags)
@@ -46,7 +48,7 @@ def ending(seed: int, cards_left: int, rules="standard", nil_rate: float = 0.3) 
                 g.apply(rng.choice(bids[:5]) if bids else legal[0])
         else:
             g.apply(rng.choice(legal))
-    while 52 - 4 * g.tricks_played - len(g.trick_cards) > cards_left:
+    while 4 * (g.tricks_per_hand - g.tricks_played) - len(g.trick_cards) > cards_left:
         g.apply(rng.choice(g.legal_actions()))
     return g
 
@@ -99,6 +101,30 @@ def test_equals_brute_force_under_other_rules(rules):
         assert solve(g, "points", backend="python") == expected, seed
         if unavailable_reason() is None:
             assert solve(g, "points", backend="native") == expected, seed
+
+
+@pytest.mark.parametrize("rules", ["short", "short_signals", {"preset": "short", "deck_ranks": 3},
+                                   {"preset": "short", "no_spades_first_trick": True, "spades_lead": "any"}])
+def test_equals_brute_force_on_a_short_deck(rules):
+    """A short deck (6 ranks a suit, or 3): the same solver, fewer cards and tricks; whole short
+    hands of 3 tricks from the opening lead included."""
+    for seed in range(10):
+        g = ending(3000 + seed, 4 + seed % 9, rules)
+        assert g.tricks_per_hand == make_rules(rules).deck_ranks
+        assert all(c % 13 >= g.rules.lowest_rank for h in g.hands for c in range(52) if h >> c & 1)
+        for objective in ("points", "tricks"):
+            expected = brute_values(g, objective)
+            assert solve(g, objective, backend="python") == expected, (seed, objective)
+            if unavailable_reason() is None:
+                assert solve(g, objective, backend="native") == expected, (seed, objective)
+
+
+@native
+def test_native_equals_reference_on_whole_short_hands():
+    for seed in range(2):                       # (the Python reference takes seconds on a whole hand)
+        g = ending(4000 + seed, 24, "short")
+        assert g.tricks_played == 0 and not g.trick_cards
+        assert solve(g, "points", backend="native") == solve(g, "points", backend="python"), seed
 
 
 def test_first_trick_rules_from_the_opening_lead():

@@ -22,7 +22,8 @@ import agents as registry
 from spades_env.game import PHASE_NAMES
 from spades_env.record import ReplayError, iter_replay
 
-from .table import SEAT_NAMES, action_json, bid_words, browser_agent_spec, card_json, hand_summary, side_names
+from .table import (SEAT_NAMES, action_json, bid_words, browser_agent_spec, card_json, hand_summary, messages_json,
+                    side_names)
 
 # A record longer than this is refused (about 75 hands; a game to 500 takes 8-15): each frame is
 # about 2 KB of JSON and 0.4 ms to build, so 20,000 frames held a worker for seconds and sent 44 MB.
@@ -40,6 +41,7 @@ def _frame(env, seat: Optional[int], action: Optional[int]) -> dict:
                   for s in range(n)],
         "bids": [None if b is None or b < 0 else int(b) for b in game.bids], "blind": [bool(b) for b in game.blind],
         "bid_words": bid_words(game.bids, game.blind),
+        "messages": messages_json(game),             # the free signal: who sent which message (signals: N)
         "looked": [bool(k) for k in game.looked],     # a seat that has not looked does not know its hand
         "trick": [{"seat": (game.trick_leader + i) % n, "card": card_json(c)} for i, c in enumerate(game.trick_cards)],
         "trick_winning": int(game.win_seat) if game.trick_cards else None,     # whose card wins so far
@@ -78,6 +80,7 @@ def record_frames(record: Any) -> dict:
             "side_names": side_names(rules), "target_score": rules.target_score,
             "bag_limit": rules.bag_limit if rules.bags else None, "bag_penalty": rules.bag_penalty,
             "partnerships": rules.partnerships, "frames": frames, "in_progress": in_progress,
+            "signals": rules.signals, "deck_ranks": rules.deck_ranks, "tricks_per_hand": rules.tricks_per_hand,
             "seat_players": None if players is None else [p[:80] for p in players],
             # scored hands only: the hand in progress has its own row
             "hands": [hand_summary(h) for h in replayed["hands"] if h.get("complete")],

@@ -21,8 +21,8 @@ import agents as registry
 from agents.human import HumanAgent
 from spades_env import spades_v0
 from spades_env.cards import RANK_LETTERS, SUIT_LETTERS, card_pretty
-from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, NUM_ACTIONS, PHASE_NAMES, PHASE_PLAY,
-                             IllegalActionError, action_str)
+from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, PHASE_NAMES, PHASE_PLAY, PHASE_SIGNAL,
+                             SIGNAL_ACTION_BASE, IllegalActionError, action_str)
 from spades_env.observation import decode_observation
 from spades_env.names import SEAT_NAMES, bid_word, side_name   # the page's words come from here
 from spades_env.rules import make_rules
@@ -100,7 +100,7 @@ def hand_summary(hand: dict) -> dict:
     """A scored hand of a game record as the page's score table shows it (its bids in words too)."""
     # results: the engine's own breakdown per side (contract, nil, bags, penalties), for the page to explain a change
     summary = {k: hand[k] for k in ("bids", "blind", "tricks_taken", "score_change", "scores", "bags", "scores_before",
-                                    "bags_taken", "bag_penalties", "results") if k in hand}
+                                    "bags_taken", "bag_penalties", "results", "messages") if k in hand}
     if "bids" in hand:
         summary["bid_words"] = bid_words(hand["bids"], hand.get("blind") or [False] * len(hand["bids"]))
     return summary
@@ -112,7 +112,15 @@ def card_json(card: int) -> dict:
             "text": card_pretty(card)}
 
 
+def messages_json(game) -> list:
+    """The message each absolute seat sent this hand under ``signals`` (None: not yet), or [] without a signal."""
+    return [None if m < 0 else int(m) for m in game.messages] if game.rules.signals else []
+
+
 def action_json(action: int) -> dict:
+    if action >= SIGNAL_ACTION_BASE:
+        message = action - SIGNAL_ACTION_BASE
+        return {"id": action, "kind": "message", "message": message, "text": f"message {message}"}
     if action < 52:
         return {"id": action, "kind": "card", "text": card_pretty(action), "card": card_json(action)}
     if action == BLIND_NIL_ACTION:
@@ -246,12 +254,15 @@ class TableGame:
                 raise NotYourTurn("the game is over: start a new one")
             if self.to_act != self.seat:
                 raise NotYourTurn(f"it is {SEAT_NAMES[self.to_act]}'s turn, not yours")
+            count = self.rules.num_actions
             if not isinstance(action, int) or isinstance(action, bool):
-                raise TableError(f"action={str(action)[:40]!r}: expected an action id (an integer 0..67)")
-            if not 0 <= action < NUM_ACTIONS:
-                raise TableError(f"action {action}: out of range: action ids are 0..{NUM_ACTIONS - 1} "
+                raise TableError(f"action={str(action)[:40]!r}: expected an action id (an integer 0..{count - 1})")
+            if not 0 <= action < count:
+                messages = (f", {SIGNAL_ACTION_BASE}-{count - 1} messages 0-{self.rules.signals - 1}"
+                            if self.rules.signals else "")
+                raise TableError(f"action {action}: out of range: action ids are 0..{count - 1} "
                                  f"(0-51 cards, {BID_ACTION_BASE}-{BLIND_NIL_ACTION - 1} bids 0-13, "
-                                 f"{BLIND_NIL_ACTION} blind nil, {LOOK_ACTION} look)")
+                                 f"{BLIND_NIL_ACTION} blind nil, {LOOK_ACTION} look{messages})")
             legal = self.env.legal_actions()
             if action not in legal:
                 raise TableError(self.why_illegal(action))
@@ -299,7 +310,14 @@ class TableGame:
     def why_illegal(self, action: int) -> str:
         env = self.env
         obs = env.observe(self.names[self.seat])
-        view = decode_observation(obs["observation"])
+        view = decode_observation(obs["observation"], signals=self.rules.signals)
+        if env.game.phase == PHASE_SIGNAL and action < SIGNAL_ACTION_BASE:
+            return ("this is the free signal: send a message first (the bids and the cards come after every "
+                    "seat has sent one)")
+        if action >= SIGNAL_ACTION_BASE:
+            if env.game.phase != PHASE_SIGNAL:
+                return f"a message is sent only in the free signal, before the bids: this is the {PHASE_NAMES[env.game.phase]}"
+            return f"message {action - SIGNAL_ACTION_BASE}: not a message of these rules (0..{self.rules.signals - 1})"
         if action < 52:
             if view.phase != PHASE_PLAY and PHASE_NAMES[env.game.phase] != "passing":
                 return f"{card_pretty(action)}: this is the {PHASE_NAMES[env.game.phase]}, not the card play"
@@ -307,12 +325,15 @@ class TableGame:
         if BID_ACTION_BASE <= action < BLIND_NIL_ACTION:
             if PHASE_NAMES[env.game.phase] != "bidding":
                 return f"a bid is not expected now: this is the {PHASE_NAMES[env.game.phase]}"
+            if action - BID_ACTION_BASE > self.rules.tricks_per_hand:
+                return (f"a bid of {action - BID_ACTION_BASE}: a hand has {self.rules.tricks_per_hand} tricks "
+                        f"(deck_ranks={self.rules.deck_ranks}), bids are 0..{self.rules.tricks_per_hand}")
             return self.explainer.explain_bid(action - BID_ACTION_BASE, view)
         if action in (BLIND_NIL_ACTION, LOOK_ACTION):
             return ("blind nil is offered only before you look at your cards, to a side that trails by "
                     f"{self.rules.blind_nil_min_deficit} or more" if self.rules.blind_nil else
                     "blind nil is not played under these rules")
-        return f"action {action}: not an action id (0..67)"
+        return f"action {action}: not an action id (0..{self.rules.num_actions - 1})"
 
     # ------------------------------------------------------------------ the person's view
     def view(self) -> dict:
@@ -339,6 +360,9 @@ class TableGame:
                 "seat_names": list(SEAT_NAMES[:n]), "rules": self.rules.name,
                 "target_score": self.rules.target_score, "bag_limit": self.rules.bag_limit if self.rules.bags else None,
                 "bag_penalty": self.rules.bag_penalty, "blind_nil_pass": self.rules.blind_nil_pass,
+                # the free signal (signals: N messages) and the short deck (deck_ranks, tricks a hand)
+                "signals": self.rules.signals, "messages": messages_json(game),
+                "deck_ranks": self.rules.deck_ranks, "tricks_per_hand": self.rules.tricks_per_hand,
                 "partnerships": self.rules.partnerships, "agents": {str(s): v for s, v in self.specs.items()},
                 "phase": PHASE_NAMES[game.phase], "hand_number": game.hand_number, "dealer": game.dealer,
                 "to_act": self.to_act, "thinking": self.thinking, "over": self.over, "error": self.error,

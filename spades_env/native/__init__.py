@@ -55,18 +55,20 @@ PARAMS = ("nil", "blind_nil", "blind_nil_min_deficit", "blind_nil_pass", "min_te
           "bags_from_score_digit", "target_score", "has_mercy", "mercy_score", "max_hands", "fixed_dealer",
           "episode_hand", "reward_kind", "pass_slots", "obs_size",
           "o_hand", "o_phase", "o_dealer", "o_to_act", "o_bids", "o_passed", "o_received", "o_tricks_taken",
-          "o_trick_leader", "o_current_trick", "o_played", "o_voids", "o_spades_broken", "o_sides", "o_game")
+          "o_trick_leader", "o_current_trick", "o_played", "o_voids", "o_spades_broken", "o_sides", "o_game",
+          "tricks_per_hand", "signals", "num_actions", "o_signal_phase", "o_messages")
 DOUBLE_PARAMS = ("reward_scale", "win_bonus", "shaping", "bag_cost")
 STATE_FIELDS = ("hands", "deal", "phase", "to_act", "dealer", "bids", "blind", "looked", "passed", "received",
                 "pass_from", "pass_to", "pass_len", "pass_pos", "trick", "trick_len", "leader", "led_suit",
                 "win_card", "win_seat", "tricks_taken", "tricks_played", "played", "voids", "broken", "scores",
-                "bags", "hand_number", "deal_index", "potential")
+                "bags", "hand_number", "deal_index", "potential", "messages")
 BUFFERS = ("actions", "pool", "queue", "start_scores", "start_bags", "fixed_start_dealer", "obs", "mask",
            "rewards", "done", "final_scores", "winner", "need")
 SIZES = ("batch", "pool", "queue")
-OBS_SIZE = 742             # engine.c's OBS_SIZE: the observation it is compiled for
+OBS_SIZE = 742             # engine.c's STANDARD_SHAPE: the standard game's observation, its offsets compiled in
 OBS_BLOCKS = ("hand", "phase", "dealer", "to_act", "bids", "passed", "received", "tricks_taken", "trick_leader",
               "current_trick", "played", "voids", "spades_broken", "sides", "game")
+SIGNAL_BLOCKS = ("signal_phase", "messages")     # appended under signals: N (engine.c shape_of)
 REWARD_KINDS = {"team_score": 0, "team_diff": 1, "win": 2}
 SPADES_LEAD = {"broken": 0, "any": 1, "forced_only": 2}
 
@@ -216,12 +218,12 @@ def _build_settings() -> tuple:
     return tuple(os.environ.get(name) for name in ("CC", "SPADES_NATIVE_CFLAGS", "SPADES_NATIVE_CACHE"))
 
 
-def _check_status(status: int, actions: torch.Tensor, otherwise: str) -> None:
+def _check_status(status: int, actions: torch.Tensor, otherwise: str, num_actions: int = 68) -> None:
     """Raise the :class:`NativeEngineError` a C step's nonzero status stands for."""
     if status <= BAD_ACTION:
         table = BAD_ACTION - int(status)
-        raise NativeEngineError(f"action {int(actions[table])} at table {table}: not an action id (0..67); "
-                                "no table was stepped")
+        raise NativeEngineError(f"action {int(actions[table])} at table {table}: not an action id "
+                                f"(0..{num_actions - 1}); no table was stepped")
     if status:
         raise NativeEngineError(f"{otherwise} (code {status})")
 
@@ -262,11 +264,11 @@ def _count(where: str, name: str, value, low: int = 1) -> int:
 
 def _checked_heuristic_inputs(obs, mask, layout_array, threads) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`heuristic_codes`'s arguments checked against each other: the C loop reads as many
-    rows of the layout's observation size from ``obs`` as ``obs`` has, and 68 bytes a row from
-    ``mask``."""
+    rows of the layout's observation size from ``obs`` as ``obs`` has, and the layout's action
+    count (68 + signals) of bytes a row from ``mask``."""
     where = "heuristic_codes"
     _count(where, "threads", threads)
-    entries = len(HEURISTIC_BLOCKS) + 4
+    entries = len(HEURISTIC_BLOCKS) + 5
     if (not isinstance(layout_array, np.ndarray) or layout_array.dtype != np.int64
             or layout_array.shape != (entries,) or not layout_array.flags.c_contiguous):
         _fail(where, "layout_array", f"a C-contiguous ({entries},) int64 array, heuristic_layout(layout).numpy()",
@@ -280,8 +282,9 @@ def _checked_heuristic_inputs(obs, mask, layout_array, threads) -> tuple[np.ndar
         _fail(where, "obs", f"a C-contiguous (rows, {size}) float32 array (the layout's observation size)",
               _describe(obs))
     if (not isinstance(mask, np.ndarray) or mask.dtype not in (np.uint8, np.bool_)
-            or mask.shape != (obs.shape[0], 68) or not mask.flags.c_contiguous):
-        _fail(where, "mask", f"a C-contiguous ({obs.shape[0]}, 68) uint8 (or bool) array, a row per row of obs",
+            or mask.shape != (obs.shape[0], int(layout_array[-2])) or not mask.flags.c_contiguous):
+        _fail(where, "mask", f"a C-contiguous ({obs.shape[0]}, {int(layout_array[-2])}) uint8 (or bool) array, "
+              "a row per row of obs (the layout's action count)",
               _describe(mask))
     return obs, mask.view(np.uint8), layout_array
 
@@ -296,7 +299,7 @@ class NativeStepper:
         self.lib = load()
         self.env = env
         r, layout = env.rules, env.layout
-        if tuple(layout.obs_blocks) != OBS_BLOCKS:
+        if tuple(layout.obs_blocks) != OBS_BLOCKS + (SIGNAL_BLOCKS if r.signals else ()):
             raise NativeEngineError(f"backend='native': unexpected observation blocks {tuple(layout.obs_blocks)}")
         values = {
             "nil": int(r.nil), "blind_nil": int(r.blind_nil), "blind_nil_min_deficit": r.blind_nil_min_deficit,
@@ -313,13 +316,17 @@ class NativeStepper:
             "episode_hand": int(env.episode == "hand"), "reward_kind": REWARD_KINDS[env.reward_scheme.reward],
             "pass_slots": env._pass_slots, "obs_size": env.obs_size,
             **{f"o_{name}": block.offset for name, block in layout.obs_blocks.items()},
+            "tricks_per_hand": r.tricks_per_hand, "signals": r.signals, "num_actions": env.num_actions,
         }
+        if not r.signals:
+            values.update(o_signal_phase=0, o_messages=0)
         scheme = env.reward_scheme
         self.params = torch.tensor([int(values[name]) for name in PARAMS], dtype=torch.int64)
         if not self.lib.spades_native_check_layout(ctypes.c_void_p(self.params.data_ptr())):
-            raise NativeEngineError(f"backend='native' is compiled for the four-player observation of "
-                                    f"{OBS_SIZE} cells; this env's has {env.obs_size} (offsets "
-                                    f"{[values['o_' + name] for name in OBS_BLOCKS]})")
+            raise NativeEngineError(f"backend='native' writes the four-player partnership observation ({OBS_SIZE} "
+                                    f"cells in the standard game); this env's has {env.obs_size} (offsets "
+                                    f"{[values['o_' + name] for name in OBS_BLOCKS]}, {r.tricks_per_hand} tricks a "
+                                    f"hand, {r.signals} messages), which engine.c does not derive")
         self.dparams = torch.tensor([float(getattr(scheme, name)) for name in DOUBLE_PARAMS], dtype=torch.float64)
         B = env.num_envs
         self.need = torch.zeros(B, dtype=torch.uint8)
@@ -372,7 +379,7 @@ class NativeStepper:
         if not actions.is_contiguous():
             actions = actions.contiguous()
         obs = torch.empty(B, env.obs_size, dtype=torch.float32)
-        mask = torch.empty(B, 68, dtype=torch.uint8)
+        mask = torch.empty(B, env.num_actions, dtype=torch.uint8)
         rewards = torch.empty(B, 4, dtype=torch.float64)
         done = torch.empty(B, dtype=torch.uint8)
         final_scores = torch.empty(B, 2, dtype=torch.int64)
@@ -384,7 +391,7 @@ class NativeStepper:
         status = self.lib.spades_step_all(self.params_ptr, self.dparams_ptr, self.pointers_address,
                                           self.sizes_address, usable_threads(self.threads), int(env._pool_ptr),
                                           new_ptr.data_ptr())
-        _check_status(status, actions, "the C step refused its arguments")
+        _check_status(status, actions, "the C step refused its arguments", env.num_actions)
         return new_ptr, obs, mask, rewards, done.view(torch.bool), final_scores, winner
 
     def _check_until_arguments(self, actions, seat_kind, heuristic_layout, rng) -> None:
@@ -405,7 +412,7 @@ class NativeStepper:
             _fail(where, "seat_kind", "-1 (the caller's seat, at least one), 0 (random) or 1 (heuristic) per seat",
                   str(kinds))
         if 1 in kinds:
-            entries = len(HEURISTIC_BLOCKS) + 4
+            entries = len(HEURISTIC_BLOCKS) + 5
             if (not isinstance(heuristic_layout, torch.Tensor) or heuristic_layout.dtype != torch.int64
                     or tuple(heuristic_layout.shape) != (entries,) or not heuristic_layout.is_contiguous()
                     or heuristic_layout.device.type != "cpu"
@@ -432,7 +439,7 @@ class NativeStepper:
                                    torch.empty(B, 2, dtype=torch.int64), torch.empty(B, dtype=torch.int64))
         self._point(actions, *self._until_scratch)
         obs = torch.empty(B, env.obs_size, dtype=torch.float32)
-        mask = torch.empty(B, 68, dtype=torch.uint8)
+        mask = torch.empty(B, env.num_actions, dtype=torch.uint8)
         self.pointers[len(STATE_FIELDS) + 6] = obs.data_ptr()
         self.pointers[len(STATE_FIELDS) + 7] = mask.data_ptr()
         rewards = torch.empty(B, 4, dtype=torch.float64)
@@ -446,25 +453,28 @@ class NativeStepper:
             int(env._pool_ptr), new_ptr.data_ptr(), seat_kind.data_ptr(),
             None if heuristic_layout is None else heuristic_layout.data_ptr(), rng.data_ptr(), rewards.data_ptr(),
             ended.data_ptr(), final_scores.data_ptr(), winner.data_ptr(), moves.data_ptr())
-        _check_status(status, actions, "the C play-until loop refused its arguments or stopped")
+        _check_status(status, actions, "the C play-until loop refused its arguments or stopped", env.num_actions)
         return new_ptr, obs, mask, rewards, ended.view(torch.bool), final_scores, winner, moves
 
 
 # The observation blocks the C heuristic's decoder reads, in heuristic.c's L_* order (then the
-# player count, side count, tricks per hand and observation size).
+# player count, side count, tricks per hand, action count (68 + signals) and observation size).
 HEURISTIC_BLOCKS = ("hand", "phase", "bids", "passed", "tricks_taken", "trick_leader", "current_trick", "played",
                     "voids", "sides", "game")
 _HEURISTIC_LAYOUTS: dict = {}
 
 
 def heuristic_layout(layout) -> torch.Tensor:
-    """The int64 layout array heuristic.c reads observations with (cached per observation size)."""
-    array = _HEURISTIC_LAYOUTS.get(layout.obs_size)
+    """The int64 layout array heuristic.c reads observations with (cached per observation size and
+    action count: a size alone does not tell a short deck with messages from other rules)."""
+    messages = layout.obs_blocks.get("messages")
+    num_actions = 68 + (messages.width if messages is not None else 0)
+    array = _HEURISTIC_LAYOUTS.get((layout.obs_size, num_actions))
     if array is None:
         offsets = [layout.obs_blocks[name].offset for name in HEURISTIC_BLOCKS]
-        array = torch.tensor(offsets + [layout.n, layout.num_sides, layout.tricks_per_hand, layout.obs_size],
-                             dtype=torch.int64)
-        _HEURISTIC_LAYOUTS[layout.obs_size] = array
+        array = torch.tensor(offsets + [layout.n, layout.num_sides, layout.tricks_per_hand, num_actions,
+                                        layout.obs_size], dtype=torch.int64)
+        _HEURISTIC_LAYOUTS[(layout.obs_size, num_actions)] = array
     return array
 
 

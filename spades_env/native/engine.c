@@ -2,7 +2,8 @@
  *
  * This file is a second implementation of spades_env/vector.py's step (the torch code is the
  * reference; tests/test_native.py checks that both give the same states, observations, masks,
- * rewards and ends, step by step, in every partnership preset). It works in place on the
+ * rewards and ends, step by step, in every partnership preset, the short deck and the free signal
+ * among them). It works in place on the
  * engine's own state tensors (int64, contiguous, (B, ...) rows), so everything else of
  * SpadesVectorEnv (reset, observe_seat, state_tensor, snapshots) reads the same state.
  *
@@ -28,7 +29,8 @@
 
 typedef int64_t i64;
 
-enum { BLIND_DECISION = 0, BIDDING = 1, PASSING = 2, PLAY = 3, HAND_OVER = 4 };
+enum { BLIND_DECISION = 0, BIDDING = 1, PASSING = 2, PLAY = 3, HAND_OVER = 4, SIGNAL = 6 };
+enum { SIGNAL_ACTION_BASE = 68 };        /* message m is action 68 + m (spades_env.game) */
 
 /* Rule and layout parameters (int64), in the order of spades_env/native/__init__.py PARAMS. */
 enum {
@@ -39,6 +41,7 @@ enum {
     P_EPISODE_HAND, P_REWARD_KIND, P_PASS_SLOTS, P_OBS_SIZE,
     P_O_HAND, P_O_PHASE, P_O_DEALER, P_O_TO_ACT, P_O_BIDS, P_O_PASSED, P_O_RECEIVED, P_O_TRICKS_TAKEN,
     P_O_TRICK_LEADER, P_O_CURRENT_TRICK, P_O_PLAYED, P_O_VOIDS, P_O_SPADES_BROKEN, P_O_SIDES, P_O_GAME,
+    P_TRICKS_PER_HAND, P_SIGNALS, P_NUM_ACTIONS, P_O_SIGNAL_PHASE, P_O_MESSAGES,
     P_COUNT
 };
 /* Double parameters. */
@@ -49,7 +52,7 @@ enum {
     S_HANDS, S_DEAL, S_PHASE, S_TO_ACT, S_DEALER, S_BIDS, S_BLIND, S_LOOKED, S_PASSED, S_RECEIVED,
     S_PASS_FROM, S_PASS_TO, S_PASS_LEN, S_PASS_POS, S_TRICK, S_TRICK_LEN, S_LEADER, S_LED_SUIT,
     S_WIN_CARD, S_WIN_SEAT, S_TRICKS_TAKEN, S_TRICKS_PLAYED, S_PLAYED, S_VOIDS, S_BROKEN, S_SCORES,
-    S_BAGS, S_HAND_NUMBER, S_DEAL_INDEX, S_POTENTIAL,
+    S_BAGS, S_HAND_NUMBER, S_DEAL_INDEX, S_POTENTIAL, S_MESSAGES,
     X_ACTIONS, X_POOL, X_QUEUE, X_START_SCORES, X_START_BAGS, X_FIXED_START_DEALER,
     X_OBS, X_MASK, X_REWARDS, X_DONE, X_FINAL_SCORES, X_WINNER, X_NEED,
     PTR_COUNT
@@ -60,16 +63,53 @@ enum { N_BATCH, N_POOL, N_QUEUE, N_COUNT };
 enum { REWARD_TEAM_SCORE = 0, REWARD_TEAM_DIFF = 1, REWARD_WIN = 2 };
 enum { LEAD_BROKEN = 0, LEAD_ANY = 1, LEAD_FORCED_ONLY = 2 };
 
+/* The observation's shape (spades_env/observation.py): T tricks a hand, N messages, and the first
+ * cell of each block from tricks_taken on (the blocks before it never move). The standard game's
+ * is STANDARD_SHAPE, whose constants the compiler folds into the observation writer. */
+typedef struct {
+    i64 tricks, signals, size, actions;
+    i64 tricks_taken, trick_leader, current_trick, played, voids, spades_broken, sides, game, signal_phase, messages;
+} Shape;
+
+/* The blocks before tricks_taken, the same in every four-player partnership layout. */
+enum { O_HAND = 0, O_PHASE = 52, O_DEALER = 58, O_TO_ACT = 62, O_BIDS = 66, O_PASSED = 126, O_RECEIVED = 178,
+       O_TRICKS_TAKEN = 230 };
+
+/* The layout of T tricks a hand and N messages, block after block as observation.py lays it out. */
+static Shape shape_of(i64 tricks, i64 signals) {
+    Shape s;
+    s.tricks = tricks;
+    s.signals = signals;
+    s.actions = SIGNAL_ACTION_BASE + signals;
+    s.tricks_taken = O_TRICKS_TAKEN;
+    s.trick_leader = s.tricks_taken + 4 * (tricks + 1);
+    s.current_trick = s.trick_leader + 4;
+    s.played = s.current_trick + 4 * 52;
+    s.voids = s.played + 4 * 52;
+    s.spades_broken = s.voids + 16;
+    s.sides = s.spades_broken + 1;
+    s.game = s.sides + 14;
+    s.signal_phase = signals ? s.game + 5 : 0;
+    s.messages = signals ? s.game + 6 : 0;
+    s.size = s.game + 5 + (signals ? 1 + 4 * signals : 0);
+    return s;
+}
+
+static const Shape STANDARD_SHAPE = {13, 0, 742, 68, 230, 286, 290, 498, 706, 722, 723, 737, 0, 0};
+
 typedef struct {
     const i64 *p;
     const double *d;
     void *const *ptr;
     const i64 *n;
     float game[4];     /* the observation's first four game cells: the same for every table */
+    Shape shape;       /* the observation's (and the mask's) shape */
+    int standard;      /* 1: it is STANDARD_SHAPE (13 tricks, no signal) */
 } Ctx;
 
 static inline Ctx make_ctx(const i64 *params, const double *dparams, void *const *ptrs, const i64 *sizes) {
-    Ctx c = {params, dparams, ptrs, sizes, {0}};
+    Ctx c = {params, dparams, ptrs, sizes, {0}, shape_of(params[P_TRICKS_PER_HAND], params[P_SIGNALS]), 0};
+    c.standard = params[P_TRICKS_PER_HAND] == 13 && params[P_SIGNALS] == 0;
     c.game[0] = (float)((double)params[P_TARGET_SCORE] / 1000.0);
     c.game[1] = params[P_HAS_MERCY] ? (float)((double)params[P_MERCY_SCORE] / 1000.0) : 0.0f;
     c.game[2] = params[P_HAS_MERCY] ? 1.0f : 0.0f;
@@ -98,12 +138,13 @@ static inline i64 side_may_blind(const Ctx *c, const i64 *scores, int side) {
     return scores[1 - side] - scores[side] >= c->p[P_BLIND_NIL_MIN_DEFICIT];
 }
 
-/* Bit b set where `seat` may bid b (0 = nil). */
+/* Bit b set where `seat` may bid b (0 = nil, at most the T tricks of a hand). */
 static i64 legal_bid_bits(const Ctx *c, const i64 *bids, i64 seat, i64 dealer) {
     const i64 *p = c->p;
+    const i64 T = p[P_TRICKS_PER_HAND];
     i64 partner_bid = bids[(seat + 2) & 3];
     int has_partner = partner_bid >= 0;
-    i64 low = 1, high = 13, nil_ok = p[P_NIL];
+    i64 low = 1, high = T, nil_ok = p[P_NIL];
     if (p[P_MIN_TEAM_BID]) {
         if (has_partner) {
             low = p[P_MIN_TEAM_BID] - partner_bid;
@@ -114,20 +155,20 @@ static i64 legal_bid_bits(const Ctx *c, const i64 *bids, i64 seat, i64 dealer) {
     if (p[P_HAS_MAX_TEAM_BID]) {
         if (has_partner) {
             high = p[P_MAX_TEAM_BID] - partner_bid;
-            if (high > 13) high = 13;
+            if (high > T) high = T;
         } else {
             high = p[P_MAX_TEAM_BID] - (p[P_NIL] ? 0 : 1);
-            if (high > 13) high = 13;
+            if (high > T) high = T;
         }
     }
     low = clampi(low, 1, 14);
-    i64 legal = (high >= low ? ((i64)1 << (clampi(high, 0, 13) + 1)) - ((i64)1 << low) : 0) | nil_ok;
+    i64 legal = (high >= low ? ((i64)1 << (clampi(high, 0, T) + 1)) - ((i64)1 << low) : 0) | nil_ok;
     if (!p[P_BIDS_MAY_TOTAL_13]) {
         i64 others = 0;
         for (int i = 0; i < 4; i++)
             if (i != seat && bids[i] > 0) others += bids[i];
-        i64 forbidden = 13 - others;
-        i64 hit = (seat == dealer && forbidden >= 0 && forbidden <= 13) ? ((i64)1 << forbidden) : 0;
+        i64 forbidden = T - others;                  /* the bids may not total the tricks of a hand */
+        i64 hit = (seat == dealer && forbidden >= 0 && forbidden <= T) ? ((i64)1 << forbidden) : 0;
         i64 without = legal & ~hit;
         if (without) legal = without;
     }
@@ -323,7 +364,7 @@ static void play_one(const Ctx *c, i64 b) {
         if (trick_done) {
             I(S_TRICKS_TAKEN)[4 * b + win_seat] += 1;
             I(S_TRICKS_PLAYED)[b] += 1;
-            hand_done = I(S_TRICKS_PLAYED)[b] == 13;
+            hand_done = I(S_TRICKS_PLAYED)[b] == p[P_TRICKS_PER_HAND];
             for (int i = 0; i < 4; i++) trick[i] = -1;
             trick_len = 0;
             I(S_LEADER)[b] = win_seat;
@@ -380,8 +421,13 @@ static void play_one(const Ctx *c, i64 b) {
             }
     }
 
+    /* -- a message (the free signal): the dealer's is the last, then the first bidder's turn */
+    int is_signal = phase == SIGNAL, signal_over = is_signal && seat == I(S_DEALER)[b];
+    if (is_signal) I(S_MESSAGES)[4 * b + seat] = a - SIGNAL_ACTION_BASE;
+
     /* -- who acts next, in which phase */
     i64 to_act = is_play ? next_in_play : seat;
+    if (is_signal) to_act = (seat + 1) & 3;            /* after the dealer: its left, the first bidder */
     if (makes_bid && !bidding_over) to_act = (seat + 1) & 3;
     if (starts_passing) to_act = froms[0];
     if (is_pass && !passing_over) to_act = next_passer;
@@ -395,7 +441,7 @@ static void play_one(const Ctx *c, i64 b) {
     }
     I(S_TO_ACT)[b] = to_act;
     I(S_PHASE)[b] = new_phase;
-    if (makes_bid && !bidding_over) begin_bidding_turn(c, b);
+    if ((makes_bid && !bidding_over) || signal_over) begin_bidding_turn(c, b);
 
     /* -- rewards: shaping after tricks, scores after the last trick */
     double *rewards = (double *)c->ptr[X_REWARDS] + 4 * b;
@@ -490,6 +536,7 @@ static void start_one(const Ctx *c, i64 b, i64 pool_row) {
         I(S_TRICKS_TAKEN)[j] = 0;
         I(S_PLAYED)[j] = 0;
         I(S_VOIDS)[j] = 0;
+        I(S_MESSAGES)[j] = -1;
     }
     I(S_PASS_LEN)[b] = I(S_PASS_POS)[b] = 0;
     I(S_TRICK_LEN)[b] = 0;
@@ -501,6 +548,10 @@ static void start_one(const Ctx *c, i64 b, i64 pool_row) {
     I(S_TO_ACT)[b] = I(S_LEADER)[b] = leader0;
     double *pot = (double *)c->ptr[S_POTENTIAL] + 2 * b;
     pot[0] = pot[1] = 0.0;
+    if (p[P_SIGNALS]) {            /* the messages first; the first bidder's turn begins after them */
+        I(S_PHASE)[b] = SIGNAL;
+        return;
+    }
     I(S_PHASE)[b] = BIDDING;
     begin_bidding_turn(c, b);
 }
@@ -563,30 +614,26 @@ static inline void expand_bits(float *o, const uint64_t *words, i64 n) {
     for (; i < n; i++) o[i] = (float)((bytes[i >> 3] >> (i & 7)) & 1);
 }
 
-/* The observation and mask of the player to act at table b. */
-/* The observation's layout for four players in two sides (spades_env/observation.py): each
- * block's first cell. Compile-time constants, so that the bit vector below stays in registers;
- * spades_native_check_layout tells the Python side whether an env's layout is this one. */
-enum {
-    O_HAND = 0, O_PHASE = 52, O_DEALER = 58, O_TO_ACT = 62, O_BIDS = 66, O_PASSED = 126, O_RECEIVED = 178,
-    O_TRICKS_TAKEN = 230, O_TRICK_LEADER = 286, O_CURRENT_TRICK = 290, O_PLAYED = 498, O_VOIDS = 706,
-    O_SPADES_BROKEN = 722, O_SIDES = 723, O_GAME = 737, OBS_SIZE = 742
-};
-
-/* 1 when the layout in params (o_* and obs_size) is the one compiled in. */
+/* 1 when the layout in params (o_* and obs_size, for its tricks a hand and messages) is the one
+ * shape_of derives, block for block: the observation writer below is built on it. */
 int spades_native_check_layout(const i64 *p) {
-    static const int expected[] = {O_HAND, O_PHASE, O_DEALER, O_TO_ACT, O_BIDS, O_PASSED, O_RECEIVED,
-                                   O_TRICKS_TAKEN, O_TRICK_LEADER, O_CURRENT_TRICK, O_PLAYED, O_VOIDS,
-                                   O_SPADES_BROKEN, O_SIDES, O_GAME};
+    i64 tricks = p[P_TRICKS_PER_HAND], signals = p[P_SIGNALS];
+    if (tricks < 2 || tricks > 13 || signals < 0 || signals > 16) return 0;
+    Shape s = shape_of(tricks, signals);
+    const i64 expected[] = {O_HAND, O_PHASE, O_DEALER, O_TO_ACT, O_BIDS, O_PASSED, O_RECEIVED, s.tricks_taken,
+                            s.trick_leader, s.current_trick, s.played, s.voids, s.spades_broken, s.sides, s.game};
     for (int k = 0; k <= P_O_GAME - P_O_HAND; k++)
         if (p[P_O_HAND + k] != expected[k]) return 0;
-    return p[P_OBS_SIZE] == OBS_SIZE;
+    if (s.size > 64 * OBS_WORDS || s.actions > 128) return 0;
+    return p[P_OBS_SIZE] == s.size && p[P_NUM_ACTIONS] == s.actions && p[P_O_SIGNAL_PHASE] == s.signal_phase
+           && p[P_O_MESSAGES] == s.messages;
 }
 
 #define CARDS ((((uint64_t)1) << 52) - 1)
 #define ONE ((uint64_t)1)
 
-/* The legal actions of the player to act at table b as bits: actions 0..63 in *low, 64..67 in *high. */
+/* The legal actions of the player to act at table b as bits: actions 0..63 in *low, 64.. in *high
+ * (64..67: the blind-nil decision; 68..68+N-1: the messages). */
 static inline void legal_actions(const Ctx *c, i64 b, uint64_t *low, uint64_t *high) {
     i64 phase = I(S_PHASE)[b];
     *low = (uint64_t)legal_cards(c, b) & CARDS;
@@ -597,46 +644,64 @@ static inline void legal_actions(const Ctx *c, i64 b, uint64_t *low, uint64_t *h
         *high = bid_bits >> 12;
     } else if (phase == BLIND_DECISION) {
         *high = 3 << 2;
+    } else if (phase == SIGNAL) {
+        *high = ((ONE << c->p[P_SIGNALS]) - 1) << (SIGNAL_ACTION_BASE - 64);
     }
 }
 
-/* The observation and mask of the player to act at table b. */
-static void observe_one(const Ctx *c, i64 b) {
+/* k / T as the observation writes it (ratio(), through the table for the standard 13). */
+static inline float per_trick(i64 k, i64 tricks) {
+    if (tricks == 13) return k >= 0 && k <= 26 ? THIRTEENTHS[k] : ratio(k, 13);
+    return ratio(k, tricks);
+}
+
+/* The observation and mask of the player to act at table b, in the shape S. Always inlined: for
+ * STANDARD_SHAPE every offset below is a constant and the bit vector stays in registers. */
+static inline __attribute__((always_inline)) void observe_shape(const Ctx *c, i64 b, const Shape S) {
     const i64 *p = c->p;
-    float *o = (float *)c->ptr[X_OBS] + OBS_SIZE * b;
-    uint64_t w[OBS_WORDS] = {0};         /* every index below is a constant: kept in registers */
+    float *o = (float *)c->ptr[X_OBS] + S.size * b;
+    uint64_t w[OBS_WORDS] = {0};
     i64 f = I(S_TO_ACT)[b], phase = I(S_PHASE)[b];
+    int over = phase == HAND_OVER || phase == HAND_OVER + 1;          /* (the signal phase, 6, is not) */
     const i64 *bids = I(S_BIDS) + 4 * b, *blind = I(S_BLIND) + 4 * b, *taken = I(S_TRICKS_TAKEN) + 4 * b;
     const i64 *trick = I(S_TRICK) + 4 * b, *played = I(S_PLAYED) + 4 * b, *voids = I(S_VOIDS) + 4 * b;
     put_bits(w, O_HAND, (uint64_t)(I(S_HANDS)[4 * b + f] * I(S_LOOKED)[4 * b + f]) & CARDS);
     uint64_t turn = ONE << (O_DEALER - O_PHASE + ((I(S_DEALER)[b] - f) & 3));   /* phase, dealer, to_act */
     if (phase >= 0 && phase < 6) turn |= ONE << phase;
-    if (phase < HAND_OVER) turn |= ONE << (O_TO_ACT - O_PHASE + ((I(S_TO_ACT)[b] - f) & 3));
+    if (!over) turn |= ONE << (O_TO_ACT - O_PHASE + ((I(S_TO_ACT)[b] - f) & 3));
     put_bits(w, O_PHASE, turn);
     put_bits(w, O_PASSED, (uint64_t)I(S_PASSED)[4 * b + f] & CARDS);
     put_bits(w, O_RECEIVED, (uint64_t)I(S_RECEIVED)[4 * b + f] & CARDS);
     if (phase == PLAY) {
         i64 leader = I(S_TRICK_LEN)[b] > 0 ? I(S_LEADER)[b] : I(S_TO_ACT)[b];
-        put_bits(w, O_TRICK_LEADER, ONE << ((leader - f) & 3));
+        put_bits(w, S.trick_leader, ONE << ((leader - f) & 3));
     }
-    uint64_t bid_cells = 0, taken_cells = 0, void_cells = I(S_BROKEN)[b] ? ONE << (O_SPADES_BROKEN - O_VOIDS) : 0;
+    uint64_t bid_cells = 0, taken_cells = 0, message_cells = 0;
+    uint64_t void_cells = I(S_BROKEN)[b] ? ONE << (S.spades_broken - S.voids) : 0;
+    const i64 *messages = I(S_MESSAGES) + 4 * b;
     /* the four seats from the observer's, r = 0..3, written out so that the offsets stay constant */
-#define SEAT(r)                                                                                       \
-    {                                                                                                 \
-        i64 s = (f + (r)) & 3;                                                                        \
-        if (bids[s] >= 0 && bids[s] < 14) bid_cells |= ONE << (15 * (r) + bids[s]);                  \
-        if (blind[s] == 1) bid_cells |= ONE << (15 * (r) + 14);                                       \
-        if (taken[s] >= 0 && taken[s] < 14) taken_cells |= ONE << (14 * (r) + taken[s]);             \
-        if (trick[s] >= 0 && trick[s] < 52) put_bits(w, O_CURRENT_TRICK + 52 * (r), ONE << trick[s]); \
-        put_bits(w, O_PLAYED + 52 * (r), (uint64_t)played[s] & CARDS);                                \
-        void_cells |= (uint64_t)(voids[s] & 15) << (4 * (r));                                         \
+#define SEAT(r)                                                                                              \
+    {                                                                                                        \
+        i64 s = (f + (r)) & 3;                                                                               \
+        if (bids[s] >= 0 && bids[s] < 14) bid_cells |= ONE << (15 * (r) + bids[s]);                         \
+        if (blind[s] == 1) bid_cells |= ONE << (15 * (r) + 14);                                              \
+        if (taken[s] >= 0 && taken[s] <= S.tricks) taken_cells |= ONE << ((S.tricks + 1) * (r) + taken[s]); \
+        if (trick[s] >= 0 && trick[s] < 52) put_bits(w, S.current_trick + 52 * (r), ONE << trick[s]);        \
+        put_bits(w, S.played + 52 * (r), (uint64_t)played[s] & CARDS);                                       \
+        void_cells |= (uint64_t)(voids[s] & 15) << (4 * (r));                                                \
+        if (S.signals && messages[s] >= 0 && messages[s] < S.signals)                                        \
+            message_cells |= ONE << (S.signals * (r) + messages[s]);                                         \
     }
     SEAT(0) SEAT(1) SEAT(2) SEAT(3)
 #undef SEAT
     put_bits(w, O_BIDS, bid_cells);
-    put_bits(w, O_TRICKS_TAKEN, taken_cells);
-    put_bits(w, O_VOIDS, void_cells);      /* the spades_broken cell right after the voids */
-    expand_bits(o, w, OBS_SIZE);
+    put_bits(w, S.tricks_taken, taken_cells);
+    put_bits(w, S.voids, void_cells);      /* the spades_broken cell right after the voids */
+    if (S.signals) {                       /* after the game block: signal_phase, then the messages */
+        put_bits(w, S.signal_phase, phase == SIGNAL);
+        put_bits(w, S.messages, message_cells);
+    }
+    expand_bits(o, w, S.size);
     /* the fractional cells; sides: own side first */
     const i64 *scores = I(S_SCORES) + 2 * b, *bags = I(S_BAGS) + 2 * b;
     i64 counted[2], contract[2];
@@ -644,23 +709,23 @@ static void observe_one(const Ctx *c, i64 b) {
     i64 target = p[P_TARGET_SCORE];
     for (int j = 0; j < 2; j++) {
         int side = (int)((f & 1) ^ j);
-        float *cell = o + O_SIDES + 7 * j;
+        float *cell = o + S.sides + 7 * j;
         cell[0] = ratio(scores[side], target);
         cell[1] = ratio(bags[side], p[P_BAG_LIMIT]);
         cell[2] = ratio(target - scores[side], target);
         cell[3] = p[P_HAS_MERCY] ? ratio(scores[side] - p[P_MERCY_SCORE], target) : 0.0f;
         cell[4] = (float)side_may_blind(c, scores, side);
-        cell[5] = counted[side] >= 0 && counted[side] <= 26 ? THIRTEENTHS[counted[side]] : ratio(counted[side], 13);
-        cell[6] = contract[side] >= 0 && contract[side] <= 26 ? THIRTEENTHS[contract[side]] : ratio(contract[side], 13);
+        cell[5] = per_trick(counted[side], S.tricks);
+        cell[6] = per_trick(contract[side], S.tricks);
     }
-    float *game = o + O_GAME;
+    float *game = o + S.game;
     memcpy(game, c->game, sizeof c->game);
-    game[4] = p[P_MAX_HANDS] ? ratio(I(S_HAND_NUMBER)[b] - (phase < HAND_OVER), p[P_MAX_HANDS]) : 0.0f;
+    game[4] = p[P_MAX_HANDS] ? ratio(I(S_HAND_NUMBER)[b] - !over, p[P_MAX_HANDS]) : 0.0f;
 
-    /* the mask: 68 actions as bits (52 cards, 14 bids, blind nil, look), then one byte each */
+    /* the mask: 68 (+ N) actions as bits (52 cards, 14 bids, blind nil, look, the messages), then one byte each */
     uint64_t low, high;
     legal_actions(c, b, &low, &high);
-    uint8_t *m = (uint8_t *)c->ptr[X_MASK] + 68 * b;
+    uint8_t *m = (uint8_t *)c->ptr[X_MASK] + S.actions * b;
 #ifdef __AVX2__
     /* each byte of a 32-bit half spread over 8 bytes, then each of those bytes keeps its own bit */
     const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
@@ -673,7 +738,18 @@ static void observe_one(const Ctx *c, i64 b) {
 #else
     for (int i = 0; i < 8; i++) memcpy(m + 8 * i, &BITS_U8[(low >> (8 * i)) & 255], 8);
 #endif
-    for (int k = 0; k < 4; k++) m[64 + k] = (high >> k) & 1;
+    for (int k = 0; k < S.actions - 64; k++) m[64 + k] = (high >> k) & 1;
+}
+
+/* The same writer on the env's shape (the short deck, the free signal): a function of its own, so
+ * that the standard game's, inlined in observe_one, is compiled as it would be alone. */
+static __attribute__((noinline)) void observe_other_shape(const Ctx *c, i64 b) { observe_shape(c, b, c->shape); }
+
+/* The observation and mask of the player to act at table b: the standard game's writer, with
+ * its constant offsets, or the same code on the env's shape. */
+static void observe_one(const Ctx *c, i64 b) {
+    if (c->standard) observe_shape(c, b, STANDARD_SHAPE);
+    else observe_other_shape(c, b);
 }
 
 /* Pass 1: the actions of tables lo..hi-1, and the observations of those that need no new hand.
@@ -712,7 +788,7 @@ void spades_step_start(const i64 *params, const double *dparams, void *const *pt
 /* The entry points check their own arguments (a caller other than the Python side, or a bug
  * there, gets an error code, never a wild write): SPADES_BAD_ARGUMENTS for null pointers or
  * counts out of range; spades_step_all returns SPADES_BAD_ACTION - b for the first table b
- * whose action is not an action id (0..67), before any table is stepped. */
+ * whose action is not an action id (0..67, or 0..67+N with N messages), before any table is stepped. */
 #define SPADES_BAD_ARGUMENTS (-10)
 #define SPADES_BAD_ACTION (-1000)
 
@@ -726,7 +802,7 @@ static i64 check_step_arguments(const i64 *params, const double *dparams, void *
         if (!ptrs[k] && (k < X_POOL || k > X_FIXED_START_DEALER)) return SPADES_BAD_ARGUMENTS;
     const i64 *actions = (const i64 *)ptrs[X_ACTIONS];
     for (i64 b = 0; b < B; b++)
-        if (actions[b] < 0 || actions[b] >= 68) return SPADES_BAD_ACTION - b;
+        if (actions[b] < 0 || actions[b] >= params[P_NUM_ACTIONS]) return SPADES_BAD_ACTION - b;
     return 0;
 }
 
@@ -809,9 +885,10 @@ static inline int is_callers(const Until *u, const Ctx *c, i64 b) {
 /* The move of the seat to act at table b (not the caller's): -1 if none can be decided. */
 static i64 other_move(const Ctx *c, const Until *u, i64 b) {
     if (u->seat_kind[I(S_TO_ACT)[b] & 3] == SEAT_HEURISTIC) {
+        if (I(S_PHASE)[b] == SIGNAL) return SIGNAL_ACTION_BASE;    /* the heuristic sends message 0 */
         observe_one(c, b);            /* the table's row of the output: overwritten once the loop ends */
-        i64 a = spades_heuristic_decide((const float *)c->ptr[X_OBS] + OBS_SIZE * b,
-                                        (const uint8_t *)c->ptr[X_MASK] + 68 * b, u->heuristic_layout);
+        i64 a = spades_heuristic_decide((const float *)c->ptr[X_OBS] + c->shape.size * b,
+                                        (const uint8_t *)c->ptr[X_MASK] + c->shape.actions * b, u->heuristic_layout);
         return a >= 0 && a < 68 ? a : -1;
     }
     uint64_t low, high;                /* random: the k-th legal action, k = floor(u * count), as random_legal */

@@ -6,6 +6,7 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -15,15 +16,18 @@
 
 enum { NUM_CARDS = 52, SPADES = 3, SPADE_FIRST = 39 };
 enum { PH_BLIND = 0, PH_BIDDING = 1, PH_PASSING = 2, PH_PLAY = 3 };
-enum { BID_BASE = 52, BLIND_NIL = 66, LOOK = 67 };
+enum { BID_BASE = 52, BLIND_NIL = 66, LOOK = 67, MESSAGE_BASE = 68, MAX_ACTIONS = 68 + 16 };
 enum { ACE = 12, KING = 11, QUEEN = 10, JACK = 9, TEN = 8 };
 
 #define ALL_CARDS ((uint64_t)0xFFFFFFFFFFFFFULL)   /* 52 bits */
+#define LEGAL_HIGH_BITS ((uint64_t)0xFFFFF)          /* actions 64..83 in legal[1] */
 #define SUIT_MASK(s) ((uint64_t)0x1FFF << (13 * (s)))
 #define SPADE_MASK SUIT_MASK(SPADES)
 
 static const double BID_MARGIN = 0.5, NIL_MAX_ESTIMATE = 3.0, NIL_EDGE = 5.0, RUFF_RISK_LIMIT = 0.3;
 static const int UNCLAIMED_TRICKS = 3, BLIND_NIL_FAR_BEHIND = 200, BLIND_NIL_CLOSE_TO_TARGET = 100;
+/* A short deck's count scaled to its tricks (heuristic_decisions.py SHORT_DECK_SCALE, SHORT_DECK_SHIFT). */
+static const double SHORT_DECK_SCALE = 0.89, SHORT_DECK_SHIFT = -0.29;
 /* Conventions (heuristic_decisions.py's BID_ADJUSTMENT, EAGER_NIL_*, SIGNAL_HIGH_RANK). */
 static const int BID_ADJUSTMENT[BIDDING_VALUES] = {0, -1, 1};
 static const double EAGER_NIL_MAX_ESTIMATE = 4.0, EAGER_NIL_EDGE = -20.0;
@@ -43,7 +47,14 @@ static inline double py_min(double a, double b) { return b < a ? b : a; }
 static inline int has_action(const uint64_t legal[2], int a) { return (int)((legal[a >> 6] >> (a & 63)) & 1); }
 
 /* ------------------------------------------------------------------ bidding */
-static double estimate_tricks(uint64_t hand, int players) {
+uint64_t spades_heuristic_deck(int players, int tricks_per_hand) {
+    if (players == 3) return ALL_CARDS - 1;
+    uint64_t suit = (((uint64_t)1 << tricks_per_hand) - 1) << (13 - tricks_per_hand), deck = 0;
+    for (int s = 0; s < 4; s++) deck |= suit << (13 * s);
+    return deck;
+}
+
+static double estimate_tricks(uint64_t hand, int players, int tricks_per_hand) {
     double total = -0.7, shortness = 0.0;
     for (int suit = 0; suit < 3; suit++) {
         uint64_t s = (hand >> (13 * suit)) & 0x1FFF;
@@ -69,6 +80,7 @@ static double estimate_tricks(uint64_t hand, int players) {
     double long_trumps = py_max(0.0, py_min((double)spare - ruffs, (double)count - 3.0));
     total += 0.51 * (double)count + 0.36 * ruffs + 0.28 * long_trumps;
     if (players == 3) total = 1.08 * total + 0.7;
+    else if (tricks_per_hand < 13) total = py_min(SHORT_DECK_SCALE * total + SHORT_DECK_SHIFT, (double)tricks_per_hand);
     return py_max(0.0, total);
 }
 
@@ -111,7 +123,7 @@ static int prefers_nil(uint64_t hand, double estimate, int partner_bid, int play
 }
 
 static int choose_bid(const SeatView *v, const uint64_t legal[2], const int32_t *conv) {
-    double estimate = estimate_tricks(v->hand, v->players);
+    double estimate = estimate_tricks(v->hand, v->players, v->tricks_per_hand);
     int partner_bid = v->partnerships ? v->bids[2] : -1;       /* -1: none (or no partner) */
     if (v->partnerships && partner_bid == 0) estimate += v->blind[2] ? 1.0 : -0.3;
     if (has_action(legal, BID_BASE) && partner_bid != 0
@@ -124,7 +136,7 @@ static int choose_bid(const SeatView *v, const uint64_t legal[2], const int32_t 
         if (v->bids[s] < 0) all_bid = 0;
         else others += v->bids[s];
     }
-    if (all_bid && others + desired <= NUM_CARDS / v->players - UNCLAIMED_TRICKS) desired += 1;
+    if (all_bid && others + desired <= v->tricks_per_hand - UNCLAIMED_TRICKS) desired += 1;
     int best = -1;
     long best_distance = 0, best_above = 0;
     for (int bid = 1; bid < 14; bid++) {
@@ -207,15 +219,14 @@ static void table_init(Table *t, const SeatView *v, uint64_t legal_cards, const 
     t->legal = legal_cards & ALL_CARDS;
     uint64_t seen = v->hand;
     for (int s = 0; s < n; s++) seen |= v->played[s];
-    uint64_t deck = n == 4 ? ALL_CARDS : ALL_CARDS - 1;
-    uint64_t unseen = deck & ~seen;
+    uint64_t unseen = v->deck & ~seen;
     t->partner = (v->partnerships && n == 4) ? 2 : -1;
     if (t->partner >= 0) unseen &= ~v->passed;
     t->unseen = unseen;
     t->trick_len = v->trick_len;
     int sum = 0;
     for (int s = 0; s < n; s++) sum += v->tricks_taken[s];
-    t->remaining = NUM_CARDS / n - sum;
+    t->remaining = v->tricks_per_hand - sum;
     t->bids = v->bids; t->tricks = v->tricks_taken; t->voids = v->voids;
     int played_now[4] = {0, 0, 0, 0};
     for (int k = 0; k < v->trick_len; k++) {
@@ -598,6 +609,8 @@ static int choose_card(const SeatView *v, uint64_t legal_cards, const int32_t *c
 /* ------------------------------------------------------------------ top level */
 static int view_is_sane(const SeatView *v) {
     if (v->players != 3 && v->players != 4) return 0;
+    if (v->tricks_per_hand < 2 || v->tricks_per_hand > (v->players == 3 ? 17 : 13)) return 0;
+    if (v->deck != spades_heuristic_deck(v->players, v->tricks_per_hand)) return 0;
     if (v->phase < PH_BLIND || v->phase > PH_PLAY) return 0;  /* no decision phase shown: malformed */
     if (v->trick_len < 0 || v->trick_len >= v->players) return 0;
     for (int k = 0; k < v->trick_len; k++) {
@@ -626,11 +639,14 @@ int spades_heuristic_act(const SeatView *v, const uint64_t legal[2]) {
 int spades_heuristic_act_with(const SeatView *v, const uint64_t legal_in[2], const int32_t *conv) {
     if (!conv) conv = STANDARD_CONVENTIONS;
     if (!conventions_ok(conv)) return HEUR_ERR_BAD_CONVENTIONS;
-    uint64_t legal[2] = {legal_in[0], legal_in[1] & 0xF};
+    uint64_t legal[2] = {legal_in[0], legal_in[1] & LEGAL_HIGH_BITS};
     int count = popcount(legal[0]) + popcount(legal[1]);
     if (!count) return HEUR_ERR_NO_LEGAL;
     int lowest = legal[0] ? lowest_bit(legal[0]) : 64 + lowest_bit(legal[1]);
     if (count == 1) return lowest;
+    /* The free signal (heuristic_decisions.py choose_message): message 0, the lowest legal one. */
+    uint64_t messages = legal[1] >> (MESSAGE_BASE - 64);
+    if (messages) return MESSAGE_BASE + lowest_bit(messages);
     if (!view_is_sane(v)) return HEUR_ERR_BAD_VIEW;
     int action;
     switch (v->phase) {
@@ -648,7 +664,7 @@ int spades_heuristic_act_with(const SeatView *v, const uint64_t legal_in[2], con
 /* Block offsets of the observation (spades_env.observation.Layout.obs_blocks), in this order. */
 enum {
     L_HAND, L_PHASE, L_BIDS, L_PASSED, L_TRICKS_TAKEN, L_TRICK_LEADER, L_CURRENT_TRICK, L_PLAYED, L_VOIDS,
-    L_SIDES, L_GAME, L_PLAYERS, L_SIDES_COUNT, L_TRICKS_PER_HAND, L_OBS_SIZE, L_COUNT
+    L_SIDES, L_GAME, L_PLAYERS, L_SIDES_COUNT, L_TRICKS_PER_HAND, L_NUM_ACTIONS, L_OBS_SIZE, L_COUNT
 };
 enum { BID_SLOTS = 15, SIDE_SLOTS = 7, NUM_PHASES = 6 };
 
@@ -668,6 +684,8 @@ static int view_from_obs(const float *o, const int64_t *L, SeatView *v) {
     v->players = n;
     v->partnerships = L[L_SIDES_COUNT] == 2;
     v->phase = -1;
+    v->tricks_per_hand = (int32_t)L[L_TRICKS_PER_HAND];
+    v->deck = spades_heuristic_deck(n, v->tricks_per_hand);
     for (int c = 0; c < NUM_CARDS; c++) {
         if (o[L[L_HAND] + c] > 0.5f) v->hand |= (uint64_t)1 << c;
         if (o[L[L_PASSED] + c] > 0.5f) v->passed |= (uint64_t)1 << c;
@@ -712,7 +730,8 @@ static int view_from_obs(const float *o, const int64_t *L, SeatView *v) {
 
 static int layout_is_sane(const int64_t *L) {
     int64_t n = L[L_PLAYERS], size = L[L_OBS_SIZE], sides = L[L_SIDES_COUNT], T = L[L_TRICKS_PER_HAND];
-    if ((n != 3 && n != 4) || (sides != 2 && sides != n) || T < 1 || T > 17 || size < 1) return 0;
+    if ((n != 3 && n != 4) || (sides != 2 && sides != n) || T < 2 || T > (n == 3 ? 17 : 13) || size < 1) return 0;
+    if (L[L_NUM_ACTIONS] < MESSAGE_BASE || L[L_NUM_ACTIONS] > MAX_ACTIONS) return 0;
     int64_t ends[] = {L[L_HAND] + NUM_CARDS, L[L_PHASE] + NUM_PHASES, L[L_BIDS] + n * BID_SLOTS,
                       L[L_PASSED] + NUM_CARDS, L[L_TRICKS_TAKEN] + n * (T + 1), L[L_TRICK_LEADER] + n,
                       L[L_CURRENT_TRICK] + n * NUM_CARDS, L[L_PLAYED] + n * NUM_CARDS, L[L_VOIDS] + n * 4,
@@ -726,7 +745,7 @@ static int layout_is_sane(const int64_t *L) {
 static int64_t decide_row(const float *o, const uint8_t *m, const int64_t *layout, const int32_t *conv) {
     SeatView v;
     uint64_t legal[2] = {0, 0};
-    for (int a = 0; a < 68; a++) if (m[a]) legal[a >> 6] |= (uint64_t)1 << (a & 63);
+    for (int a = 0; a < layout[L_NUM_ACTIONS]; a++) if (m[a]) legal[a >> 6] |= (uint64_t)1 << (a & 63);
     return view_from_obs(o, layout, &v) ? spades_heuristic_act_with(&v, legal, conv) : HEUR_ERR_BAD_OBS;
 }
 
@@ -736,8 +755,8 @@ int64_t spades_heuristic_decide(const float *obs, const uint8_t *mask, const int
 
 int spades_heuristic_layout_ok(const int64_t *layout) { return layout_is_sane(layout); }
 
-/* The heuristic at every row of observations (rows x obs_size float32) and masks (rows x 68,
- * nonzero = legal). out[r] is the action, or a negative HEUR_ERR_* code for that row. Returns
+/* The heuristic at every row of observations (rows x obs_size float32) and masks (rows x the
+ * layout's action count, 68 + signals, nonzero = legal). out[r] is the action, or a negative HEUR_ERR_* code for that row. Returns
  * 0, or HEUR_ERR_BAD_OBS if the layout itself is malformed (nothing is written then). */
 int64_t spades_heuristic_from_obs(const float *obs, const uint8_t *mask, int64_t rows, const int64_t *layout,
                                   int64_t *out, int64_t threads) {
@@ -749,15 +768,15 @@ int64_t spades_heuristic_from_obs_with(const float *obs, const uint8_t *mask, in
     if (!conv) conv = STANDARD_CONVENTIONS;
     if (!conventions_ok(conv)) return HEUR_ERR_BAD_CONVENTIONS;
     if (!layout_is_sane(layout) || rows < 0) return HEUR_ERR_BAD_OBS;
-    int64_t size = layout[L_OBS_SIZE];
+    int64_t size = layout[L_OBS_SIZE], actions = layout[L_NUM_ACTIONS];
 #ifdef _OPENMP
     if (threads > 1 && rows >= 64) {
 #pragma omp parallel for num_threads((int)threads) schedule(dynamic, 64)   /* a busy core slows no one */
-        for (int64_t r = 0; r < rows; r++) out[r] = decide_row(obs + r * size, mask + r * 68, layout, conv);
+        for (int64_t r = 0; r < rows; r++) out[r] = decide_row(obs + r * size, mask + r * actions, layout, conv);
         return 0;
     }
 #endif
     (void)threads;
-    for (int64_t r = 0; r < rows; r++) out[r] = decide_row(obs + r * size, mask + r * 68, layout, conv);
+    for (int64_t r = 0; r < rows; r++) out[r] = decide_row(obs + r * size, mask + r * actions, layout, conv);
     return 0;
 }

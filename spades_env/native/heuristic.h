@@ -31,9 +31,13 @@ typedef struct {
     int32_t voids[4];           /* per relative seat: bit s set when it has shown a void in suit s */
     int64_t scores[2];          /* own side's score, then the next side's (relative sides 0 and 1) */
     int64_t target_score;
+    int32_t tricks_per_hand;    /* cards (and tricks) a seat gets: 13, 17 with three players, fewer in a short deck */
+    uint64_t deck;              /* the cards in play (heuristic_deck): the highest tricks_per_hand ranks of every
+                                   suit with four players, the deck without the two of clubs with three */
 } SeatView;
 
-/* Legal actions: bit a of legal[0] for actions 0..63, bit a - 64 of legal[1] for 64..67. */
+/* Legal actions: bit a of legal[0] for actions 0..63, bit a - 64 of legal[1] for 64..83 (67 and
+ * below: blind nil and look; 68 + m: message m of the free signal, rules signals: N <= 16). */
 enum { HEUR_ERR_NO_LEGAL = -1, HEUR_ERR_BAD_VIEW = -2, HEUR_ERR_BAD_OBS = -3, HEUR_ERR_BAD_CONVENTIONS = -4 };
 
 /* Conventions (agents/heuristic_conventions.py): an array of HEUR_CONV_COUNT int32, one per
@@ -46,7 +50,9 @@ enum { COVER_STANDARD, COVER_NONE, COVER_STRONG, COVER_VALUES };
 enum { DISCARDS_STANDARD, DISCARDS_NONE, DISCARDS_HIGH_ASKS, DISCARDS_LOW_ASKS, DISCARDS_VALUES };
 enum { LEADS_STANDARD, LEADS_PARTNER_SUIT, LEADS_TRUMPS, LEADS_VALUES };
 
-/* The heuristic's action (0..67), or a negative HEUR_ERR_* code. */
+/* The cards in play for `players` seats of `tricks_per_hand` cards each (SeatView.deck). */
+uint64_t spades_heuristic_deck(int players, int tricks_per_hand);
+/* The heuristic's action (0..67; 68, message 0, in the signal phase), or a negative HEUR_ERR_* code. */
 int spades_heuristic_act(const SeatView *v, const uint64_t legal[2]);
 /* The same under `conventions` (NULL: standard); HEUR_ERR_BAD_CONVENTIONS for a value out of range. */
 int spades_heuristic_act_with(const SeatView *v, const uint64_t legal[2], const int32_t *conventions);
@@ -58,8 +64,8 @@ int64_t spades_heuristic_from_obs_with(const float *obs, const uint8_t *mask, in
                                        const int32_t *conventions, int64_t *out, int64_t threads);
 
 /* The heuristic's action for one observation row (float32, in the layout `layout` describes, as
- * spades_heuristic_from_obs takes it) and its mask (68 bytes, nonzero = legal): 0..67, or a
- * negative HEUR_ERR_* code. The batched engine's play-until loop calls it for the seats it plays. */
+ * spades_heuristic_from_obs takes it) and its mask (the layout's action count of bytes, 68 +
+ * signals, nonzero = legal): an action id, or a negative HEUR_ERR_* code. The batched engine's play-until loop calls it for the seats it plays. */
 int64_t spades_heuristic_decide(const float *obs, const uint8_t *mask, const int64_t *layout);
 /* 1 if `layout` describes an observation the decoder can read (checked once by the callers of
  * spades_heuristic_decide, which does not check it), else 0. */

@@ -39,7 +39,7 @@ enum { NCARDS = 52, SPADE0 = 39, PLAY_PHASE = 3, BIDDING_PHASE = 1, BID_ACTION0 
 /* Rule parameters (int64), in agents/native_search.py RULE_FIELDS order. */
 enum {
     R_PLAYERS, R_PARTNERSHIPS, R_NO_SPADES_FIRST_TRICK, R_SPADES_LEAD, R_NIL_TRICKS_COUNT_FOR_PARTNER,
-    R_NIL_BONUS, R_BLIND_NIL_BONUS, R_BAGS, R_BAG_LIMIT, R_BAG_PENALTY, R_BAGS_FROM_SCORE_DIGIT, R_COUNT
+    R_NIL_BONUS, R_BLIND_NIL_BONUS, R_BAGS, R_BAG_LIMIT, R_BAG_PENALTY, R_BAGS_FROM_SCORE_DIGIT, R_DECK_RANKS, R_COUNT
 };
 enum { LEAD_BROKEN = 0, LEAD_ANY = 1, LEAD_FORCED_ONLY = 2 };
 /* The position (int64), in agents/native_search.py POSITION_FIELDS order; per-seat entries
@@ -228,9 +228,17 @@ static void sampler_draw(Sampler *sp, Rng *r, uint64_t *hands) {
 enum { I_SEAT, I_BIDS = 1, I_BLIND = 5, I_LEGAL_LO = 9, I_LEGAL_HI = 10, I_ACTUAL = 11, I_REMOVE = 12, I_ADD = 13,
        I_COUNT = 14 };
 
+/* Cards each seat gets under `rules`: 4 * deck_ranks / players (13, 17 with three, fewer in a short deck). */
+static int rules_tricks_per_hand(const i64 *rules) { return (int)(4 * rules[R_DECK_RANKS] / rules[R_PLAYERS]); }
+/* The deck the rules describe is one the play-outs know: 13 ranks, or a short deck of four players. */
+static int rules_ok(const i64 *rules) {
+    return rules[R_DECK_RANKS] == 13 || (rules[R_PLAYERS] == 4 && rules[R_DECK_RANKS] >= 2 && rules[R_DECK_RANKS] < 13);
+}
+
 static double bid_likelihood(const uint64_t *hands, const i64 *position, const i64 *rules, const i64 *infer,
                              int n_infer, double sharpness, double nil_mismatch) {
     double weight = 1.0;
+    int tricks_per_hand = rules_tricks_per_hand(rules);
     for (int q = 0; q < n_infer; q++) {
         const i64 *f = infer + q * I_COUNT;
         int s = (int)f[I_SEAT];
@@ -239,6 +247,8 @@ static double bid_likelihood(const uint64_t *hands, const i64 *position, const i
         v.players = (int32_t)rules[R_PLAYERS];
         v.partnerships = (int32_t)rules[R_PARTNERSHIPS];
         v.phase = BIDDING_PHASE;
+        v.tricks_per_hand = tricks_per_hand;
+        v.deck = spades_heuristic_deck(v.players, tricks_per_hand);
         v.hand = ((hands[s] | (uint64_t)position[P_PLAYED + s]) & ~(uint64_t)f[I_REMOVE]) | (uint64_t)f[I_ADD];
         for (int t = 0; t < 4; t++) { v.bids[t] = (int32_t)f[I_BIDS + t]; v.blind[t] = (int32_t)f[I_BLIND + t]; }
         uint64_t legal[2] = {(uint64_t)f[I_LEGAL_LO], (uint64_t)f[I_LEGAL_HI]};
@@ -259,7 +269,9 @@ i64 spades_search_sample(const i64 *rules, const i64 *position, i64 own_hand, i6
                          i64 *out_hands, double *out_weights) {
     int n = (int)rules[R_PLAYERS];
     if ((n != 3 && n != 4) || k < 1 || k > n || count < 0 || n_infer < 0 || n_infer > 3) return SEARCH_ERR_ARGS;
-    if ((uint64_t)free_cards & ~DECK || (uint64_t)own_hand & ~DECK) return SEARCH_ERR_ARGS;
+    if (!rules_ok(rules)) return SEARCH_ERR_ARGS;
+    uint64_t deck = spades_heuristic_deck(n, rules_tricks_per_hand(rules));
+    if ((uint64_t)free_cards & ~deck || (uint64_t)own_hand & ~deck) return SEARCH_ERR_ARGS;
     for (int a = 0; a < k; a++) if (hidden[a] < 0 || hidden[a] >= n) return SEARCH_ERR_ARGS;
     for (int q = 0; q < n_infer; q++) if (infer[q * I_COUNT + I_SEAT] < 0 || infer[q * I_COUNT + I_SEAT] >= n)
         return SEARCH_ERR_ARGS;
@@ -283,6 +295,7 @@ i64 spades_search_sample(const i64 *rules, const i64 *position, i64 own_hand, i6
 /* ------------------------------------------------------------------ the play-out engine */
 typedef struct {
     int n, sides;
+    uint64_t deck;                  /* the cards in play (spades_heuristic_deck) */
     uint64_t hands[4], played[4], passed[4];
     int voids[4], bids[4], blind[4], tricks_taken[4];
     int tricks_played, tricks_per_hand, trick_len, trick[4], leader, led, win_card, win_seat, broken, to_act;
@@ -352,6 +365,8 @@ static void seat_view(const Game *g, int seat, SeatView *v) {
     }
     v->scores[0] = v->scores[1] = 0;
     v->target_score = 0;
+    v->tricks_per_hand = g->tricks_per_hand;
+    v->deck = g->deck;
 }
 
 /* spades_env/scoring.py score_side: one side's points for the hand. Its twins: scoring.py (the
@@ -431,12 +446,14 @@ static int game_from_position(Game *g, const i64 *rules, const i64 *position, co
     memset(g, 0, sizeof *g);
     int n = g->n = (int)rules[R_PLAYERS];
     g->sides = rules[R_PARTNERSHIPS] ? 2 : n;
-    g->tricks_per_hand = NCARDS / n;
+    if (!rules_ok(rules)) return SEARCH_ERR_ARGS;
+    g->tricks_per_hand = rules_tricks_per_hand(rules);
+    g->deck = spades_heuristic_deck(n, g->tricks_per_hand);
     uint64_t all = 0;
     for (int s = 0; s < n; s++) {
         g->hands[s] = (uint64_t)hands[s];
         g->played[s] = (uint64_t)position[P_PLAYED + s];
-        if ((g->hands[s] | g->played[s]) & ~DECK || (g->hands[s] & g->played[s]) || (all & (g->hands[s] | g->played[s])))
+        if ((g->hands[s] | g->played[s]) & ~g->deck || (g->hands[s] & g->played[s]) || (all & (g->hands[s] | g->played[s])))
             return SEARCH_ERR_ARGS;
         all |= g->hands[s] | g->played[s];
         g->voids[s] = (int)(position[P_VOIDS + s] & 15);

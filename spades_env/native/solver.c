@@ -378,16 +378,18 @@ static int table_bits(int tricks_left) {
 
 /* Check the position and set up the context; the trick in progress goes to *trick_state. */
 static int setup(Ctx *c, const SolverPosition *p, int *state) {
-    if (!p || !p->tables || p->tricks_per_hand != 13 || p->tricks_played < 0 || p->tricks_played >= 13 ||
+    /* tricks_per_hand: 13, or fewer in a short deck (its cards are the highest ranks of each suit) */
+    if (!p || !p->tables || p->tricks_per_hand < 1 || p->tricks_per_hand > 13 || p->tricks_played < 0 ||
+        p->tricks_played >= p->tricks_per_hand ||
         p->trick_len < 0 || p->trick_len > 3 || p->leader < 0 || p->leader > 3 || p->max_side < 0 ||
         p->max_side > 1 || p->spades_lead < 0 || p->spades_lead > 2)
         return SOLVER_ERR_ARGS;
     memset(c, 0, offsetof(Ctx, classes));
-    int r = 13 - p->tricks_played, total_taken = 0;
+    int r = p->tricks_per_hand - p->tricks_played, total_taken = 0;
     uint64_t seen = 0, trick_mask = 0;
     for (int s = 0; s < 4; s++) {
         uint64_t hand = p->hands[s];
-        if ((hand >> 52) || (hand & seen) || p->taken[s] < 0 || p->taken[s] > 13) return SOLVER_ERR_ARGS;
+        if ((hand >> 52) || (hand & seen) || p->taken[s] < 0 || p->taken[s] > p->tricks_per_hand) return SOLVER_ERR_ARGS;
         seen |= hand;
         c->hands[s] = hand;
         c->taken[s] = p->taken[s];
@@ -406,7 +408,7 @@ static int setup(Ctx *c, const SolverPosition *p, int *state) {
     }
     c->broken = p->broken != 0;
     c->tricks_played = p->tricks_played;
-    c->tph = 13;
+    c->tph = p->tricks_per_hand;
     c->spades_lead = p->spades_lead;
     c->nsft = p->no_spades_first_trick != 0;
     c->two_clubs = p->two_of_clubs_leads != 0;
@@ -542,7 +544,8 @@ int spades_solver_card_values(const SolverPosition *p, const int *cards, int n_c
  * order, the tables as 2 x 14 x 14 int64, and the cards to value. stats[0] receives the nodes
  * searched. Returns SOLVER_OK or a SOLVER_ERR_* code. */
 enum { F_HANDS = 0, F_TRICK_LEN = 4, F_TRICK = 5, F_LEADER = 8, F_BROKEN = 9, F_TRICKS_PLAYED = 10,
-       F_SPADES_LEAD = 11, F_NSFT = 12, F_TWO_CLUBS = 13, F_TAKEN = 14, F_MAX_SIDE = 18, F_COUNT = 19 };
+       F_SPADES_LEAD = 11, F_NSFT = 12, F_TWO_CLUBS = 13, F_TAKEN = 14, F_MAX_SIDE = 18, F_TRICKS_PER_HAND = 19,
+       F_COUNT = 20 };
 
 int spades_solver_fields(void) { return F_COUNT; }
 
@@ -565,7 +568,7 @@ i64 spades_solve_cards(const i64 *fields, const i64 *tables, const i64 *cards, i
     p.leader = (int)fields[F_LEADER];
     p.broken = (int)fields[F_BROKEN];
     p.tricks_played = (int)fields[F_TRICKS_PLAYED];
-    p.tricks_per_hand = 13;
+    p.tricks_per_hand = (int)fields[F_TRICKS_PER_HAND];
     p.spades_lead = (int)fields[F_SPADES_LEAD];
     p.no_spades_first_trick = (int)fields[F_NSFT];
     p.two_of_clubs_leads = (int)fields[F_TWO_CLUBS];

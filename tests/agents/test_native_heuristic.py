@@ -19,7 +19,7 @@ import torch
 import agents
 from agents.heuristic import HeuristicAgent, choose_action
 from spades_env import spades_v0
-from spades_env.game import PHASE_BIDDING, PHASE_BLIND_DECISION, PHASE_PASSING, PHASE_PLAY
+from spades_env.game import PHASE_BIDDING, PHASE_BLIND_DECISION, PHASE_PASSING, PHASE_PLAY, PHASE_SIGNAL
 from spades_env.native import unavailable_reason
 from spades_env.observation import decode_observation, layout_for_size
 from spades_env.rules import PRESET_NAMES, make_rules
@@ -34,6 +34,8 @@ RANDOM_MOVE_CHANCE = 0.15      # the share of moves played at random (odd positi
 PARTNER_SCORES = [None, [0, 0], [-150, 0], [-190, 120], [300, 450], [420, 80], [0, 480], [95, -105], [-199, 349],
                   [489, 18], [-38, 460]]
 CUTTHROAT_SCORES = [None, [0, 0, 0, 0], [-150, 300, 0, 210], [480, 79, -190, 5], [129, 438, 9, 499]]
+# The short deck's game (short, short_signals: to 250, -150 loses): level, behind, near the target, bags.
+SHORT_SCORES = [None, [0, 0], [-120, 90], [230, 40], [104, 238], [-145, 249], [59, -61]]
 PRESET_SETUPS = [(p, {}) for p in PRESET_NAMES if make_rules(p).partnerships] + [("cutthroat", {}),
                                                                                  ("cutthroat", {"players": 3})]
 VARIANT_SETUPS = [("standard", {"blind_nil_pass": 0}), ("standard", {"blind_nil_pass": 3, "bags": False}),
@@ -41,7 +43,8 @@ VARIANT_SETUPS = [("standard", {"blind_nil_pass": 0}), ("standard", {"blind_nil_
                                "max_hands": 60}),
                   ("cutthroat", {"players": 3, "nil": False})]
 SETUPS = PRESET_SETUPS + VARIANT_SETUPS
-PHASE_NAMES = {PHASE_BLIND_DECISION: "blind", PHASE_BIDDING: "bids", PHASE_PASSING: "passes", PHASE_PLAY: "cards"}
+PHASE_NAMES = {PHASE_BLIND_DECISION: "blind", PHASE_BIDDING: "bids", PHASE_PASSING: "passes", PHASE_PLAY: "cards",
+               PHASE_SIGNAL: "messages"}
 
 
 def _id(setup):
@@ -66,6 +69,8 @@ def _native(obs, mask):
 def test_native_and_python_heuristics_agree_at_every_decision(preset, overrides):
     rules = make_rules(preset, **overrides)
     starts = PARTNER_SCORES if rules.partnerships else [s and s[:rules.players] for s in CUTTHROAT_SCORES]
+    if rules.deck_ranks < 13:
+        starts = SHORT_SCORES
     phases = collections.Counter()
     for game in range(GAMES):
         rng = random.Random(game)
@@ -79,7 +84,7 @@ def test_native_and_python_heuristics_agree_at_every_decision(preset, overrides)
                 env.step(None)
                 continue
             legal = np.flatnonzero(obs["action_mask"]).tolist()
-            view = decode_observation(obs["observation"])
+            view = decode_observation(obs["observation"], signals=rules.signals)
             python = legal[0] if len(legal) == 1 else choose_action(view, legal)
             assert _native(obs["observation"], obs["action_mask"]) == python, (preset, overrides, game, view)
             if len(legal) > 1:
@@ -87,6 +92,8 @@ def test_native_and_python_heuristics_agree_at_every_decision(preset, overrides)
             env.step(rng.choice(legal) if rng.random() < RANDOM_MOVE_CHANCE else python)
     print(f"\n{_id((preset, overrides))}: {GAMES} episodes, decisions compared: {dict(phases)}")
     assert phases["cards"] and phases["bids"]
+    if rules.signals:
+        assert phases["messages"]
     if rules.blind_nil and rules.partnerships:
         assert phases["blind"]
         if rules.blind_nil_pass:
@@ -104,7 +111,9 @@ def test_duplicate_match_native_against_python_nets_zero_on_every_deal(preset):
     assert games.unit_points == [0, 0] and games.unit_wins == [0.5, 0.5]
     # Uneven start scores (team A always trails or leads) make the two plays of a deal differ even
     # between equal teams: there the match must come out deal by deal as the Python pair's.
-    for start in ((-190, 40), (460, 120)):
+    rules = make_rules(preset)
+    starts = ((-190, 40), (460, 120)) if rules.deck_ranks == 13 else ((-120, 40), (220, 60))   # the short game: to 250
+    for start in starts:
         mixed, python = (evaluate(a, "heuristic:backend=python", deals=8, duplicate=True, rules=preset, seed=2,
                                   workers=1, start_scores=start) for a in ("heuristic", "heuristic:backend=python"))
         assert mixed.unit_points == python.unit_points, (preset, start)

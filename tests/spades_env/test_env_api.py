@@ -107,7 +107,7 @@ def test_standard_loop_plays_a_whole_game(label, kwargs):
     env.reset(seed=4)
     assert env.agents == names
     act_space = env.action_space("player_0")
-    assert isinstance(act_space, spaces.Discrete) and act_space.n == 68
+    assert isinstance(act_space, spaces.Discrete) and act_space.n == 68 + raw.rules.signals == raw.rules.num_actions
     assert all(env.action_space(a) is act_space for a in names), "one cached action space"
     obs_space = env.observation_space("player_0")
     assert all(env.observation_space(a) is obs_space for a in names)
@@ -121,7 +121,7 @@ def test_standard_loop_plays_a_whole_game(label, kwargs):
         assert set(obs) == {"observation", "action_mask"}
         o, m = obs["observation"], obs["action_mask"]
         assert o.dtype == np.float32 and o.shape == obs_space["observation"].shape
-        assert m.dtype == np.int8 and m.shape == (68,)
+        assert m.dtype == np.int8 and m.shape == (raw.rules.num_actions,)
         assert set(np.unique(m)) <= {0, 1}
         assert isinstance(reward, float)
         if steps % 7 == 0:
@@ -1008,7 +1008,7 @@ def test_game_record_is_json_and_complete(label, kwargs):
     assert json.loads(json.dumps(rec)) == rec
     assert rec["rules"] == raw.rules.to_dict()
     n = raw.rules.players
-    per_hand = 52 // n
+    per_hand = 4 * raw.rules.deck_ranks // n          # 13 (17 with three players), 6 in the short deck
     assert rec["winner"] == raw.game.winner and rec["winner"] is not None
     prev_dealer = None
     for hand in rec["hands"]:
@@ -1022,6 +1022,13 @@ def test_game_record_is_json_and_complete(label, kwargs):
             assert set(trick) >= {"leader", "cards", "winner"}
             assert len(trick["cards"]) == n
         assert sum(hand["tricks_taken"]) == per_hand
+        if raw.rules.signals:                          # one message a seat, before every bid
+            assert all(0 <= m < raw.rules.signals for m in hand["messages"]) and len(hand["messages"]) == n
+            assert [a for _, a in hand["actions"][:n]] == [68 + m for m in
+                                                           (hand["messages"][(hand["dealer"] + 1 + k) % n]
+                                                            for k in range(n))]
+        else:
+            assert "messages" not in hand
         sides = raw.rules.num_sides
         assert len(hand["score_change"]) == len(hand["bags"]) == len(hand["scores"]) == sides
         if prev_dealer is not None and raw.rules.fixed_dealer is None:

@@ -33,6 +33,9 @@ NATIVE_CASES = [
     {"rules": "openspiel", "min_team_bid": 4, "spades_lead": "forced_only"},
     {"rules": "basic", "bags": False},
     {"rules": "standard", "reward": "team_diff", "bag_cost": "game", "max_hands": 6},
+    {"rules": "short", "shaping": 1.0, "bids_may_total_13": False},
+    {"rules": "short_signals", "blind_nil": True, "blind_nil_min_deficit": 0, "max_team_bid": 5},
+    {"rules": "standard", "signals": 3, "episode": "hand"},
 ]
 
 
@@ -54,7 +57,7 @@ def test_native_step_equals_torch_step_state_for_state(kwargs, threads):
         for field in torch_env.state.__dataclass_fields__:
             assert torch.equal(getattr(torch_env.state, field), getattr(native_env.state, field)), f"step {t}: {field}"
         assert int(torch_env._pool_ptr) == int(native_env._pool_ptr)
-        noise = torch.rand(B, 68, generator=gen)
+        noise = torch.rand(B, torch_env.num_actions, generator=gen)
         noise[:, 52] += 0.3
         noise[:, 66] += 0.6
         actions = torch.where(outs[0][1], noise, -1.0).argmax(1)
@@ -144,6 +147,12 @@ def test_the_compiled_in_layout_is_checked():
     from spades_env.native import PARAMS
     params[PARAMS.index("o_played")] += 1
     assert stepper.lib.spades_native_check_layout(ctypes.c_void_p(params.data_ptr())) == 0
+    signals = SpadesVectorEnv(2, rules="short_signals", backend="native")._native.params   # 6 tricks, 4 messages
+    assert stepper.lib.spades_native_check_layout(ctypes.c_void_p(signals.data_ptr())) == 1
+    for name, change in (("o_messages", 1), ("signals", 1), ("tricks_per_hand", -1), ("num_actions", 1)):
+        bad = signals.clone()
+        bad[PARAMS.index(name)] += change
+        assert stepper.lib.spades_native_check_layout(ctypes.c_void_p(bad.data_ptr())) == 0, name
 
 
 def test_native_random_legal_matches_the_torch_rule():

@@ -18,10 +18,14 @@ from spades_env.observation import layout_for_size
     {"rules": "cutthroat"},
     {"rules": "cutthroat", "players": 3},
     {"rules": "openspiel"},
+    {"rules": "short"},
+    {"rules": "short_signals"},
+    {"rules": "standard", "signals": 3},
 ])
 def test_decode_matches_the_game(kwargs):
     kwargs = {k: v for k, v in kwargs.items() if k != "scores"}
     env = spades_v0.raw_env(**kwargs)
+    signals = env.rules.signals
     pick = random.Random(0)
     options = {"scores": [0, 250]} if kwargs.get("rules") == "standard" else None
     for episode in range(4):
@@ -31,7 +35,7 @@ def test_decode_matches_the_game(kwargs):
             game = env.game
             n = game.n
             for viewer in range(n):
-                view = decode_observation(env.observe(f"player_{viewer}")["observation"])
+                view = decode_observation(env.observe(f"player_{viewer}")["observation"], signals=signals)
                 assert view_from_game(game, viewer) == view
                 rel = [(viewer + r) % n for r in range(n)]
                 assert view.players == n
@@ -57,6 +61,9 @@ def test_decode_matches_the_game(kwargs):
                 assert view.bags == [game.bags[(own + j) % sides] for j in range(sides)]
                 assert view.target_score == game.rules.target_score
                 assert view.mercy_score == game.rules.mercy_score
+                assert view.tricks_per_hand == game.tricks_per_hand and view.signals == signals
+                assert view.messages == ([game.messages[s] if game.messages[s] >= 0 else None for s in rel]
+                                         if signals else [])
             if term or trunc:
                 env.step(None)
                 continue

@@ -41,10 +41,13 @@ SETUPS = [
                     "bags": False}, {"scores": [0, 300]}),
     ("short", {"rules": "standard", "max_hands": 3, "target_score": 250, "mercy_score": None,
                "bag_limit": 5}, None),
+    ("short-deck", {"rules": "short"}, None),
+    ("short-signals", {"rules": "short_signals"}, None),
+    ("signals-trailing", {"rules": "standard", "signals": 2}, {"scores": [0, 300]}),
 ]
 SETUP_IDS = {label: (kwargs, options) for label, kwargs, options in SETUPS}
 TRAILING = {"trailing", "trailing-1", "tournament-trailing", "blind-pass-3", "blind-pass-0", "spades-any", "blind-always",
-            "variants"}
+            "variants", "signals-trailing"}
 
 SCHEMES = ("team_score", "team_diff", "win")
 
@@ -75,11 +78,13 @@ def trick_winner(cards, leader_seat, n):
 
 
 def check_record(rec, rules):
-    """Every hand: a full distinct deal, bidding order, passes, tricks (winners recomputed),
-    follow-suit, no card twice, tricks taken, and the score change by ``score_hand``."""
+    """Every hand: a full distinct deal, the messages of a free signal in bidding order, bidding
+    order, passes, tricks (winners recomputed), follow-suit, no card twice, tricks taken, and the
+    score change by ``score_hand``."""
     n = rules.players
-    per = 52 // n
-    deck = set(range(52)) - ({0} if n == 3 else set())
+    ranks = rules.deck_ranks                 # a short deck keeps the highest ranks of each suit
+    per = 4 * ranks // n
+    deck = {c for c in range(52) if c % 13 >= 13 - ranks} - ({0} if n == 3 else set())
     scores = list(rec["start"]["scores"])
     bags = list(rec["start"]["bags"])
     start_dealer = rec["start"]["dealer"]
@@ -95,6 +100,15 @@ def check_record(rec, rules):
 
         actions = [tuple(a) for a in hand["actions"]]
         pos = 0
+        if rules.signals:                    # first one message a seat, in bidding order
+            sent = actions[:n]
+            assert [s for s, _ in sent] == [(hand["dealer"] + i) % n for i in range(1, n + 1)][:len(sent)]
+            assert all(68 <= a < 68 + rules.signals for _, a in sent)
+            assert [hand["messages"][s] for s, _ in sent] == [a - 68 for _, a in sent]
+            assert all(hand["messages"][s] is None for s in range(n) if s not in {x for x, _ in sent})
+            pos = len(sent)
+        else:
+            assert "messages" not in hand
         # Bidding: left of the dealer, clockwise, the dealer last; 67 lets the same seat bid.
         bids, blind = [None] * n, [False] * n
         for i in range(1, n + 1):
@@ -113,7 +127,7 @@ def check_record(rec, rules):
             if a == BLIND_NIL:
                 bids[seat], blind[seat] = 0, True
             else:
-                assert BID_BASE <= a < BLIND_NIL
+                assert BID_BASE <= a <= BID_BASE + min(per, 13)
                 bids[seat] = a - BID_BASE
         assert hand["bids"] == bids and hand["blind"] == blind
         # Passing (blind nil): partner to bidder, then back, one card per action.
@@ -228,7 +242,7 @@ def play_checked(env, rng, style, scheme, check_replay=True):
             continue
         game = raw.game
         assert agent == agents[game.to_act]
-        assert mask.dtype == np.int8 and mask.shape == (68,)
+        assert mask.dtype == np.int8 and mask.shape == (68 + raw.rules.signals,)
         legal = [int(a) for a in np.flatnonzero(mask)]
         assert legal, "empty mask for the agent to act"
         assert legal == game.legal_actions()
@@ -397,11 +411,11 @@ def visible_hands(raw, state):
     """Which seats have seen their cards, from the public course of the hand (independent of the
     engine's own flag): a seat whose side may not bid blind nil sees them from the deal; one that
     may sees them at its bidding turn (after 67, or when no blind decision is offered), after
-    its bid, or once the bidding is over."""
+    its bid, or once the bidding is over (not while it sends its message of a free signal)."""
     game = raw.game
     n = raw.rules.players
     phase = raw.phase
-    if phase not in ("blind_nil_decision", "bidding"):
+    if phase not in ("signal", "blind_nil_decision", "bidding"):
         return [True] * n
     out = []
     for s in range(n):

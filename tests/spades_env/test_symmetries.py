@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
 import random
 
 import numpy as np
@@ -17,11 +18,11 @@ from hypothesis import strategies as st
 
 import spades_env
 from spades_env import RulesError, spades_v0
-from spades_env.game import PHASE_PASSING, DealError
+from spades_env.game import PHASE_PASSING, PHASES_DONE, DealError
 from spades_env.observation import layout_for
 from spades_env.record import ReplayError, iter_replay, replay
 from spades_env.rules import RULE_NAMES, make_rules
-from spades_env.symmetries import (CARD_BLOCKS, SUIT_BLOCKS, SUIT_NAMING_RULES, SUIT_NEUTRAL_RULES, Relabelling,
+from spades_env.symmetries import (CARD_BLOCKS, MESSAGE_BLOCKS, SUIT_BLOCKS, SUIT_NAMING_RULES, SUIT_NEUTRAL_RULES, Relabelling,
                                    SymmetryError, named_suits, symmetries)
 from spades_env.vector import SpadesVectorEnv
 
@@ -44,7 +45,19 @@ SETUPS = {
     "two-of-clubs": ({"rules": "standard", "two_of_clubs_leads": True}, {"scores": [0, 300]}, 2),
     "tournament-two-of-clubs": ({"rules": "tournament", "two_of_clubs_leads": True}, None, 2),
     "three-players": ({"rules": "cutthroat", "players": 3}, None, 2),
+    "short": ({"rules": "short"}, None, 6),
+    "short-signals": ({"rules": "short_signals"}, None, 6 * 24),
+    "standard-signals": ({"rules": "standard", "signals": 3}, {"scores": [0, 300]}, 6 * 6),
+    "two-of-clubs-signals": ({"rules": "standard", "two_of_clubs_leads": True, "signals": 2}, None, 2 * 2),
 }
+
+
+def positions_to_check(group, count: int = 12) -> list[int]:
+    """Every position of a small group; of a large one (a signal's message relabellings), the
+    identity, the last element and a seeded sample."""
+    if len(group) <= count:
+        return list(range(len(group)))
+    return sorted({0, len(group) - 1, *random.Random(len(group)).sample(range(len(group)), count - 2)})
 
 
 def rules_of(label):
@@ -60,7 +73,7 @@ def random_record(label: str, seed: int, max_steps: int) -> dict:
     env.reset(seed=seed, options=options)
     pick = random.Random(seed)
     for _ in range(max_steps):
-        if env.game.phase >= 4 and not env.legal_actions():
+        if env.game.phase in PHASES_DONE and not env.legal_actions():
             break
         legal = env.legal_actions()
         if not legal:
@@ -112,7 +125,7 @@ def test_relabelled_games_map_step_by_step(label):
     """Masks, next states, rewards, observations and records map under every relabelling of the
     group, over several hands (seeded random play)."""
     group = symmetries(rules_of(label))
-    for position in range(len(group)):
+    for position in positions_to_check(group):
         check_relabelled_game(label, seed=100 + position, position=position, max_steps=130)
 
 
@@ -121,7 +134,7 @@ def test_blind_nil_passing_is_relabelled():
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(label=st.sampled_from(list(SETUPS)), seed=st.integers(0, 2 ** 32 - 1), position=st.integers(0, 5),
+@given(label=st.sampled_from(list(SETUPS)), seed=st.integers(0, 2 ** 32 - 1), position=st.integers(0, 143),
        steps=st.integers(1, 250))
 def test_random_states_map(label, seed, position, steps):
     check_relabelled_game(label, seed, position, max_steps=steps)
@@ -134,11 +147,16 @@ def test_the_group_is_closed_and_identity_comes_first(label):
     group = symmetries(rules)
     assert len(group) == SETUPS[label][2]
     assert group[0].is_identity and group[0].name == "identity" and group.identity == group[0]
-    assert len(set(group)) == len(group)
-    for a, b in itertools.product(group, group):
+    assert len(set(group)) == len(group) and len(set(group.names)) == len(group)
+    pairs = list(itertools.product(group, group))
+    if len(pairs) > 64:
+        pairs = random.Random(0).sample(pairs, 64)
+    for a, b in pairs:
         assert a.then(b) in group
         for card in range(52):
             assert a.then(b).map_card(card) == b.map_card(a.map_card(card))
+        for action in range(rules.num_actions):
+            assert a.then(b).map_action(action) == b.map_action(a.map_action(action))
     for g in group:
         assert g.then(g.inverse).is_identity and g.inverse.then(g).is_identity
         assert group[group.inverse_indices[group.index(g)]] == g.inverse
@@ -155,8 +173,8 @@ def test_the_group_shrinks_where_a_rule_names_a_suit():
     assert len(symmetries("standard")) == 6
     assert symmetries("standard", two_of_clubs_leads=True).names == ("identity", "(D H)")
     assert symmetries("cutthroat", players=3).names == ("identity", "(D H)")
-    for preset in spades_env.PRESET_NAMES:
-        assert len(symmetries(preset)) == 6
+    for preset in spades_env.PRESET_NAMES:       # (short_signals: 6 suit relabellings x 4! message ones)
+        assert len(symmetries(preset)) == 6 * math.factorial(make_rules(preset).signals)
 
 
 def test_every_rule_is_classified_as_naming_a_suit_or_not():
@@ -165,17 +183,18 @@ def test_every_rule_is_classified_as_naming_a_suit_or_not():
     assert not SUIT_NEUTRAL_RULES & set(SUIT_NAMING_RULES)
 
 
-NEUTRAL_BLOCKS = {"phase", "dealer", "to_act", "bids", "tricks_taken", "trick_leader", "spades_broken", "sides", "game"}
+NEUTRAL_BLOCKS = {"phase", "dealer", "to_act", "bids", "tricks_taken", "trick_leader", "spades_broken", "sides", "game",
+                  "signal_phase"}
 
 
-@pytest.mark.parametrize("label", ["standard", "cutthroat", "three-players"])
+@pytest.mark.parametrize("label", ["standard", "cutthroat", "three-players", "short-signals"])
 def test_every_observation_block_is_classified(label):
     """Every block of the observation and of the state either holds cards or suits (relabelled) or
     is known to be the same in every relabelling; a new block fails here until it is placed."""
     layout = layout_for(rules_of(label))
     for blocks in (layout.obs_blocks, layout.global_blocks):
         for name, block in blocks.items():
-            assert name in set(CARD_BLOCKS) | set(SUIT_BLOCKS) | NEUTRAL_BLOCKS, name
+            assert name in set(CARD_BLOCKS) | set(SUIT_BLOCKS) | set(MESSAGE_BLOCKS) | NEUTRAL_BLOCKS, name
             if name in CARD_BLOCKS:
                 assert block.width == 52
             if name in SUIT_BLOCKS:

@@ -24,6 +24,12 @@ DIFFERENTIAL_CASES = [
     ({"rules": "tournament", "bag_limit": 5, "bag_penalty": 50}, 300),
     ({"rules": "openspiel"}, 400),
     ({"rules": "openspiel", "reward": "team_diff", "max_team_bid": 9}, 150),
+    # issue 74: the short deck (6 ranks, 6 tricks a hand, bids 0..6) and the free signal (actions 68..)
+    ({"rules": "short"}, 300),
+    ({"rules": "short_signals", "reward": "team_diff", "shaping": 1.0}, 300),
+    ({"rules": "standard", "signals": 3}, 150),
+    ({"rules": "short_signals", "blind_nil": True, "blind_nil_min_deficit": 0, "bids_may_total_13": False,
+      "max_team_bid": 5, "episode": "hand"}, 150),
 ]
 
 
@@ -37,7 +43,7 @@ def test_batched_engine_matches_aec_env(kwargs, count):
 
 
 def test_state_tensor_and_every_seats_view_match_aec_env():
-    for rules in ("standard", "openspiel"):
+    for rules in ("standard", "openspiel", "short_signals"):
         games = play_aec_games(25, seed=3, with_state=True, rules=rules)
         compare_with_vector(games, rules=rules)
 
@@ -212,10 +218,13 @@ FUSED_CASES = [
     ({"episode": "hand", "reward": "team_diff", "shaping": 1.0}, torch.bfloat16),
     ({"bids_may_total_13": False, "blind_nil_pass": 3, "blind_nil_min_deficit": 0, "max_hands": 2,
       "win_bonus": 1.0, "max_team_bid": 11}, torch.float32),
+    ({"rules": "short_signals", "blind_nil": True, "blind_nil_min_deficit": 0, "max_hands": 3, "shaping": 1.0},
+     torch.float32),
 ]
 
 
-@pytest.mark.parametrize("kwargs,obs_dtype", FUSED_CASES, ids=["hand_team_diff_bfloat16", "variants_float32"])
+@pytest.mark.parametrize("kwargs,obs_dtype", FUSED_CASES,
+                         ids=["hand_team_diff_bfloat16", "variants_float32", "short_signals_float32"])
 def test_compiled_fused_path_matches_eager_over_many_games(kwargs, obs_dtype):
     """compile=True builds the observation and the mask with its own (bit-packed) encoders: over
     hundreds of random games (nil and blind nil often), every observation (float32, or bfloat16:
@@ -232,7 +241,7 @@ def test_compiled_fused_path_matches_eager_over_many_games(kwargs, obs_dtype):
         assert outs[1][1].dtype == torch.bool and torch.equal(outs[0][1], outs[1][1]), f"step {t}: masks"
         for field in eager.state.__dataclass_fields__:
             assert torch.equal(getattr(eager.state, field), getattr(compiled.state, field)), f"step {t}: {field}"
-        noise = torch.rand(B, 68, generator=gen)
+        noise = torch.rand(B, eager.num_actions, generator=gen)
         noise[:, 52] += 0.3                    # nil now and then, blind nil often when offered
         noise[:, 66] += 0.6
         noise = noise.to(TEST_DEVICE)

@@ -368,12 +368,15 @@ async function act(action, from) {
 // whether it is thinking, and (another seat's) its cards as backs.
 function seatLines(state, seat, agent, backs = null) {
   const bid = bidText(state.bid_words[seat]);
+  // the free signal (signals: N): the message the seat sent this hand, once sent
+  const sent = state.messages && state.messages[seat] !== null && state.messages[seat] !== undefined
+    ? `message ${state.messages[seat]}` : "";
   const won = state.phase === "play" || state.tricks_won[seat] > 0 ? `won ${state.tricks_won[seat]}` : "";
   return [
     el("div", { class: "name" }, state.seat_names[seat],
        state.dealer === seat ? el("span", { class: "dealer", title: "dealer" }, "D") : null),
     agent === null ? null : el("div", { class: "agent", title: agent }, agent),
-    el("div", { class: "stats" }, [bid, won].filter(Boolean).join(" · ") || " "),
+    el("div", { class: "stats" }, [sent, bid, won].filter(Boolean).join(" · ") || " "),
     backs === null ? null : el("div", { class: "status" },
       state.thinking === seat ? el("span", { class: "thinking" }, "thinking…") : null),
     backs === null ? null : el("div", { class: "backs", title: `${backs} cards`, "aria-label": `${backs} cards` },
@@ -473,7 +476,7 @@ function handLog(state) {
   for (const e of events) {
     const who = state.seat_names[e.seat];
     const a = e.action;
-    let text = a.kind === "bid" ? `${who} bids ${a.text}` : a.kind === "blind_nil" ? `${who} bids blind nil`
+    let text = a.kind === "message" ? `${who} sends ${a.text}` : a.kind === "bid" ? `${who} bids ${a.text}` : a.kind === "blind_nil" ? `${who} bids blind nil`
       : a.kind === "look" ? `${who} looks at the cards` : e.phase === "passing" ? `${who} passes ${a.text}` : `${who} plays ${a.text}`;
     lines.push(el("li", {}, text));
     if (e.trick_won_by !== undefined) lines.push(el("li", { class: "won" }, `${e.trick_won_by === null ? "nobody" : state.seat_names[e.trick_won_by]} wins the trick`));
@@ -570,12 +573,15 @@ function renderPlay() {
   } else if (myTurn) {
     const others = state.legal.filter((a) => a.kind !== "card");
     if (others.length) {
-      controls.push(el("span", { class: "or prompt" }, state.phase === "bidding"
-        ? "Your bid (keys: 0-9, 1 then 0-3 for 10-13, n nil):" : "Your choice (keys: b blind nil, l look):"));
+      controls.push(el("span", { class: "or prompt" }, state.phase === "signal"
+        ? `Your message to the table, seen by all, scored by nothing (keys: 0-${others.length - 1}):`
+        : state.phase === "bidding" ? `Your bid (keys: 0-9${state.tricks_per_hand > 9 ? ", 1 then 0-3 for 10-13" : ""}, n nil):`
+          : "Your choice (keys: b blind nil, l look):"));
       for (const a of others) {
         controls.push(el("button", { type: "button", "data-action": a.id, class: "bid",
-          title: a.kind === "bid" ? `bid ${a.text} (key ${a.bid === 0 ? "n or 0" : a.bid})` : a.text,
-          onclick: () => act(a.id, "hand") }, a.text));
+          title: a.kind === "bid" ? `bid ${a.text} (key ${a.bid === 0 ? "n or 0" : a.bid})`
+            : a.kind === "message" ? `send ${a.text} (key ${a.message})` : a.text,
+          onclick: () => act(a.id, "hand") }, a.kind === "message" ? String(a.message) : a.text));
       }
     } else if (state.phase === "passing") {
       const left = state.passes_left || 1;
@@ -654,6 +660,10 @@ function shortcutKeys(event) {
     const button = $("controls").querySelector(`button[data-action='${id}']`);
     if (button) { event.preventDefault(); button.click(); }
   };
+  if (state.phase === "signal") {             // the free signal: a digit sends that message
+    if (/^[0-9]$/.test(event.key)) press(68 + Number(event.key));
+    return;
+  }
   if (event.key === "n") press(52);
   else if (event.key === "b") press(66);
   else if (event.key === "l") press(67);
@@ -738,6 +748,7 @@ function nextActionText(frame, seatNames, seatView) {
   const who = seatNames[frame.to_act];
   const action = frame.action;
   const seen = seatView < 0 || seatView === frame.to_act;
+  if (action.kind === "message") return `${who} sends ${action.text}`;
   if (action.kind === "bid") return `${who} bids ${action.text}`;
   if (action.kind === "blind_nil") return `${who} bids blind nil`;
   if (action.kind === "look") return `${who} looks at the cards`;
@@ -798,7 +809,7 @@ function renderFrame() {
   $("step").value = view.step;
   const tricks = frame.tricks_won.reduce((a, b) => a + b, 0);
   $("step-label").textContent = `action ${view.step} of ${data.frames.length - 1} · hand ${frame.hand_number}`
-    + ` · ${frame.phase === "play" ? `trick ${Math.min(tricks + 1, 13)}` : frame.phase.replaceAll("_", " ")}`;
+    + ` · ${frame.phase === "play" ? `trick ${Math.min(tricks + 1, data.tricks_per_hand || 13)}` : frame.phase.replaceAll("_", " ")}`;
   $("next-action").textContent = frame.action
     ? `Next: ${nextActionText(frame, data.seat_names, seatView)}`
     : data.in_progress
