@@ -115,7 +115,7 @@ def test_every_field_is_documented_under_its_section():
         block = text.split(f"\n[{section}] ", 1)[1].split("\n[", 1)[0]
         for f in dataclasses.fields(cls):
             assert f"\n  {f.name}: " in block, (section, f.name)
-    assert sorted(FIELDS) == sorted(TrainConfig().to_dict()) and len(FIELDS) == 110   # 87, then start, eval_games, final_eval_games, allow_held_out, blind_nil_explore, nil_explore, nil_explore_max_bid; then issue 47: desync_tables, bid_gae_lambda, bid_learning, bid_temperature, bid_value_coef, bid_fit_passes, bid_replay_updates, bid_advantage_norm, reset_bid_head, bid_counterfactual_nil, bid_fit_minibatch; then issue 48: reward_bias, diversity_from, diversity_coef; then issue 46: nil_defence_head
+    assert sorted(FIELDS) == sorted(TrainConfig().to_dict()) and len(FIELDS) == 118   # 87, then start, eval_games, final_eval_games, allow_held_out, blind_nil_explore, nil_explore, nil_explore_max_bid; then issue 47: desync_tables, bid_gae_lambda, bid_learning, bid_temperature, bid_value_coef, bid_fit_passes, bid_replay_updates, bid_advantage_norm, reset_bid_head, bid_counterfactual_nil, bid_fit_minibatch; then issue 48: reward_bias, diversity_from, diversity_coef; then issue 46: nil_defence_head; then issue 73: lr_warmup_decisions, lr_half_life_decisions, lr_floor, nil_explore_final, nil_explore_decisions, bid_playout_every, bid_playout_deals; issue 74: message_information_coef
     assert load_config(None, ["learning_rate=1", "total_decisions=2e6"]).total_decisions == 2_000_000
 
 

@@ -17,6 +17,12 @@ undervalue nil; with ``bid_counterfactual_nil: played`` nil is valued only by th
 was bid (and those hands value nothing else). Only the bids of the bidding phase (nil to 13) are
 valued so; the blind-nil decision (offered only to a side 100 behind) stays with PPO. Hand
 episodes only (a game's later hands would also depend on the bid).
+
+Both biases go where the bid is played out instead (``bid_playout_every``): every bid of a
+bidding turn is played on its own copy of the deal by the current policy, whose play reads the
+bid (:mod:`train.bids.bid_values`), so a nil is valued by the policy playing the hand as a nil
+bidder and a high bid by the play that goes for it. Those values (:meth:`CounterfactualBids.set_played_out`)
+join the kept valued bids of the rollouts until the next round replaces them.
 """
 
 from __future__ import annotations
@@ -58,10 +64,12 @@ class CounterfactualBids:
                              f"{scheme.reward!r}")
         self.pending = torch.zeros(B, 4, dtype=torch.bool, device=device)
         self.pending_obs = torch.zeros(B, 4, obs_size, device=device)
-        self.pending_mask = torch.zeros(B, 4, NUM_ACTIONS, dtype=torch.bool, device=device)
+        # the rules' action space: 68, and a message each under signals
+        self.pending_mask = torch.zeros(B, 4, getattr(env, "num_actions", NUM_ACTIONS), dtype=torch.bool, device=device)
         self.batches: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
         self._current: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
         self._snapshot: Optional[SimpleNamespace] = None
+        self.played_out: Optional[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = None   # set_played_out
 
     # ------------------------------------------------------------------ collection
     def before_step(self, obs: torch.Tensor, mask: torch.Tensor, actions: torch.Tensor, learner: torch.Tensor) -> None:
@@ -114,17 +122,33 @@ class CounterfactualBids:
             self._current = []
         del self.batches[:-self.keep_updates]
 
+    def set_played_out(self, data: dict, reward_scale: float) -> int:
+        """Keep the bids valued by play-outs (``data`` of :func:`train.bids.bid_values.collect_bid_values`:
+        points, the bidder's side minus the other side) in place of the last round's; the bidding
+        turns among them (a valued blind-nil decision values no bid) in reward units, with the
+        hidden utility's bid offsets as the rollouts' values have them. Returns how many."""
+        values = data["values"][:, :NUM_BIDS].to(self.device, torch.float32) * reward_scale
+        keep = ~torch.isnan(values).all(1)
+        if self.bid_offsets is not None:
+            values = values + self.bid_offsets
+        self.played_out = (data["obs"].to(self.device, torch.float32)[keep], data["mask"].to(self.device)[keep],
+                           values[keep])
+        return int(keep.sum())
+
     def records(self) -> Optional[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-        if not self.batches:
+        """The valued bids to fit: the latest rollouts' and the last play-outs'; None if none."""
+        parts = self.batches + ([self.played_out] if self.played_out is not None else [])
+        if not parts:
             return None
-        return tuple(torch.cat(parts) for parts in zip(*self.batches))
+        return tuple(torch.cat(group) for group in zip(*parts))
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict:
         cpu = lambda t: t.detach().to("cpu").clone()     # noqa: E731
         return {"pending": cpu(self.pending), "pending_obs": cpu(self.pending_obs),
                 "pending_mask": cpu(self.pending_mask),
-                "batches": [tuple(cpu(t) for t in batch) for batch in self.batches]}
+                "batches": [tuple(cpu(t) for t in batch) for batch in self.batches],
+                **({} if self.played_out is None else {"played_out": tuple(cpu(t) for t in self.played_out)})}
 
     def load_state_dict(self, data: Optional[dict]) -> None:
         if not data:
@@ -134,6 +158,8 @@ class CounterfactualBids:
         self.pending_obs = data["pending_obs"].to(dev)
         self.pending_mask = data["pending_mask"].to(dev)
         self.batches = [tuple(t.to(dev) for t in batch) for batch in data["batches"]]
+        played = data.get("played_out")
+        self.played_out = None if played is None else tuple(t.to(dev) for t in played)
 
 
 def final_tricks(s: SimpleNamespace) -> torch.Tensor:

@@ -178,6 +178,9 @@ class ExperienceSection:
                                                   "(1: its own lowest hands, the ones a nil could keep; nils forced "
                                                   "on any hand are nearly all broken, which teaches little about "
                                                   "keeping or breaking a good one); null: on every bidding turn")
+    nil_explore_final: float = _f(0.0, "with nil_explore_decisions, the share nil_explore falls to (linearly)")
+    nil_explore_decisions: Optional[int] = _f(None, "nil_explore falls linearly to nil_explore_final over this many "
+                                                    "decisions of the run (null: nil_explore throughout)")
     desync_tables: bool = _f(False, "before the first rollout the tables play part of a hand (a number of steps drawn "
                                     "per table, nothing learnt), so that they do not all bid in the same steps: hand "
                                     "episodes last 56 steps each, and tables reset together stay in step, so a short "
@@ -198,7 +201,16 @@ class CooperationSection:
                                  "side suits per episode; with 'partner' seats 2 and 3 (the learner's partner seat, "
                                  "and in self-play the other side's too), with 'learner' seats 0 and 1 see the episode "
                                  "through it: observation and mask mapped before the policy, its action mapped back "
-                                 "with the inverse; the learner's data are the relabelled decisions it saw")
+                                 "with the inverse; the learner's data are the relabelled decisions it saw. Under "
+                                 "rules with signals the relabellings permute the messages too (spades_env.symmetries)")
+    message_information_coef: float = _f(0.0, "rules with signals: a bonus on the message decisions of each PPO "
+                                              "minibatch, this times the information their messages carry about "
+                                              "the sender's hand whatever its seat (the mutual information between "
+                                              "hand and message, the policy asked again with the hand in other "
+                                              "decisions' views: positive signalling, Eccles et al. 2019; "
+                                              "train.ppo.update.message_information). It makes messages depend "
+                                              "on the hand, not what they mean: which message says what is left "
+                                              "to training, so seeds may disagree")
     partner_population: list = _f([], "partners for the learner, Fictitious Co-Play style: zoo partner names of the "
                                       "train split (held-out and validation partners are refused) and checkpoint "
                                       "globs or paths, e.g. runs/study/runs/selfplay_s*/checkpoints/update_*.pt "
@@ -237,7 +249,15 @@ class PPOSection:
     """PPO: the update, its loss and what of the policy it trains."""
 
     learning_rate: float = _f(3e-4, "Adam step size")
-    anneal_lr: bool = _f(True, "decay the step size linearly to 0 over the run")
+    anneal_lr: bool = _f(True, "decay the step size linearly to 0 over total_decisions (a run extended on resume "
+                               "jumps back up); false: the step size is a function of the decisions made alone "
+                               "(lr_warmup_decisions, lr_half_life_decisions, lr_floor; train/ppo/schedules.py), "
+                               "the same whenever the run was resumed or however long it is planned")
+    lr_warmup_decisions: int = _f(0, "with anneal_lr: false, the step size rises linearly to learning_rate over the "
+                                     "first this many decisions (0: none)")
+    lr_half_life_decisions: Optional[int] = _f(None, "with anneal_lr: false, the step size halves every this many "
+                                                     "decisions, down to lr_floor (null: constant)")
+    lr_floor: float = _f(0.0, "with anneal_lr: false and lr_half_life_decisions, the step size never falls below this")
     gamma: float = _f(1.0, "discount per decision of the same seat")
     gae_lambda: float = _f(0.95, "GAE lambda")
     clip: float = _f(0.2, "PPO clip range of the probability ratio")
@@ -262,6 +282,13 @@ class PPOSection:
                                                        "a nil: undervalued, the tricks were taken playing to "
                                                        "make a bid) or 'played' (nil valued only by the hands "
                                                        "where it was bid, which value nothing else)")
+    bid_playout_every: int = _f(0, "bid_learning: counterfactual: every this many updates, bid_playout_deals bidding "
+                                   "decisions have every bid nil..13 played out on copies of their deal, the current "
+                                   "policy playing all four seats greedily (train/bids/bid_values.py: the play adapts "
+                                   "to the bid, so nil is valued by the policy's own nil play; no other agent), and "
+                                   "those values join the bids' fit until the next round (0: off)")
+    bid_playout_deals: int = _f(256, "bid_playout_every: bidding decisions played out per round (each 14 copies of "
+                                     "a hand)")
     bid_fit_passes: int = _f(2, "bid_learning: counterfactual: passes over the kept valued bids at each update "
                                 "(minibatches of bid_fit_minibatch, bid_value_learning_rate, an Adam of their own)")
     bid_fit_minibatch: int = _f(512, "bid_learning: counterfactual: valued bids per step of the bids' fit (a GPU run "
@@ -524,10 +551,23 @@ class TrainConfig:
                      "partner_population_share", "blind_nil_explore", "nil_explore"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected a number in [0, 1]")
+        self._check_schedules()
         if self.nil_explore_max_bid is not None and not 0 <= self.nil_explore_max_bid <= 13:
             raise ConfigError(f"nil_explore_max_bid={self.nil_explore_max_bid!r}: expected a bid 0..13, or null")
         if self.bid_entropy_coef is not None and not self.bid_entropy_coef >= 0:
             raise ConfigError(f"bid_entropy_coef={self.bid_entropy_coef!r}: expected 0 or more, or null")
+        if not 0 <= self.message_information_coef <= 10:
+            raise ConfigError(f"message_information_coef={self.message_information_coef!r}: expected a number from 0 "
+                              "to 10 (0: off)")
+        if self.message_information_coef > 0:
+            from spades_env.rules import RulesError, make_rules
+            try:
+                signals = make_rules(self.rules).signals
+            except RulesError:
+                signals = None                   # the rules' own check says what is wrong
+            if signals == 0:
+                raise ConfigError(f"message_information_coef={self.message_information_coef!r}: the {self.rules} rules "
+                                  "have no messages (signals: 0); use rules with signals, e.g. short_signals")
         from coop.methods.hidden_utility import HiddenUtilityError, check_reward_bias
         try:
             check_reward_bias(self.reward_bias)
@@ -648,6 +688,40 @@ class TrainConfig:
         return self
 
 
+    def _check_schedules(self) -> None:
+        """The decisions-based learning-rate schedule, the nil exploration's and the bids' play-outs."""
+        for name in ("lr_warmup_decisions", "bid_playout_every"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name}={getattr(self, name)!r}: expected 0 or more")
+        for name in ("lr_half_life_decisions", "nil_explore_decisions"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ConfigError(f"{name}={getattr(self, name)!r}: expected a positive number of decisions, or null")
+        if self.bid_playout_deals < 1:
+            raise ConfigError(f"bid_playout_deals={self.bid_playout_deals!r}: expected a positive integer")
+        if not 0 <= self.lr_floor <= self.learning_rate:
+            raise ConfigError(f"lr_floor={self.lr_floor!r}: expected 0 up to learning_rate ({self.learning_rate!r})")
+        if self.anneal_lr and (self.lr_warmup_decisions or self.lr_half_life_decisions is not None or self.lr_floor):
+            raise ConfigError("lr_warmup_decisions, lr_half_life_decisions and lr_floor shape the schedule of "
+                              "anneal_lr: false; anneal_lr: true decays linearly over total_decisions instead: set "
+                              "anneal_lr: false, or leave them at their defaults")
+        if not 0 <= self.nil_explore_final <= 1:
+            raise ConfigError(f"nil_explore_final={self.nil_explore_final!r}: expected a number in [0, 1]")
+        if self.nil_explore_final and self.nil_explore_decisions is None:
+            raise ConfigError("nil_explore_final is where nil_explore_decisions takes the exploration; set "
+                              "nil_explore_decisions too, or leave nil_explore_final at 0")
+        if self.bid_playout_every and self.bid_learning != "counterfactual":
+            raise ConfigError("bid_playout_every: the played-out values join the counterfactual bids' fit: it needs "
+                              f"bid_learning: counterfactual (not {self.bid_learning!r})")
+        if self.bid_playout_every:
+            from spades_env.rules import RulesError, make_rules
+            try:
+                signals = getattr(make_rules(self.rules), "signals", 0)
+            except RulesError:
+                signals = 0                          # the rules' own check says what is wrong
+            if signals:
+                raise ConfigError("bid_playout_every: the play-outs (train/bids/bid_values.py) play the game without "
+                                  "messages; rules with signals are not played out yet: set bid_playout_every: 0")
+
     def _refuse_held_out(self) -> None:
         """Held-out zoo partners stay out of training by content, not name (coop/partners/held_out.py)."""
         from coop.partners.zoo import HeldOutError
@@ -695,7 +769,8 @@ FIELDS = {f.name: f for cls in SECTIONS.values() for f in dataclasses.fields(cls
 
 _OPTIONAL_FIELDS = {"target_kl": float, "init_from": str, "max_updates": int, "distill_data": str,
                     "distill_value_temperature": float, "bid_entropy_coef": float,
-                    "bid_gae_lambda": float, "nil_explore_max_bid": int}   # null allowed
+                    "bid_gae_lambda": float, "nil_explore_max_bid": int, "lr_half_life_decisions": int,
+                    "nil_explore_decisions": int}   # null allowed
 
 
 def _check_type(name: str, value: Any) -> Any:

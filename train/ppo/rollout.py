@@ -17,7 +17,7 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
-from spades_env.game import BID_ACTION_BASE, BLIND_NIL_ACTION
+from spades_env.game import BID_ACTION_BASE, BLIND_NIL_ACTION, NUM_ACTIONS, PHASE_BIDDING, PHASE_PLAY
 
 from agents.networks import sample_actions   # (the policy's draw; the trainer and the lab's populations share it)
 
@@ -27,8 +27,14 @@ LEARNER, POOL, HEURISTIC = 0, 1, 2
 # What plays the other side of a table (``table_kind``; index = the code): the learner itself,
 # a past policy from the pool, or the heuristic (:class:`train.ppo.opponents.OpponentPool` draws it).
 KINDS = ("self", "pool", "heuristic")
-# Steps of a hand without blind nil: four bids and 52 cards.
+# Steps of a hand of the standard game without blind nil: four bids and 52 cards.
 HAND_STEPS = 56
+
+
+def hand_steps(rules) -> int:
+    """Steps of a hand without blind nil under ``rules``: a bid and a hand's cards per seat, and
+    a message per seat with ``signals`` (56 in the standard game, 32 on ``short_signals``)."""
+    return rules.players * (1 + rules.cards_per_hand + (1 if rules.signals else 0))
 
 
 def agent_actions(agent, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -47,7 +53,7 @@ class Rollout:
     """``steps`` x ``tables`` decisions (time first)."""
 
     obs: torch.Tensor           # (T, B, obs_size) float32: what the seat to act saw
-    mask: torch.Tensor          # (T, B, 68) bool
+    mask: torch.Tensor          # (T, B, num_actions) bool: 68, plus one per message with signals
     action: torch.Tensor        # (T, B) int64
     logp: torch.Tensor          # (T, B) float32: log-probability of the action (learner rows)
     value: torch.Tensor         # (T, B) float32: the critic's value (learner rows)
@@ -59,10 +65,10 @@ class Rollout:
 
     @classmethod
     def empty(cls, steps: int, tables: int, obs_size: int, state_size: Optional[int],
-              device: torch.device) -> "Rollout":
+              device: torch.device, num_actions: int = NUM_ACTIONS) -> "Rollout":
         T, B = steps, tables
         z = lambda *shape, dtype=torch.float32: torch.zeros(*shape, dtype=dtype, device=device)  # noqa: E731
-        return cls(obs=z(T, B, obs_size), mask=z(T, B, 68, dtype=torch.bool),
+        return cls(obs=z(T, B, obs_size), mask=z(T, B, num_actions, dtype=torch.bool),
                    action=z(T, B, dtype=torch.int64), logp=z(T, B), value=z(T, B),
                    seat=z(T, B, dtype=torch.int64), learner=z(T, B, dtype=torch.bool), reward=z(T, B, 4),
                    done=z(T, B, dtype=torch.bool),
@@ -124,6 +130,12 @@ def finished_rows(done: torch.Tensor) -> torch.Tensor:
     steps = torch.arange(T, device=done.device)[:, None].expand_as(done)
     last_done = torch.where(done, steps, torch.full_like(steps, -1)).amax(0)     # (B,)
     return steps <= last_done[None, :]
+
+
+def intact_nils(state) -> torch.Tensor:
+    """(B,) bool: the table is playing cards and some seat's nil (or blind nil) is still intact
+    (bid, no trick taken): the positions where keeping, covering and breaking a nil are learnt."""
+    return (state.phase == PHASE_PLAY) & ((state.bids == 0) & (state.tricks_taken == 0)).any(1)
 
 
 def critic_input(obs: torch.Tensor, state: Optional[torch.Tensor]) -> torch.Tensor:
@@ -215,10 +227,13 @@ class Collector:
         self.steps, self.generator, self.device = steps, generator, device
         self.obs, self.mask = starts.reset(env)
         self.obs_size = env.obs_size
+        self.num_actions = env.rules.num_actions      # 68, and a message each with signals
         self.state_size = env.state_tensor().shape[1] if central_critic else None
         self.storage: Optional[Rollout] = None          # reused by every collect()
         # the learner's side's points minus the other side's, per finished episode, by opponent kind
         self.recent = {kind: deque(maxlen=self.RECENT_EPISODES) for kind in KINDS}
+        self.intact_nil_share = 0.0          # of the last rollout's table steps (intact_nils)
+        self.nil_bid_share = 0.0             # of the last rollout's bidding turns: nil or blind nil bid
 
     def explore_blind_nil(self, sampled: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """``sampled`` with blind nil put in, where it is legal, on a ``blind_nil_explore`` share of
@@ -236,7 +251,10 @@ class Collector:
         Stored with the policy's own log-probability, as :meth:`explore_blind_nil`. With
         ``nil_explore_max_bid`` only the turns where the policy drew a bid that low qualify: the
         policy's own weakest hands, where a nil can be kept (the coin then looks at the hand
-        through the policy's bid, so nils valued by play, ``played``, are nils of low hands)."""
+        through the policy's bid, so nils valued by play, ``played``, are nils of low hands). Gates
+        read from the policy's values instead (nil within a margin of the best bid; the favourite
+        bid but nil at most 2) closed within 20 updates from scratch, the bids' values moving fast:
+        experiments/2026-12-01-scratch-nil/README.md."""
         legal = mask[:, BID_ACTION_BASE].bool()
         if self.nil_explore_max_bid is not None:
             legal = legal & (sampled >= BID_ACTION_BASE) & (sampled <= BID_ACTION_BASE + self.nil_explore_max_bid)
@@ -249,15 +267,17 @@ class Collector:
         return torch.where(legal & coin, torch.full_like(sampled, action), sampled)
 
     @torch.no_grad()
-    def desynchronise(self, policy, critic, steps: int = HAND_STEPS) -> None:
+    def desynchronise(self, policy, critic, steps: Optional[int] = None) -> None:
         """Put the tables at different points of their hands before the first rollout
-        (``desync_tables``). Every hand episode lasts the same 56 steps, so tables reset together
-        stay in step for the whole run: they all bid in the same steps, and with short rollouts
-        whole updates hold no bidding decision. Here the tables play ``steps`` steps (nothing is
-        learnt from them) and each keeps its state after a number of them drawn uniformly from
-        0..steps; the engine then continues from that mixture."""
+        (``desync_tables``). Every hand episode lasts the same steps (56 in the standard game:
+        :func:`hand_steps`), so tables reset together stay in step for the whole run: they all bid
+        in the same steps, and with short rollouts whole updates hold no bidding decision. Here the
+        tables play ``steps`` steps (default: a hand's; nothing is learnt from them) and each keeps
+        its state after a number of them drawn uniformly from 0..steps; the engine then continues
+        from that mixture."""
         env = self.env
-        scratch = Rollout.empty(1, env.num_envs, self.obs_size, self.state_size, self.device)
+        steps = hand_steps(env.rules) if steps is None else steps
+        scratch = Rollout.empty(1, env.num_envs, self.obs_size, self.state_size, self.device, self.num_actions)
         snapshots = [env.state_dict()]
         obs, mask = self.obs, self.mask
         for _ in range(steps):
@@ -315,12 +335,15 @@ class Collector:
         env = self.env
         buf = self.storage
         if buf is None:
-            buf = self.storage = Rollout.empty(self.steps, env.num_envs, self.obs_size, self.state_size, self.device)
+            buf = self.storage = Rollout.empty(self.steps, env.num_envs, self.obs_size, self.state_size, self.device,
+                                               self.num_actions)
         else:       # reused: a fresh (T, B, 742) buffer costs ~70 ms of page faults per update
             buf.clear_choices()
         obs, mask = self.obs, self.mask
+        intact, bids, nils = (torch.zeros((), dtype=torch.int64, device=self.device) for _ in range(3))
         for t in range(self.steps):
             seat = env.to_act
+            intact += intact_nils(env.state).sum()
             controller = self.opponents.controller.gather(1, seat[:, None])[:, 0]
             state = env.state_tensor() if self.state_size else None
             if self.cooperation is not None:      # other_play: the seats see relabelled games
@@ -332,6 +355,10 @@ class Collector:
                 buf.state[t] = state
             if self.cooperation is not None:      # ...and answer in them: back to the real game's actions
                 actions = self.cooperation.real_actions(seat, actions)
+            bidding = env.state.phase == PHASE_BIDDING
+            blind_nil = actions == BLIND_NIL_ACTION
+            bids += (bidding | blind_nil).sum()
+            nils += ((bidding & (actions == BID_ACTION_BASE)) | blind_nil).sum()
             if self.counterfactual is not None:   # bid_learning: counterfactual
                 self.counterfactual.before_step(buf.obs[t], buf.mask[t], actions, buf.learner[t])
             bias = None
@@ -350,6 +377,8 @@ class Collector:
                 self._episodes_finished(done, info["final_scores"])
                 self.starts.renew(env, done)
         self.obs, self.mask = obs, mask
+        self.intact_nil_share = int(intact) / (self.steps * env.num_envs)
+        self.nil_bid_share = int(nils) / max(1, int(bids))
         if self.counterfactual is not None:
             self.counterfactual.end_rollout()
         return buf

@@ -63,6 +63,7 @@ from train.ppo.opponents import KINDS, OpponentPool
 from train.ppo.policy_eval import PolicyEvaluator, eval_columns, eval_line, format_games_table, format_table
 from train.ppo.rollout import Collector, Rollout, StartingScores
 from train.ppo.run_lock import RunFolderBusy, RunLock
+from train.ppo.schedules import nil_explore_at
 from train.ppo.threads import set_training_threads
 from train.ppo.update import learner_logits, ppo_update
 
@@ -124,7 +125,8 @@ class Trainer:
         self.obs_size = self.env.obs_size
         # (a factory that does not hold the trainer: a trainer dropped unfinished frees its run folder at once)
         new_policy = functools.partial(PolicyNet, self.obs_size, cfg.hidden, cfg.layers, cfg.head_hidden,
-                                       cfg.card_features, nil_defence_head=cfg.nil_defence_head)
+                                       cfg.card_features, nil_defence_head=cfg.nil_defence_head,
+                                       signals=self.env.rules.signals)
         self.opponents = OpponentPool(cfg.opponents, cfg.pool_size, cfg.num_envs, new_policy, self.generator, dev)
         self.collector = Collector(self.env, self.opponents, self.heuristic, self.starts, cfg.rollout_steps,
                                    cfg.critic == "central", self.generator, dev,
@@ -199,6 +201,9 @@ class Trainer:
                    "loss__clip_fraction", "loss__explained_variance", "pool_size"]
         if cfg.bid_learning == "counterfactual":
             columns.append("loss__bid_values")
+        if cfg.bid_playout_every:
+            columns += ["bid_playout_s", "bid_playout_bids"]
+        columns += ["nil_explore", "train__nil_bid_share", "train__intact_nil_share"]
         columns += [f"train__points_vs_{k}" for k in KINDS] + eval_columns(
             cfg.eval_opponents, games=cfg.eval_games > 0 or cfg.final_eval_games > 0)
         self.metrics = MetricsLog(self.run_path, columns, cfg.tensorboard, resume_update)
@@ -237,6 +242,7 @@ class Trainer:
     # ------------------------------------------------------------------ one update
     def collect(self) -> Rollout:
         """Play ``rollout_steps`` steps of every table (:meth:`train.ppo.rollout.Collector.collect`)."""
+        self.collector.nil_explore = nil_explore_at(self.config, self.update)
         return self.collector.collect(self.policy, self.critic)
 
     def learn(self, buf: Rollout) -> dict:
@@ -362,6 +368,9 @@ class Trainer:
             self.collector.desynchronise(self.policy, self.critic)
         while self.update < cfg.last_update:
             row = self._one_update()
+            if cfg.bid_playout_every and self.update % cfg.bid_playout_every == 0:
+                row.update(self.play_out_bids())
+                row["wall_s"] = round(self.wall_s, 2)
             if self.update == cfg.last_update:
                 row.update(self._final_evaluation())
             elif cfg.eval_every and self.update % cfg.eval_every == 0:
@@ -415,7 +424,21 @@ class Trainer:
         return {"update": self.update, "decisions": self.decisions, "wall_s": round(self.wall_s, 2),
                 "decisions_per_s": cfg.batch_decisions / (rollout_s + learn_s),
                 "rollout_s": rollout_s, "learn_s": learn_s, "pool_size": len(self.opponents.weights), **stats,
-                **self.collector.recent_points()}
+                "nil_explore": self.collector.nil_explore, "train__nil_bid_share": self.collector.nil_bid_share,
+                "train__intact_nil_share": self.collector.intact_nil_share, **self.collector.recent_points()}
+
+    def play_out_bids(self) -> dict:
+        """``bid_playout_every``: a round of bids valued by playing each out with the current policy on
+        every seat (:func:`train.bids.bid_values.collect_bid_values`, no opponent agent), kept for the
+        bids' fit until the next round (:meth:`train.bids.bid_counterfactual.CounterfactualBids.set_played_out`)."""
+        from train.bids.bid_values import collect_bid_values
+        cfg, began = self.config, time.perf_counter()
+        data = collect_bid_values(self.policy, self.env.rules, cfg.bid_playout_deals, self.generator, self.device,
+                                  start=self.starts.sample if self.starts.varied else None, bag_cost=cfg.bag_cost)
+        kept = self.collector.counterfactual.set_played_out(data, cfg.reward_scale)
+        seconds = time.perf_counter() - began
+        self.wall_s += seconds
+        return {"bid_playout_s": seconds, "bid_playout_bids": kept}
 
     def evaluate(self, deals: int, seed: int, progress: bool = False) -> dict:
         """Duplicate matches of the current policy (greedy) against each ``eval_opponents``; with

@@ -8,7 +8,9 @@ PPO over the learner's decisions in minibatches. The loss is :func:`ppo_loss`, i
                     loss: their logits x bid_temperature are fitted to their hands' Monte-Carlo returns)
     value loss    = 0.5 * mean((V(s) - return)^2)
     loss          = value_coef * value loss + policy loss - entropy_coef * mean(entropy)
-                    (with bid_entropy_coef set, bidding decisions weigh their entropy by it instead)
+                    (with bid_entropy_coef set, bidding decisions weigh their entropy by it instead;
+                    with message_information_coef, minus that times the messages' information about
+                    the observation: message_information)
 
 (the critic warm-up, ``critic_warmup_updates``, keeps only the value term). The inputs are
 explicit: the networks, their optimizer, the rollout and its bootstrap values, the config, the
@@ -27,10 +29,11 @@ import torch
 import torch.nn.functional as F
 
 from agents.networks import NUM_CARDS, masked_entropy
-from spades_env.game import BID_ACTION_BASE
+from spades_env.game import BID_ACTION_BASE, NUM_ACTIONS
 
 from train.bids.bid_counterfactual import NUM_BIDS
 from train.ppo.rollout import Rollout, critic_input, seat_advantages
+from train.ppo.schedules import learning_rate_at
 
 
 @dataclass
@@ -95,7 +98,43 @@ def ppo_loss(policy, critic, mb: dict, cfg: Any, critic_only: bool, device: torc
     loss = cfg.value_coef * value_loss
     if not critic_only:
         loss = loss + policy_loss - entropy_term
+        coef = getattr(cfg, "message_information_coef", 0.0)
+        if coef > 0:
+            loss = loss - coef * message_information(policy, obs, mb["mask"], logits, mb["action"], cfg, device)
     return LossParts(loss, policy_loss, value_loss, entropy, ratio, log_ratio)
+
+
+def message_information(policy, obs: torch.Tensor, mask: torch.Tensor, logits: torch.Tensor, action: torch.Tensor,
+                        cfg: Any, device: torch.device, views: int = 4) -> torch.Tensor:
+    """``message_information_coef``'s term (positive signalling, Eccles et al. 2019, about the
+    hand): over the minibatch's message decisions (action ids from 68), the mutual information in
+    nats between the sender's hand and its message, ``mean_i KL(p(. | hand_i) || p(.))``, what
+    ``message_information_hand`` measures. ``p(. | hand_i)`` is the policy's message distribution
+    for hand i averaged over its own view and ``views`` other decisions' views (everything but the
+    hand block: seat, dealer, the messages sent before) with hand i in place of theirs; ``p(.)`` is
+    the minibatch's mean. A message that depends on the seat or the messages before it but not on
+    the hand earns 0, as does one that depends on nothing. The minibatch is in random order (PPO's
+    draw), so the views shifted in are other decisions' at random. Zero (with a gradient) in a
+    minibatch without two message decisions."""
+    from spades_env.observation import layout_for_size
+
+    rows = torch.nonzero(action >= NUM_ACTIONS)[:, 0]
+    n = rows.numel()
+    if n < 2:
+        return logits.sum() * 0.0
+    hand = layout_for_size(obs.shape[1], signals=mask.shape[1] - NUM_ACTIONS).obs_blocks["hand"].slice
+    seen, legal = obs[rows], mask[rows]
+    probs = [torch.softmax(logits[rows, NUM_ACTIONS:].float(), 1)]      # every message is legal when one is
+    marginal = probs[0].mean(0)
+    stride = max(1, n // (views + 1))
+    for k in range(1, min(views, n - 1) + 1):
+        other = torch.roll(seen, k * stride, 0)
+        other[:, hand] = seen[:, hand]                                # another decision's view, this hand
+        probs.append(torch.softmax(learner_logits(policy, other, torch.roll(legal, k * stride, 0), cfg,
+                                                  device)[:, NUM_ACTIONS:].float(), 1))
+    given_hand = torch.stack(probs).mean(0)
+    log_ratio = torch.log(given_hand.clamp(min=1e-12)) - torch.log(marginal.clamp(min=1e-12))
+    return (given_hand * log_ratio).sum(1).mean()
 
 
 def fitted_as_values(action: torch.Tensor, bid_learning: str) -> torch.Tensor:
@@ -104,17 +143,18 @@ def fitted_as_values(action: torch.Tensor, bid_learning: str) -> torch.Tensor:
     with ``counterfactual`` only the bids nil..13, the ones the counterfactual values cover. The
     blind-nil choice (blind nil or look) then stays with PPO: left out of both, its logits were
     trained by nothing and drifted with the bids' fit (one from-scratch run bid blind nil on most
-    of its offers and kept none)."""
+    of its offers and kept none). Messages (``signals``, ids from 68) always stay with PPO: they
+    earn nothing themselves, their worth is what the partner makes of them."""
     if bid_learning == "counterfactual":
         return (action >= BID_ACTION_BASE) & (action < BID_ACTION_BASE + NUM_BIDS)
-    return action >= NUM_CARDS
+    return (action >= NUM_CARDS) & (action < NUM_ACTIONS)
 
 
 def bid_value_loss(logits: torch.Tensor, mb: dict, cfg: Any) -> torch.Tensor:
     """``bid_learning: values``: half the mean squared error between the chosen bids' values
     (logit x temperature, in reward units) and their hands' returns ``ret`` (Monte-Carlo: the
-    bids' lambda is 1). Zero (with a gradient) in a minibatch without bids."""
-    is_bid = mb["action"] >= NUM_CARDS
+    bids' lambda is 1). Zero (with a gradient) in a minibatch without bids. Messages are not bids."""
+    is_bid = (mb["action"] >= NUM_CARDS) & (mb["action"] < NUM_ACTIONS)
     if not bool(is_bid.any()):
         return logits.sum() * 0.0
     temperature = cfg.bid_temperature * cfg.reward_scale
@@ -213,9 +253,8 @@ def ppo_update(policy, critic, optimizer: torch.optim.Optimizer, buf: Rollout, b
     n = data["action"].shape[0]
     if n == 0:
         return {}
-    if cfg.anneal_lr:
-        for group in optimizer.param_groups:
-            group["lr"] = cfg.learning_rate * (1.0 - update / cfg.updates)
+    for group in optimizer.param_groups:        # the schedule (train/ppo/schedules.py): a function of update
+        group["lr"] = learning_rate_at(cfg, update)
     stats: dict[str, list[float]] = {k: [] for k in ("policy", "value", "entropy_bid", "entropy_card",
                                                       "approx_kl", "clip_fraction")}
     params = list(policy.parameters()) + list(critic.parameters())
