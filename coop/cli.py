@@ -3,7 +3,7 @@
     spades-coop zoo [--json FILE]
     spades-coop run SPEC [--suite NAME] [--deals N] [--seed S] [--workers N] [--json FILE] [--plot FILE]
                          [--ray [ADDRESS]] [--journal FILE]
-    spades-coop signals SPEC [--deals N] [--seed S] [--workers N] [--json FILE]
+    spades-coop signals SPEC [--rules RULES] [--deals N] [--seed S] [--workers N] [--json FILE]
     spades-coop distance SPEC... [--zoo] [--states N] [--seed S] [--driver SPEC] [--json FILE] [--plot FILE]
     spades-coop study --config FILE [--stage train|evaluate|all] [--jobs N] [--resume] [--report]
     spades-coop bid-values SPEC [--deals N] [--seed S] [--json FILE]
@@ -67,9 +67,14 @@ def _coop_parser() -> argparse.ArgumentParser:
     _add_common(run, 100, ray=True)
     signals = sub.add_parser("signals", help="measure an agent's signalling and listening",
                              description="Bid calibration, bid information (bits), listening, nil cover and "
-                                         "the partner's reply to a lead, from duplicate deals.")
+                                         "the partner's reply to a lead, from duplicate deals; under rules with "
+                                         "signals also what the messages tell about the hand "
+                                         "(message_information_hand, bits) and listening to them.")
     signals.add_argument("spec", metavar="SPEC", help="the agent (any spades-eval spec)")
     signals.add_argument("--opponent", default="heuristic", help="the opponent team (default heuristic)")
+    signals.add_argument("--rules", default="standard",
+                         help="rule preset or YAML file the deals are played under (default standard; "
+                              "short_signals: the short deck with the free signal)")
     _add_common(signals, 100, ray=False)
     distance = sub.add_parser("distance", help="how alike agents play: action agreement on shared states",
                               description="The share of decisions at which two agents choose the same action, on "
@@ -164,7 +169,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         else:
             from coop.measures.signals import format_signals, measure_signals
             result = measure_signals(args.spec, deals=100 if args.deals is None else args.deals, seed=args.seed,
-                                     opponent=args.opponent, workers=args.workers, progress=not args.no_progress)
+                                     opponent=args.opponent, rules=args.rules, workers=args.workers,
+                                     progress=not args.no_progress)
             print(format_signals(result))
             figure = None
         if args.json:

@@ -28,22 +28,24 @@ HONOURS = (12, 11, 10, 9)  # ranks of A, K, Q, J (rank 0 is the two)
 POTENTIAL_BUCKETS = 8     # the trick estimate rounded, 7 and more together (as bid_information)
 
 
-def hand_features(cards: list[int], potential: Optional[int] = None) -> np.ndarray:
+def hand_features(cards: list[int], potential: Optional[int] = None,
+                  ranks: tuple[int, ...] = HONOURS) -> np.ndarray:
     """A hand's features for the decoder (binary, no scaling needed): every suit's length
-    one-hot (0..6, 7+), every suit's A, K, Q and J, and the trick estimate's bucket one-hot."""
-    out = np.zeros(4 * SUIT_LENGTHS + 4 * len(HONOURS) + POTENTIAL_BUCKETS)
+    one-hot (0..6, 7+), every suit's cards of ``ranks`` (A, K, Q and J; on a short deck every
+    rank it has: coop/measures/messages.py), and the trick estimate's bucket one-hot."""
+    out = np.zeros(4 * SUIT_LENGTHS + 4 * len(ranks) + POTENTIAL_BUCKETS)
     lengths = np.bincount(np.asarray(cards, dtype=np.int64) // 13, minlength=4)
     for suit in range(4):
         out[suit * SUIT_LENGTHS + min(int(lengths[suit]), SUIT_LENGTHS - 1)] = 1.0
     base = 4 * SUIT_LENGTHS
     for card in cards:
         rank = card % 13
-        if rank in HONOURS:
-            out[base + (card // 13) * len(HONOURS) + HONOURS.index(rank)] = 1.0
+        if rank in ranks:
+            out[base + (card // 13) * len(ranks) + ranks.index(rank)] = 1.0
     if potential is None:
         from agents.heuristic import estimate_tricks
         potential = int(min(POTENTIAL_BUCKETS - 1, max(0, round(estimate_tricks(list(cards))))))
-    out[base + 4 * len(HONOURS) + potential] = 1.0
+    out[base + 4 * len(ranks) + potential] = 1.0
     return out
 
 
@@ -95,14 +97,17 @@ def cross_fitted_gain(features: np.ndarray, labels: np.ndarray, fold: np.ndarray
 
 
 def bid_information_hand(bids: np.ndarray, features: np.ndarray, units: np.ndarray, seed: int,
-                         folds: int = 5, shuffles: int = 10, resamples: int = 1000, l2: float = 0.01) -> dict:
+                         folds: int = 5, shuffles: int = 10, resamples: int = 1000, l2: float = 0.01,
+                         label: str = "bid") -> dict:
     """The information the bid carries about the hand (module docstring): ``{value, low, high}``
     in bits per hand, with ``raw`` (the decoder's gain), ``control`` (the same with shuffled bids)
-    and ``hands``. ``units`` are the deals (folds and resamples keep a deal's hands together)."""
+    and ``hands``. ``units`` are the deals (folds and resamples keep a deal's hands together).
+    ``label`` names what ``bids`` are in the method's line (``message``: the free signal's
+    ``message_information_hand``, the same estimate of another label)."""
     rng = np.random.default_rng(seed)
     bids, units = np.asarray(bids), np.asarray(units)
-    method = (f"decoder of the bid from hand features, cross-fitted over {folds} folds of deals, minus "
-              f"{shuffles} shuffled-bid controls; percentile bootstrap over deals")
+    method = (f"decoder of the {label} from hand features, cross-fitted over {folds} folds of deals, minus "
+              f"{shuffles} shuffled-{label} controls; percentile bootstrap over deals")
     values, labels = np.unique(bids, return_inverse=True)
     distinct = np.unique(units)
     if len(values) < 2 or len(distinct) < 2:        # one bid (or one deal): nothing to tell

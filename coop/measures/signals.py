@@ -31,6 +31,8 @@ against an opponent team), except where a partner is needed that does something 
   in the agent's seat on the same deals.
 - ``lead_reply``: when the agent leads, what its partner (its own copy) does third to the trick,
   by the suit led: overtakes, follows low, trumps or discards.
+- Under rules with ``signals`` (the free signal): ``message_information_hand``, ``message_use``
+  and ``message_listening`` (with its phases, control and KL): coop/measures/messages.py.
 """
 
 from __future__ import annotations
@@ -123,6 +125,8 @@ def _trick_reply(cards: list[int]) -> str:
 
 def read_selfplay(outcomes, rules) -> dict:
     """Bids, potentials and lead replies of the agent's seats in its self-play records."""
+    from coop.measures.messages import decoder_ranks
+    ranks = decoder_ranks(rules)
     bids, potential, units, taken, features = [], [], [], [], []
     lead_reply = np.zeros((4, len(REPLIES)), dtype=np.int64)
     for unit, plays in enumerate(outcomes):
@@ -134,7 +138,7 @@ def read_selfplay(outcomes, rules) -> dict:
                     bid = hand["bids"][s]
                     bids.append(BLIND_NIL_LABEL if hand["blind"][s] else bid)
                     potential.append(potential_bucket(cards))
-                    features.append(hand_features(cards, potential[-1]))
+                    features.append(hand_features(cards, potential[-1], ranks=ranks))
                     units.append(unit)
                     taken.append(hand["tricks_taken"][s])
                 for trick in hand["tricks"]:
@@ -225,10 +229,10 @@ def _kl_bits(p: np.ndarray, q: np.ndarray) -> float:
     return float((p[keep] * np.log2(p[keep] / np.maximum(q[keep], 1e-12))).sum())
 
 
-def _changed_lead(obs: np.ndarray, at: dict, rng) -> Optional[np.ndarray]:
+def _changed_lead(obs: np.ndarray, at: dict, rng, lowest_rank: int = 0) -> Optional[np.ndarray]:
     """The observation with the card the partner led to the current trick replaced by another
-    unseen card of the same suit (what is legal stays the same); None when the partner did not
-    lead the current trick or no such card is left."""
+    unseen card of the same suit (what is legal stays the same; of the deck's ranks, from
+    ``lowest_rank``); None when the partner did not lead the current trick or no such card is left."""
     if obs[at["leader"]] < 0.5:
         return None
     trick_row = obs[at["trick"]:at["trick"] + 52]
@@ -238,7 +242,7 @@ def _changed_lead(obs: np.ndarray, at: dict, rng) -> Optional[np.ndarray]:
     seen = obs[at["hand"]:at["hand"] + 52] + obs[at["played"]:at["played"] + 4 * 52].reshape(4, 52).sum(0)
     seen += obs[at["all_tricks"]:at["all_tricks"] + 4 * 52].reshape(4, 52).sum(0)
     suit = card // 13
-    unseen = [c for c in range(13 * suit, 13 * suit + 13) if seen[c] < 0.5]
+    unseen = [c for c in range(13 * suit + lowest_rank, 13 * suit + 13) if seen[c] < 0.5]
     if not unseen:
         return None
     other = int(rng.choice(unseen))
@@ -291,7 +295,8 @@ def listening(player, opponent, rules, deals: int, seed: int, progress: bool = F
                 vector, mask = obs["observation"], obs["action_mask"]
                 phase = "bidding" if any(mask[52:66]) else "play"
                 for kind, changed in ((phase, _changed_bid(vector, at, rules.tricks_per_hand, rng)),
-                                      ("lead", _changed_lead(vector, at, rng) if phase == "play" else None)):
+                                      ("lead", _changed_lead(vector, at, rng, rules.lowest_rank)
+                                       if phase == "play" else None)):
                     if changed is None:
                         continue
                     probe_seed = derive_seed("spades-coop", "probe", seed, k, seat, int(rng.integers(1 << 30)))
@@ -385,6 +390,12 @@ def measure_signals(agent: Any, *, deals: int = 100, seed: int = 0, opponent: st
         if 1 <= bid <= rules.tricks_per_hand:
             pool.setdefault(bucket, []).append(bid)
     listened = listening(player, opp, rules, deals, match_seed, progress, bid_pool=pool)
+    messages = {}
+    if rules.signals:                   # the free signal: what the messages tell and who listens
+        from coop.measures.messages import message_information, message_listening, read_messages
+        messages = message_information(read_messages(selfplay, rules, _agent_seats), rules.signals,
+                                       derive_seed("spades-coop", "message-decoder", seed))
+        messages.update(message_listening(player, opp, rules, deals, match_seed, progress))
     lead_reply = data["lead_reply"]
     shares = lead_reply / np.maximum(1, lead_reply.sum(1, keepdims=True))
     return {
@@ -392,6 +403,7 @@ def measure_signals(agent: Any, *, deals: int = 100, seed: int = 0, opponent: st
         "bid_information": info,
         "bid_information_hand": info_hand,
         **listened,
+        **messages,
         "nil_cover": _rate(*reversed(nil_cover_rate(beside)), partner=partner.label),
         "nil_cover_reference": _rate(*reversed(nil_cover_rate(reference)), partner=partner.label),
         "bid_calibration": calibration(data["bids"], data["taken"]),
@@ -431,6 +443,9 @@ def format_signals(result: dict) -> str:
              "  partner's reply to my lead (shares): " + ", ".join(result["lead_reply"]["columns"])]
     for suit, row in zip(result["lead_reply"]["rows"], result["lead_reply"]["shares"]):
         lines.append(f"    {suit:<9}" + "  ".join(f"{v:5.2f}" for v in row))
+    if "message_information_hand" in result:
+        from coop.measures.messages import format_messages
+        lines[3:3] = format_messages(result)
     return "\n".join(lines)
 
 

@@ -157,15 +157,19 @@ def piece_inputs(study, runs) -> dict[Path, dict]:
     ev, out = study.evaluation, study.results_dir
     seed = int(ev["seed"])
     models = {r.name: model_hash(r) for r in runs}
+    # rules and partners other than the standard ones are inputs too (absent otherwise: the pieces
+    # of the studies measured before they existed stay current)
+    other = {"rules": study.rules} if study.rules != "standard" else {}
+    partners = {"partners": list(ev["held_out_partners"])} if ev.get("held_out_partners") else {}
     inputs = {out / "crossplay.json": {"runs": models, "deals": ev["crossplay_deals"], "reference": ev["reference"],
-                                       "seed": seed},
+                                       "seed": seed, **other},
               out / "league.json": {"runs": models, "extra": list(ev["league_extra"]), "deals": ev["league_deals"],
-                                    "seed": seed}}
+                                    "seed": seed, **other}}
     for run in runs:
         inputs[out / "scenarios" / f"{run.name}.json"] = {"model": models[run.name], "deals": ev["suite_deals"],
-                                                          "suite": ev["suite"], "seed": seed}
+                                                          "suite": ev["suite"], "seed": seed, **other, **partners}
         inputs[out / "signals" / f"{run.name}.json"] = {"model": models[run.name], "deals": ev["signals_deals"],
-                                                        "seed": seed}
+                                                        "seed": seed, **other}
     return inputs
 
 
@@ -192,12 +196,20 @@ def _what_changed(key: str, old, new) -> str:
     return f"{key} {old!r} -> {new!r}"
 
 
-def study_suite(name: str = HELD_OUT):
+def study_suite(name: str = HELD_OUT, rules: str = "standard", partners: Optional[list] = None):
     """A suite of ``spades-coop run`` by name: ``held-out`` (the standard suite's held-out scenario
     alone, the study's default), or any other (the report reads its first scenario; ``quick``
-    for smoke tests)."""
-    from coop.measures.scenarios import get_suite
-    return get_suite(name)
+    for smoke tests). Its first scenario is played under the study's ``rules`` where they are not
+    the standard ones, beside ``partners`` where given (evaluation.held_out_partners)."""
+    import dataclasses
+
+    from coop.measures.scenarios import Suite, get_suite
+    suite = get_suite(name)
+    if rules == "standard" and not partners:
+        return suite
+    first = suite.scenarios[0]
+    changed = dataclasses.replace(first, rules=rules, partners=tuple(partners) if partners else first.partners)
+    return Suite(suite.name, (changed,) + tuple(suite.scenarios[1:]), suite.about)
 
 
 def evaluate_stage(study, workers: Optional[int] = None, progress: bool = True,
@@ -224,14 +236,14 @@ def evaluate_stage(study, workers: Optional[int] = None, progress: bool = True,
     if not path.is_file():
         log(f"evaluate: cross-play of {len(runs)} agents, {ev['crossplay_deals']} duplicate deals per pairing")
         result = crossplay([r.spec for r in runs], reference=ev["reference"], deals=ev["crossplay_deals"],
-                           duplicate=True, seed=seed, workers=workers, progress=progress,
+                           duplicate=True, rules=study.rules, seed=seed, workers=workers, progress=progress,
                            journal=str(out / "crossplay.journal"))
         data = result.to_dict(timing=False)
         data["runs"] = [r.name for r in runs]
         data["unit_diffs"] = [[cell.unit_diffs for cell in row] for row in result.cells]
         data["inputs"] = inputs
         write_json(path, data)
-    suite = study_suite(ev["suite"])
+    suite = study_suite(ev["suite"], study.rules, ev.get("held_out_partners"))
     expected_hash = suite_hash(suite_definition(suite, ev["suite_deals"], seed))
     for run in runs:
         path = out / "scenarios" / f"{run.name}.json"
@@ -253,8 +265,8 @@ def evaluate_stage(study, workers: Optional[int] = None, progress: bool = True,
         _stale(path, inputs, log)
         if not path.is_file():
             log(f"evaluate: signals, {run.name}")
-            result = measure_signals(run.spec, deals=ev["signals_deals"], seed=seed, workers=workers,
-                                     progress=progress)
+            result = measure_signals(run.spec, deals=ev["signals_deals"], seed=seed, rules=study.rules,
+                                     workers=workers, progress=progress)
             write_json(path, {**result, "run": run.name, "inputs": inputs})
     path = out / "league.json"
     inputs = expected[path]
@@ -263,7 +275,7 @@ def evaluate_stage(study, workers: Optional[int] = None, progress: bool = True,
         roster = [r.spec for r in runs] + list(ev["league_extra"])
         log(f"evaluate: league of {len(roster)} agents, {ev['league_deals']} duplicate deals per pair")
         result = run_league(roster, deals=ev["league_deals"], seed=seed, workers=workers, progress=progress,
-                            journal=str(out / "league.journal"))
+                            journal=str(out / "league.journal"), rules=study.rules)
         names = {r.spec: r.name for r in runs}
         for row in result["ratings"] + result["nash"]["ratings"]:
             row["agent"] = names.get(row["agent"], row["agent"])
@@ -418,7 +430,8 @@ def analyse(study) -> dict:
         if path.is_file():
             s = read_piece(path, "signals")
             signals[name] = {"method": methods[name], **{k: s[k] for k in ("bid_information", "listening", "nil_cover")},
-                             **{k: s[k] for k in ("bid_information_hand", "listening_kl") if s.get(k)}}
+                             **{k: s[k] for k in ("bid_information_hand", "listening_kl", "message_information_hand",
+                                                  "message_listening", "message_listening_kl") if s.get(k)}}
     summary = {"study": study.name, "runs": names, "methods": methods, "reference": cross_data["reference"],
                "training_cpu_hours": cpu_hours(study), "crossplay": cross, "held_out": held, "signals": signals,
                "hypotheses": hypotheses(cross, held)}
@@ -567,6 +580,16 @@ def report_markdown(summary: dict) -> str:
             cells = [_fmt_value(s.get(k)) for k in ("bid_information_hand", "bid_information", "listening",
                                                    "listening_kl", "nil_cover")]
             lines.append(f"| {name} | {s['method']} | " + " | ".join(cells) + " |")
+        if any("message_information_hand" in s for s in summary["signals"].values()):
+            lines += ["", "Messages (the free signal, rules with `signals`; bits about the hand: what the sender's "
+                      "message tells about its hand, the same decoder minus a shuffled control; listening: the "
+                      "share of the partner's choices that another message changes, and the mean KL):", "",
+                      "| run | method | message bits about the hand | message listening | message listening KL (bits) |",
+                      "|---|---|---|---|---|"]
+            for name, s in summary["signals"].items():
+                cells = [_fmt_value(s.get(k)) for k in ("message_information_hand", "message_listening",
+                                                       "message_listening_kl")]
+                lines.append(f"| {name} | {s['method']} | " + " | ".join(cells) + " |")
     rating = summary.get("cooperative_rating")
     if rating:
         lines += ["", "Cooperative rating (from the cross-play matrix: the points a team gains with each agent as a "

@@ -38,7 +38,10 @@ STAGES = ("train", "evaluate", "all")
 _STUDY_KEYS = {"name", "folder", "seeds", "train", "methods", "evaluation"}
 _EVAL_DEFAULTS = {"reference": "heuristic", "suite": "held-out", "crossplay_deals": 100, "suite_deals": 50,
                   "signals_deals": 50,
-                  "league_deals": 50, "league_extra": ["heuristic", "random"], "seed": 0, "workers": None}
+                  "league_deals": 50, "league_extra": ["heuristic", "random"], "seed": 0, "workers": None,
+                  "held_out_partners": None}
+# held_out_partners: the held-out scenario's partners instead of the zoo's held-out split (zoo names or specs),
+# for train rules the zoo's networks cannot play (a short deck: their observations are the full deck's)
 
 
 MAX_JOBS = 256               # training runs at once, each a process
@@ -71,6 +74,11 @@ class Study:
 
     def runs(self) -> list["Run"]:
         return [Run(self, m, s) for m in self.methods for s in self.seeds]
+
+    @property
+    def rules(self) -> str:
+        """The rules every run trains under (``train.rules``), and so every measurement plays."""
+        return str(self.train.get("rules") or "standard")
 
 
 @dataclass
@@ -207,6 +215,11 @@ def _check_evaluation(path, evaluation: dict) -> None:
     extra = evaluation["league_extra"]
     if not isinstance(extra, list) or any(not isinstance(spec, str) or not spec.strip() for spec in extra):
         raise StudyError(f"{path}: evaluation.league_extra={_shown(extra)}: expected a list of agent specs")
+    partners = evaluation["held_out_partners"]
+    if partners is not None and (not isinstance(partners, list) or not partners
+                                 or any(not isinstance(p, str) or not p.strip() for p in partners)):
+        raise StudyError(f"{path}: evaluation.held_out_partners={_shown(partners)}: expected a list of zoo partner "
+                         "names or agent specs (or null: the zoo's held-out split)")
     from agents.specs import AgentSpecError, check_agent_name, parse_agent_spec
     for where, spec in [("reference", evaluation["reference"])] + [("league_extra", s) for s in extra]:
         try:                  # a misspelt agent failed after the whole train stage

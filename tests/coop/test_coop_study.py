@@ -65,6 +65,8 @@ def test_the_shipped_study_configs_load():
     ({"methods": {"a": {"after": ["b"]}, "b": {"after": ["c"]}, "c": {"after": ["a"]}, "d": {}}},
      "methods a, b, c wait for each other"),
     ({"evaluation": {"deals": 3}}, "evaluation: unknown key 'deals'"),
+    ({"evaluation": {"held_out_partners": "bold"}}, "evaluation.held_out_partners='bold': expected a list"),
+    ({"evaluation": {"held_out_partners": []}}, r"evaluation.held_out_partners=\[\]: expected a list"),
 ])
 def test_bad_study_configs_are_refused_clearly(tmp_path, change, message):
     with pytest.raises(StudyError, match=message):
@@ -288,3 +290,15 @@ def test_a_study_folder_measured_elsewhere_names_its_rating_by_run(tmp_path):
     assert named["agents"] == names
     assert [r["agent"] for r in named["ratings"]] == names
     assert [r["best_fit"] for r in named["ratings"]] == names[1:] + names[:1]
+
+
+def test_a_study_under_other_rules_plays_them_beside_its_own_held_out_partners():
+    """The train rules reach every measurement, and held_out_partners replace the zoo's held-out
+    split in the held-out scenario; a standard study's suite and inputs are as before."""
+    from coop.study.report import study_suite
+    standard = study_suite("held-out")
+    assert standard.scenarios[0].rules == "standard"
+    changed = study_suite("held-out", "short_signals", ["low-asks", "bold"])
+    assert changed.scenarios[0].rules == "short_signals" and changed.scenarios[0].partners == ("low-asks", "bold")
+    assert changed.scenarios[0].focal_seats == standard.scenarios[0].focal_seats
+    assert study_suite("held-out", "standard", None) == standard

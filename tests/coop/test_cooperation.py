@@ -129,6 +129,48 @@ def test_other_play_seats_see_relabelled_games_and_play_legally(mode):
     assert seen_any == set(range(6))
 
 
+def test_other_play_on_a_signals_variant_relabels_the_messages_and_the_suits():
+    """Under ``signals`` the group holds the message permutations, composed with the suit
+    relabellings, so the partner seat plays episodes whose messages mean something else."""
+    tables, rules = 64, "short_signals"
+    other = OtherPlay(rules, "partner", tables, torch.device("cpu"), seed=3)
+    env = SpadesVectorEnv(tables, rules=rules, seed=1)
+    group = symmetries(rules)
+    messages = range(68, 72)
+    assert len(group) == 6 * 24                   # side suits x permutations of four messages
+    obs, mask = env.reset()
+    gen = torch.Generator().manual_seed(0)
+    drawn, mapped_messages = set(), 0
+    for _ in range(160):                          # five hands of 32 steps: tables redraw at each end
+        seat = env.to_act
+        seen_obs, seen_mask, _ = other.view(seat, obs, mask)
+        chosen = random_legal(seen_mask, gen)     # legal in the seen game
+        actions = other.real_actions(seat, chosen)
+        assert bool(mask.gather(1, actions[:, None]).all()), "an action illegal in the real game"
+        for t in range(0, tables, 3):
+            g = group[int(other.which[t])] if int(seat[t]) in (2, 3) else group.identity
+            assert torch.equal(seen_obs[t], torch.as_tensor(g.map_observation(obs[t].numpy())))
+            assert torch.equal(seen_mask[t], torch.as_tensor(g.map_mask(mask[t].numpy())))
+            if int(chosen[t]) in messages:        # the message sent in the seen game, said in the real one
+                assert g.map_action(int(actions[t])) == int(chosen[t])
+                mapped_messages += int(actions[t]) != int(chosen[t])
+        drawn.update(other.which.tolist())
+        obs, mask, _, done, _ = env.step(actions)
+        other.redraw(done)
+
+    def moves_messages(g):
+        return any(group[g].map_action(m) != m for m in messages)
+
+    def moves_suits(g):
+        return any(group[g].map_action(c) != c for c in range(52))
+
+    assert mapped_messages > 0
+    assert any(moves_messages(g) and not moves_suits(g) for g in drawn)
+    assert any(moves_suits(g) and not moves_messages(g) for g in drawn)
+    assert any(moves_suits(g) and moves_messages(g) for g in drawn)
+    assert len(drawn) > 24 + 6                    # drawn from the whole group of 144, not a part of it
+
+
 def test_other_play_resumes_its_stream():
     a = OtherPlay("standard", "partner", 8, torch.device("cpu"), seed=1)
     state = a.state_dict()
