@@ -31,7 +31,7 @@ def collect_positions(games: int, seed: int = 0) -> list[tuple[dict, dict]]:
     for game in range(games):
         rng = random.Random(seed + game)
         env = spades_v0.raw_env(episode="hand")
-        scores = [[0, 0], [-150, 0], [0, -250], [200, 350]][game % 4]
+        scores = [[0, 0], [-150, 0], [0, -190], [200, 350]][game % 4]
         env.reset(seed=seed + game, options={"scores": scores})
         for _ in env.agent_iter():
             obs, _, term, trunc, info = env.last()
