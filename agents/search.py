@@ -33,7 +33,7 @@ import numpy as np
 
 from spades_env.cards import SUIT_MASKS, cards_to_mask, mask_to_cards
 from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, PHASE_BIDDING,
-                             PHASE_BLIND_DECISION, PHASE_PLAY, SpadesGame)
+                             PHASE_BLIND_DECISION, PHASE_PLAY, PHASE_SIGNAL, SpadesGame)
 from spades_env.observation import ObservationView, view_from_game
 from spades_env.rules import Rules, make_rules
 
@@ -145,7 +145,7 @@ def play_out(g: SpadesGame, played: Optional[list[list[int]]] = None, voids: Opt
     """Play ``g`` to the end of the hand with the heuristic on every seat. ``played``/``voids``
     (per seat: cards played this hand, suits shown void) must match ``g`` when given."""
     choose = heuristic_action
-    while g.phase < PHASE_PLAY:       # remaining bids, blind-nil decisions, passing: rare, slow path
+    while g.phase < PHASE_PLAY or g.phase == PHASE_SIGNAL:   # messages, bids, blind nil, passing: rare, slow path
         g.apply(choose(view_from_game(g, g.to_act), g.legal_mask()))
     if g.phase != PHASE_PLAY:
         return

@@ -324,3 +324,16 @@ def test_a_network_refuses_a_table_it_cannot_read():
     obs, *_ = env.last()
     with pytest.raises(ModelError, match="this model expects"):
         two.act(obs)
+
+
+def test_the_searchs_play_out_plays_a_hand_from_its_signal_phase():
+    """``play_out`` sends the messages, bids and plays: a hand dealt under signals ends scored."""
+    from agents.search import hand_value, play_out
+    from spades_env.game import PHASE_HAND_OVER, PHASE_GAME_OVER, SpadesGame
+
+    game = SpadesGame(make_rules("short_signals"), 1)
+    assert game.phase == PHASE_SIGNAL
+    play_out(game)
+    assert game.phase in (PHASE_HAND_OVER, PHASE_GAME_OVER)
+    assert all(m >= 0 for m in game.messages)
+    hand_value(game, 0)

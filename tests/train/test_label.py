@@ -164,6 +164,8 @@ def test_label_errors_name_what_was_wrong(tmp_path, capsys):
         label(settings(tmp_path, follow_teacher=1.5), log=quiet)
     with pytest.raises(LabelError, match=r"four players in partnerships"):
         label(settings(tmp_path, rules="cutthroat"), log=quiet)
+    with pytest.raises(LabelError, match=r"signals=4: labelling values bids and cards, not messages"):
+        label(settings(tmp_path, rules="short_signals"), log=quiet)
     with pytest.raises(LabelError, match=r"continuation='students': expected one of heuristic, student"):
         label(settings(tmp_path, teacher="playout", continuation="students"), log=quiet)
     with pytest.raises(LabelError, match=r"applies to --teacher playout only \(the teacher here is 'heuristic'\)"):

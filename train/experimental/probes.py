@@ -53,8 +53,8 @@ import numpy as np
 
 import agents
 from agents import heuristic
+from agents.base import observation_view
 from spades_env.game import BID_ACTION_BASE, BLIND_NIL_ACTION, PHASE_BIDDING, PHASE_BLIND_DECISION, PHASE_PLAY
-from spades_env.observation import decode_observation
 from train.labelling.positions import intact_opponent_nils
 
 
@@ -106,7 +106,7 @@ class BidRatio(_Probe):
         bid = action - BID_ACTION_BASE
         if not 1 <= bid <= 12 or not obs["action_mask"][action + 1]:
             return action
-        if decode_observation(obs["observation"]).bags[0] < self.min_bags:
+        if observation_view(obs).bags[0] < self.min_bags:
             return action
         probs = self.inner.action_probabilities(obs)
         return action + 1 if probs[action + 1] >= self.ratio * probs[action] else action
@@ -143,7 +143,7 @@ class BidTilt(_Probe):
         has bid nil or blind nil; ``partner_bid_tilt`` where the partner has bid; else ``tilt``."""
         if not self.by_context:
             return self.tilt
-        view = decode_observation(obs["observation"])
+        view = observation_view(obs)
         if self.partner_blind_nil_tilt is not None and view.blind[2]:
             return self.partner_blind_nil_tilt
         if self.their_blind_nil_tilt is not None and (view.blind[1] or view.blind[3]):
@@ -208,7 +208,7 @@ class HeuristicBids(_Probe):
         self.heuristic.reset(seed)
 
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
-        phase = decode_observation(obs["observation"]).phase
+        phase = observation_view(obs).phase
         if phase == PHASE_BIDDING or (self.blind_nil and phase == PHASE_BLIND_DECISION):
             return self.heuristic.act(obs, info)
         return self.inner.act(obs, info)
@@ -218,7 +218,7 @@ class HeuristicBlindNil(HeuristicBids):
     """The policy, except that the heuristic makes the blind-nil decision (bid it, or look)."""
 
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
-        if decode_observation(obs["observation"]).phase == PHASE_BLIND_DECISION:
+        if observation_view(obs).phase == PHASE_BLIND_DECISION:
             return self.heuristic.act(obs, info)
         return self.inner.act(obs, info)
 
@@ -227,7 +227,7 @@ class HeuristicCards(HeuristicBids):
     """The policy's bids (and blind-nil decision) with the heuristic's passing and card play."""
 
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
-        phase = decode_observation(obs["observation"]).phase
+        phase = observation_view(obs).phase
         if phase in (PHASE_BIDDING, PHASE_BLIND_DECISION):
             return self.inner.act(obs, info)
         return self.heuristic.act(obs, info)
@@ -241,7 +241,7 @@ class HeuristicNilPlay(HeuristicBids):
         super().__init__(player=player, **options)
 
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
-        view = decode_observation(obs["observation"])
+        view = observation_view(obs)
         side_bid_nil = 0 in (view.bids[0], view.bids[2]) or view.blind[0] or view.blind[2]
         if side_bid_nil and view.phase not in (PHASE_BIDDING, PHASE_BLIND_DECISION):
             return self.heuristic.act(obs, info)
@@ -260,7 +260,7 @@ class NilDefence(HeuristicBids):
         self.blind_only, self.leads_only = blind_only, leads_only
 
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
-        view = decode_observation(obs["observation"])
+        view = observation_view(obs)
         if self.leads_only and (view.phase != PHASE_PLAY or view.current_trick):
             return self.inner.act(obs, info)
         if view.phase not in (PHASE_BIDDING, PHASE_BLIND_DECISION):
@@ -272,7 +272,7 @@ class NilDefence(HeuristicBids):
 def no_set_possible(obs: dict) -> bool:
     """A card decision where both sides are past their contracts and no nil is intact: every
     trick left is a bag for whoever takes it (:func:`agents.heuristic.only_bags_left`'s strict test)."""
-    return heuristic.only_bags_left(decode_observation(obs["observation"]), obs["action_mask"], no_set_possible=True)
+    return heuristic.only_bags_left(observation_view(obs), obs["action_mask"], no_set_possible=True)
 
 
 def _games(name: str, games: int, seed: int, workers: int, checkpoint: Optional[str] = None,

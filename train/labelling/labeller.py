@@ -441,6 +441,9 @@ def check_settings(settings: dict) -> dict:
         raise LabelError(f"rules={settings['rules']!r}: {exc}") from None
     if not rules.partnerships or rules.players != 4:
         raise LabelError(f"rules={settings['rules']!r}: labelling needs four players in partnerships")
+    if rules.signals:
+        raise LabelError(f"rules={settings['rules']!r}: signals={rules.signals}: labelling values bids and cards, not "
+                         "messages; expected rules without the free signal (signals: 0)")
     if settings["varied_start"] and varied_start_problem(rules):
         raise LabelError(f"--varied-start: {varied_start_problem(rules)}")
     if not os.path.lexists(settings["student"]):
