@@ -9,6 +9,8 @@ import os
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
+import numpy as np
+
 from evaluation.matches import Player
 from evaluation.outcomes import EvaluationError, PlayOutcome
 
@@ -44,6 +46,37 @@ def deal_scores(outcomes: Sequence[Sequence[PlayOutcome]]) -> list[float]:
 
 def fmean(values: Sequence[float]) -> float:
     return math.fsum(values) / len(values)
+
+
+def kl_bits(p: np.ndarray, q: np.ndarray) -> float:
+    """KL(p || q) in bits over the actions p gives weight (q floored, so a change to an action p
+    never takes stays finite)."""
+    keep = p > 0
+    return float((p[keep] * np.log2(p[keep] / np.maximum(q[keep], 1e-12))).sum())
+
+
+def kl_bootstrap(kl_by_deal: np.ndarray, probes_by_deal: np.ndarray, available: bool, seed: int, method: str,
+                 resamples: int = 1000) -> dict:
+    """Mean KL per probe (bits) with a percentile bootstrap over deals (each resample's KL over
+    its own probes: deals hold different numbers of them); None where the agent exposes no
+    probabilities or nothing was probed."""
+    probes = int(probes_by_deal.sum())
+    if not available or probes == 0:
+        return value_dict(None, None, None, n=probes, method=method)
+    draws = np.random.default_rng(seed).integers(0, len(kl_by_deal), (resamples, len(kl_by_deal)))
+    resampled = kl_by_deal[draws].sum(1) / np.maximum(probes_by_deal[draws].sum(1), 1)
+    low, high = np.percentile(resampled, [2.5, 97.5])
+    return value_dict(float(kl_by_deal.sum() / probes), float(low), float(high), n=probes, method=method)
+
+
+def probe_answers(probe: Any, probe_seed: int, observations: Sequence[Any], mask: Any, info: Any) -> list:
+    """The probe's choice for each observation under one mask, reset to the same seed before each
+    (so that only the observation can change the answer)."""
+    answers = []
+    for observation in observations:
+        probe.reset(probe_seed)
+        answers.append(probe.act({"observation": observation, "action_mask": mask}, info))
+    return answers
 
 
 def value_dict(value: Optional[float], low: Optional[float], high: Optional[float], **extra: Any) -> dict:

@@ -29,7 +29,7 @@ import numpy as np
 from spades_env import spades_v0
 from spades_env.cards import parse_card
 
-from coop.common import value_dict
+from coop.common import kl_bits, kl_bootstrap, probe_answers, value_dict
 from coop.measures.bid_decoder import HONOURS, bid_information_hand, hand_features
 from evaluation.matches import derive_seed, make_deal
 from evaluation.statistics import wilson_interval
@@ -104,11 +104,6 @@ def changed_message(obs: np.ndarray, offset: int, signals: int, rng) -> Optional
     return changed
 
 
-def _kl_bits(p: np.ndarray, q: np.ndarray) -> float:
-    keep = p > 0
-    return float((p[keep] * np.log2(p[keep] / np.maximum(q[keep], 1e-12))).sum())
-
-
 def message_listening(player, opponent, rules, deals: int, seed: int, progress: bool = False) -> dict:
     """Ask the agent again with its partner's message changed in its observation (module doc)."""
     from tqdm import tqdm
@@ -147,16 +142,13 @@ def message_listening(player, opponent, rules, deals: int, seed: int, progress: 
                     phase = ("signal" if mask[SIGNAL_ACTION_BASE:].any() else
                              "bidding" if mask[52:SIGNAL_ACTION_BASE].any() else "play")
                     probe_seed = derive_seed("spades-coop", "message-probe", seed, k, seat, int(rng.integers(1 << 30)))
-                    answers = []
-                    for observation in (vector, changed, vector):
-                        probe.reset(probe_seed)
-                        answers.append(probe.act({"observation": observation, "action_mask": mask}, info))
+                    answers = probe_answers(probe, probe_seed, (vector, changed, vector), mask, info)
                     counts[phase][0] += 1
                     counts[phase][1] += int(answers[1] != answers[0])
                     unstable += int(answers[2] != answers[0])
                     probes_by_deal[k] += 1
                     if with_probabilities:
-                        kl = _kl_bits(probe.action_probabilities({"observation": vector, "action_mask": mask}),
+                        kl = kl_bits(probe.action_probabilities({"observation": vector, "action_mask": mask}),
                                       probe.action_probabilities({"observation": changed, "action_mask": mask}))
                         kl_by_deal[k] += kl
             env.step(seated[seat].act(obs, info))
@@ -167,21 +159,9 @@ def message_listening(player, opponent, rules, deals: int, seed: int, progress: 
             "message_listening_by_phase": {phase: _rate(counts[phase][1], counts[phase][0])
                                            for phase in MESSAGE_PHASES},
             "message_listening_control": _rate(unstable, asked, method="asked twice with nothing changed"),
-            "message_listening_kl": _kl_interval(kl_by_deal, probes_by_deal, with_probabilities,
-                                                 derive_seed("spades-coop", "message-listening-kl", seed))}
-
-
-def _kl_interval(kl_by_deal: np.ndarray, probes_by_deal: np.ndarray, available: bool, seed: int,
-                 resamples: int = 1000) -> dict:
-    """Mean KL per probe (bits), percentile bootstrap over deals; None without probabilities."""
-    method = "mean KL(policy with the real message || with another), bits; percentile bootstrap over deals"
-    probes = int(probes_by_deal.sum())
-    if not available or probes == 0:
-        return value_dict(None, None, None, n=probes, method=method)
-    draws = np.random.default_rng(seed).integers(0, len(kl_by_deal), (resamples, len(kl_by_deal)))
-    resampled = kl_by_deal[draws].sum(1) / np.maximum(probes_by_deal[draws].sum(1), 1)
-    low, high = np.percentile(resampled, [2.5, 97.5])
-    return value_dict(float(kl_by_deal.sum() / probes), float(low), float(high), n=probes, method=method)
+            "message_listening_kl": kl_bootstrap(
+                kl_by_deal, probes_by_deal, with_probabilities, derive_seed("spades-coop", "message-listening-kl", seed),
+                method="mean KL(policy with the real message || with another), bits; percentile bootstrap over deals")}
 
 
 def format_messages(result: dict) -> list[str]:

@@ -47,7 +47,7 @@ from spades_env.cards import parse_card
 from spades_env.observation import BID_SLOTS, layout_for
 
 from coop.measures.bid_decoder import bid_information_hand, hand_features
-from coop.common import PlayerCache, check_positive, value_dict
+from coop.common import PlayerCache, check_positive, kl_bits, kl_bootstrap, probe_answers, value_dict
 from evaluation.matches import Team, derive_seed, make_deal, match_config, play_matches, resolve_rules
 from evaluation.outcomes import EvaluationError
 from evaluation.statistics import t_quantile, wilson_interval
@@ -222,13 +222,6 @@ def _swapped_bid(obs: np.ndarray, at: dict, tricks: int, bid_pool: dict, partner
     return changed
 
 
-def _kl_bits(p: np.ndarray, q: np.ndarray) -> float:
-    """KL(p || q) in bits over the actions p gives weight (q floored, so a change to an action p
-    never takes stays finite)."""
-    keep = p > 0
-    return float((p[keep] * np.log2(p[keep] / np.maximum(q[keep], 1e-12))).sum())
-
-
 def _changed_lead(obs: np.ndarray, at: dict, rng, lowest_rank: int = 0) -> Optional[np.ndarray]:
     """The observation with the card the partner led to the current trick replaced by another
     unseen card of the same suit (what is legal stays the same; of the deck's ranks, from
@@ -300,10 +293,7 @@ def listening(player, opponent, rules, deals: int, seed: int, progress: bool = F
                     if changed is None:
                         continue
                     probe_seed = derive_seed("spades-coop", "probe", seed, k, seat, int(rng.integers(1 << 30)))
-                    answers = []
-                    for observation in (vector, changed, vector):
-                        probe.reset(probe_seed)
-                        answers.append(probe.act({"observation": observation, "action_mask": mask}, info))
+                    answers = probe_answers(probe, probe_seed, (vector, changed, vector), mask, info)
                     counts[kind][0] += 1
                     counts[kind][1] += int(answers[1] != answers[0])
                     asked += 1
@@ -312,15 +302,12 @@ def listening(player, opponent, rules, deals: int, seed: int, progress: bool = F
                     vector, at, rules.tricks_per_hand, bid_pool, potential_bucket(deal[(seat + 2) % 4]), on_rng)
                 if swapped is not None:
                     probe_seed = derive_seed("spades-coop", "probe-on", seed, k, seat, int(on_rng.integers(1 << 30)))
-                    answers = []
-                    for observation in (vector, swapped):
-                        probe.reset(probe_seed)
-                        answers.append(probe.act({"observation": observation, "action_mask": mask}, info))
+                    answers = probe_answers(probe, probe_seed, (vector, swapped), mask, info)
                     counts["on"][0] += 1
                     probes_by_deal[k] += 1
                     counts["on"][1] += int(answers[1] != answers[0])
                     if with_probabilities:
-                        kl_by_deal[k] += _kl_bits(probe.action_probabilities({"observation": vector, "action_mask": mask}),
+                        kl_by_deal[k] += kl_bits(probe.action_probabilities({"observation": vector, "action_mask": mask}),
                                                   probe.action_probabilities({"observation": swapped,
                                                                               "action_mask": mask}))
             env.step(seated[seat].act(obs, info))
@@ -340,17 +327,10 @@ def listening(player, opponent, rules, deals: int, seed: int, progress: bool = F
 
 def _kl_summary(kl_by_deal: np.ndarray, probes_by_deal: np.ndarray, available: bool, seed: int,
                 resamples: int = 1000) -> dict:
-    """Mean KL per probe (bits) with a percentile bootstrap over deals (each resample's KL over
-    its own probes: deals hold different numbers of them); None where the agent exposes no
-    probabilities or nothing was probed."""
-    method = "mean KL(policy with the real bid || with an on-distribution swap), bits; percentile bootstrap over deals"
-    probes = int(probes_by_deal.sum())
-    if not available or probes == 0:
-        return value_dict(None, None, None, n=probes, method=method)
-    draws = np.random.default_rng(seed).integers(0, len(kl_by_deal), (resamples, len(kl_by_deal)))
-    resampled = kl_by_deal[draws].sum(1) / np.maximum(probes_by_deal[draws].sum(1), 1)
-    low, high = np.percentile(resampled, [2.5, 97.5])
-    return value_dict(float(kl_by_deal.sum() / probes), float(low), float(high), n=probes, method=method)
+    """The listening KL's interval (:func:`coop.common.kl_bootstrap`)."""
+    return kl_bootstrap(kl_by_deal, probes_by_deal, available, seed, resamples=resamples,
+                        method="mean KL(policy with the real bid || with an on-distribution swap), bits; "
+                               "percentile bootstrap over deals")
 
 
 # ------------------------------------------------------------------ the measurement

@@ -641,11 +641,28 @@ def test_a_vector_reset_refuses_dealers_of_another_shape(shape):
         env.reset(seed=0, dealer=torch.zeros(shape, dtype=torch.int64))
 
 
+def _scoring_twins_module():
+    """tests/spades_env/test_scoring_twins.py, also when this folder is run on its own (pytest puts
+    that folder on the path only once it collects a file there)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    if "test_scoring_twins" in sys.modules:
+        return sys.modules["test_scoring_twins"]
+    spec = importlib.util.spec_from_file_location(
+        "test_scoring_twins", Path(__file__).resolve().parents[1] / "spades_env" / "test_scoring_twins.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["test_scoring_twins"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_a_side_with_two_nils_one_broken_scores_alike_in_every_twin():
     """Both partners bid nil (or blind nil), one takes tricks: every twin scores the side as the
     reference does, and the reference as the rules book says (standard: 100 kept, -100 broken,
     blind 200, the broken nil's tricks are bags)."""
-    import test_scoring_twins as twins
+    twins = _scoring_twins_module()
     from agents.native_search import rules_array
     from spades_env import native
     from spades_env.scoring import score_side
