@@ -26,8 +26,7 @@ from spades_env.game import PHASE_PLAY, SpadesGame
 from spades_env.solver import position_value
 
 from .base import register, whole_option
-from .heuristic import choose_action as heuristic_action
-from .search import SearchAgent, hand_value, refresh_view, rollout_views
+from .search import SearchAgent, hand_value, play_out
 
 __all__ = ["EndgameSearchAgent", "DEFAULT_ENDGAME_TRICKS", "play_until"]
 
@@ -38,20 +37,7 @@ DEFAULT_ENDGAME_TRICKS = 3
 def play_until(g: SpadesGame, tricks_left: int, played: list[list[int]], voids: list[set]) -> None:
     """Play ``g`` on with the heuristic on every seat until at most ``tricks_left`` tricks remain
     (or the hand is over): :func:`agents.search.play_out` with an earlier stop."""
-    views = rollout_views(g, played, voids)
-    while g.phase == PHASE_PLAY and g.tricks_per_hand - g.tricks_played > tricks_left:
-        seat = g.to_act
-        legal = g.legal_mask()
-        if legal & (legal - 1) == 0:
-            card = legal.bit_length() - 1
-        else:
-            v = views[seat]
-            refresh_view(v, g, seat)
-            card = heuristic_action(v, legal)
-        if g.trick_cards and card // 13 != g.led_suit:
-            voids[seat].add(g.led_suit)
-        g.apply(card)
-        played[seat].append(card)
+    play_out(g, played, voids, tricks_left=tricks_left)
 
 
 class EndgameSearchAgent(SearchAgent):

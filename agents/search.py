@@ -141,8 +141,10 @@ def refresh_view(v: RolloutView, g: SpadesGame, seat: int) -> None:
     v.spades_broken = g.spades_broken
 
 
-def play_out(g: SpadesGame, played: Optional[list[list[int]]] = None, voids: Optional[list[set]] = None) -> None:
-    """Play ``g`` to the end of the hand with the heuristic on every seat. ``played``/``voids``
+def play_out(g: SpadesGame, played: Optional[list[list[int]]] = None, voids: Optional[list[set]] = None,
+             tricks_left: int = 0) -> None:
+    """Play ``g`` to the end of the hand with the heuristic on every seat, or until at most
+    ``tricks_left`` tricks remain (where the endgame search's solver takes over). ``played``/``voids``
     (per seat: cards played this hand, suits shown void) must match ``g`` when given."""
     choose = heuristic_action
     while g.phase < PHASE_PLAY or g.phase == PHASE_SIGNAL:   # messages, bids, blind nil, passing: rare, slow path
@@ -155,7 +157,8 @@ def play_out(g: SpadesGame, played: Optional[list[list[int]]] = None, voids: Opt
     if voids is None:
         voids = [{x for x in range(4) if g.voids[s] >> x & 1} for s in range(n)]
     views = rollout_views(g, played, voids)
-    while g.phase == PHASE_PLAY:
+    stop = g.tricks_per_hand - tricks_left       # play while fewer tricks than this are done
+    while g.phase == PHASE_PLAY and g.tricks_played < stop:
         seat = g.to_act
         legal = g.legal_mask()
         if legal & (legal - 1) == 0:

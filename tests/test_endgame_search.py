@@ -77,3 +77,18 @@ def test_endgame_tricks_is_bounded():
     with pytest.raises(ValueError, match="endgame_tricks"):
         agents.make("search", endgame_tricks=-1)
     assert "endgame_tricks=2" in repr(agents.make("search", endgame_tricks=2))
+
+
+@pytest.mark.parametrize("rules", ["standard", "short_signals"])
+def test_play_until_from_the_deal_bids_then_stops_with_k_tricks_left(rules):
+    """From before the play (messages, bids: the bid search's worlds), the play-out makes the
+    remaining calls with the heuristic, then plays down to exactly K tricks left."""
+    from spades_env.game import SpadesGame
+    from spades_env.rules import make_rules
+
+    for seed in range(5):
+        g = SpadesGame(make_rules(rules), seed)
+        assert g.phase != PHASE_PLAY
+        play_until(g, 3, [[] for _ in range(4)], [set() for _ in range(4)])
+        assert g.phase == PHASE_PLAY and all(b >= 0 for b in g.bids)
+        assert g.tricks_per_hand - g.tricks_played == 3 and not g.trick_cards
