@@ -29,6 +29,8 @@ import yaml
 VARIED_START_TENS = (-15, 49)
 # game.start: 0-0, uniformly random scores and bags (varied_start), or spades_env.starts' "real".
 START_KINDS = ("zero", "varied", "real")
+# nil_explore_target's lowest nil_explore: its multiplicative steps could never leave 0.
+NIL_EXPLORE_FLOOR = 0.01
 
 
 def varied_start_problem(rules: Any) -> Optional[str]:
@@ -181,6 +183,18 @@ class ExperienceSection:
     nil_explore_final: float = _f(0.0, "with nil_explore_decisions, the share nil_explore falls to (linearly)")
     nil_explore_decisions: Optional[int] = _f(None, "nil_explore falls linearly to nil_explore_final over this many "
                                                     "decisions of the run (null: nil_explore throughout)")
+    nil_explore_target: Optional[float] = _f(None, "adaptive nil exploration: the share of the rollout's card-play "
+                                                   "table steps with an intact nil (train__intact_nil_share) to keep; "
+                                                   "after every update nil_explore (its start) is multiplied by "
+                                                   "exp(nil_explore_gain * (target - measured) / target), within "
+                                                   "[0.01, nil_explore_max] (train/ppo/schedules.py); null: off "
+                                                   "(nil_explore fixed, or nil_explore_decisions' schedule)")
+    nil_explore_gain: float = _f(0.2, "with nil_explore_target: the step of log(nil_explore) an update when no nil is "
+                                      "intact (relative error 1): the loop's gain at the target however many "
+                                      "turns qualify (less where the policy's own nils carry part of the share), "
+                                      "stable below 2, about 1/gain updates to settle")
+    nil_explore_max: float = _f(1.0, "with nil_explore_target: the most nil_explore may rise to (exploration never "
+                                     "sets more than this share of the qualifying bids)")
     desync_tables: bool = _f(False, "before the first rollout the tables play part of a hand (a number of steps drawn "
                                     "per table, nothing learnt), so that they do not all bid in the same steps: hand "
                                     "episodes last 56 steps each, and tables reset together stay in step, so a short "
@@ -687,6 +701,29 @@ class TrainConfig:
                               f"(num_envs * rollout_steps = {self.batch_decisions})")
         return self
 
+    def _check_nil_explore_target(self) -> None:
+        """The adaptive nil exploration: it alone sets nil_explore, starting from it."""
+        target = self.nil_explore_target
+        if target is None:
+            if self.nil_explore_gain != 0.2 or self.nil_explore_max != 1.0:
+                raise ConfigError("nil_explore_gain and nil_explore_max steer nil_explore_target's adaptive "
+                                  "exploration; set nil_explore_target too, or leave them at their defaults")
+            return
+        if not 0 < target < 1:
+            raise ConfigError(f"nil_explore_target={target!r}: expected a share of table steps in (0, 1), or null")
+        if not 0 < self.nil_explore_gain <= 1:
+            raise ConfigError(f"nil_explore_gain={self.nil_explore_gain!r}: expected a number in (0, 1] (a step of "
+                              "log(nil_explore) an update; above 1 the exploration swings with the rollouts' noise)")
+        if not NIL_EXPLORE_FLOOR <= self.nil_explore_max <= 1:
+            raise ConfigError(f"nil_explore_max={self.nil_explore_max!r}: expected a number in [{NIL_EXPLORE_FLOOR}, 1]")
+        if not NIL_EXPLORE_FLOOR <= self.nil_explore <= self.nil_explore_max:
+            raise ConfigError(f"nil_explore={self.nil_explore!r}: with nil_explore_target it is where the adaptive "
+                              f"exploration starts: expected a number in [{NIL_EXPLORE_FLOOR}, nil_explore_max="
+                              f"{self.nil_explore_max!r}]")
+        if self.nil_explore_decisions is not None or self.nil_explore_final:
+            raise ConfigError("nil_explore_target adapts nil_explore to the intact nils measured, "
+                              "nil_explore_decisions and nil_explore_final schedule it by decisions: both would set "
+                              "it; keep one (leave nil_explore_decisions null and nil_explore_final 0)")
 
     def _check_schedules(self) -> None:
         """The decisions-based learning-rate schedule, the nil exploration's and the bids' play-outs."""
@@ -709,6 +746,7 @@ class TrainConfig:
         if self.nil_explore_final and self.nil_explore_decisions is None:
             raise ConfigError("nil_explore_final is where nil_explore_decisions takes the exploration; set "
                               "nil_explore_decisions too, or leave nil_explore_final at 0")
+        self._check_nil_explore_target()
         if self.bid_playout_every and self.bid_learning != "counterfactual":
             raise ConfigError("bid_playout_every: the played-out values join the counterfactual bids' fit: it needs "
                               f"bid_learning: counterfactual (not {self.bid_learning!r})")
@@ -770,7 +808,7 @@ FIELDS = {f.name: f for cls in SECTIONS.values() for f in dataclasses.fields(cls
 _OPTIONAL_FIELDS = {"target_kl": float, "init_from": str, "max_updates": int, "distill_data": str,
                     "distill_value_temperature": float, "bid_entropy_coef": float,
                     "bid_gae_lambda": float, "nil_explore_max_bid": int, "lr_half_life_decisions": int,
-                    "nil_explore_decisions": int}   # null allowed
+                    "nil_explore_decisions": int, "nil_explore_target": float}   # null allowed
 
 
 def _check_type(name: str, value: Any) -> Any:

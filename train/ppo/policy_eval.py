@@ -47,6 +47,7 @@ class PolicyEvaluator:
             row.update({f"eval__{name}__diff": result.score_diff.mean, f"eval__{name}__low": result.score_diff.low,
                         f"eval__{name}__high": result.score_diff.high, f"eval__{name}__made": a.make_rate,
                         f"eval__{name}__opp_made": b.make_rate})
+            row.update({f"eval__{name}__{k}": v for k, v in nil_statistics(result).items()})
             results[name] = result
             if start_policy is not None:
                 key = (deals, seed, name)
@@ -83,13 +84,33 @@ class PolicyEvaluator:
         return row
 
 
+# Two bidders a team in every match of evaluation.matches (MatchConfig.team_seats).
+BIDDERS_PER_TEAM = 2
+NIL_COLUMNS = ("nil_share", "nil_kept", "opp_nil_kept")
+
+
+def nil_statistics(result: Any) -> dict:
+    """The nil game of a match's team A (the policy) from its tallies (:class:`evaluation.results.TeamStats`,
+    blind nils included): ``nil_share`` of its bids nil, ``nil_kept`` of those kept, and
+    ``opp_nil_kept`` of team B's nils kept against it (None where no nil was bid). A policy that
+    loses points may bid nils it cannot keep, or never bid one, or let the other side's through."""
+    a, b = result.teams["A"], result.teams["B"]
+
+    def kept(team) -> Optional[float]:
+        bids = team.nil_bids + team.blind_nil_bids
+        return (team.nil_kept + team.blind_nil_kept) / bids if bids else None
+    return {"nil_share": (a.nil_bids + a.blind_nil_bids) / (BIDDERS_PER_TEAM * a.hands) if a.hands else None,
+            "nil_kept": kept(a), "opp_nil_kept": kept(b)}
+
+
 GAME_COLUMNS = ("games_won", "games_won_low", "games_won_high", "games_diff", "games_bags")
 
 
 def eval_columns(opponents: list[str], games: bool = False) -> list[str]:
     """The metrics columns of the evaluations against ``opponents`` (``games``: with the whole
     games' columns, :data:`GAME_COLUMNS`)."""
-    kinds = ("diff", "low", "high", "made", "opp_made", "gain", "gain_low", "gain_high") + (GAME_COLUMNS if games else ())
+    kinds = ("diff", "low", "high", "made", "opp_made", *NIL_COLUMNS, "gain", "gain_low", "gain_high") + (
+        GAME_COLUMNS if games else ())
     return [f"eval__{name}__{s}" for name in opponents for s in kinds]
 
 
@@ -102,6 +123,10 @@ def eval_line(row: dict, opponents: list[str]) -> str:
         g, glo, ghi = (row.get(f"eval__{name}__{s}") for s in ("gain", "gain_low", "gain_high"))
         if g is not None:
             parts.append(f"(over the start {g:+.1f}" + (f" [{glo:+.1f}, {ghi:+.1f}])" if glo is not None else ")"))
+        share, kept = row.get(f"eval__{name}__nil_share"), row.get(f"eval__{name}__nil_kept")
+        if share is not None:
+            parts.append(f"(nil on {100 * share:.0f}% of its bids" + (f", {100 * kept:.0f}% kept)" if kept is not None
+                                                                     else ")"))
     line = " ".join(parts) + " points/hand (single hands from 0-0, duplicate, 95% CI)"
     games = [f"vs {name} {100 * row[f'eval__{name}__games_won']:.0f}%" for name in opponents
              if row.get(f"eval__{name}__games_won") is not None]

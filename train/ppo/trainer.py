@@ -63,7 +63,7 @@ from train.ppo.opponents import KINDS, OpponentPool
 from train.ppo.policy_eval import PolicyEvaluator, eval_columns, eval_line, format_games_table, format_table
 from train.ppo.rollout import Collector, Rollout, StartingScores
 from train.ppo.run_lock import RunFolderBusy, RunLock
-from train.ppo.schedules import nil_explore_at
+from train.ppo.schedules import nil_explore_at, nil_explore_step
 from train.ppo.threads import set_training_threads
 from train.ppo.update import learner_logits, ppo_update
 
@@ -241,9 +241,19 @@ class Trainer:
 
     # ------------------------------------------------------------------ one update
     def collect(self) -> Rollout:
-        """Play ``rollout_steps`` steps of every table (:meth:`train.ppo.rollout.Collector.collect`)."""
-        self.collector.nil_explore = nil_explore_at(self.config, self.update)
+        """Play ``rollout_steps`` steps of every table (:meth:`train.ppo.rollout.Collector.collect`).
+        With ``nil_explore_target`` the collector's ``nil_explore`` is the run's state, stepped after
+        every update (:meth:`adapt_nil_explore`); otherwise a function of the update."""
+        if self.config.nil_explore_target is None:
+            self.collector.nil_explore = nil_explore_at(self.config, self.update)
         return self.collector.collect(self.policy, self.critic)
+
+    def adapt_nil_explore(self) -> None:
+        """``nil_explore_target``: the next rollout's nil exploration from this one's intact nils
+        (:func:`train.ppo.schedules.nil_explore_step`)."""
+        if self.config.nil_explore_target is not None:
+            self.collector.nil_explore = nil_explore_step(self.config, self.collector.nil_explore,
+                                                          self.collector.intact_nil_share)
 
     def learn(self, buf: Rollout) -> dict:
         """One PPO update from the rollout (:func:`train.ppo.update.ppo_update`)."""
@@ -295,6 +305,7 @@ class Trainer:
             "recent": {k: list(v) for k, v in self.collector.recent.items()},
             "provenance": {"trained_by": "spades-train", "config_name": cfg.name, "init_from": cfg.init_from},
             "start_policy": self.start_policy,
+            **({} if cfg.nil_explore_target is None else {"nil_explore": self.collector.nil_explore}),
             **({} if self.cooperation is None else {"cooperation": self.cooperation.state_dict()}),
             **({} if self.collector.counterfactual is None
                else {"bid_counterfactual": self.collector.counterfactual.state_dict(),
@@ -326,6 +337,8 @@ class Trainer:
             self.expert_rounds_done = int(data.get("expert_rounds_done", 0))
             self.expert_manifest = data.get("expert_manifest")      # None: a checkpoint from before it
             self.start_policy = data.get("start_policy")
+            if self.config.nil_explore_target is not None:
+                self.collector.nil_explore = float(data["nil_explore"])
             if self.cooperation is not None:
                 try:
                     self.cooperation.load_state_dict(data.get("cooperation"))
@@ -421,11 +434,13 @@ class Trainer:
         self.wall_s += rollout_s + learn_s
         if self.update % cfg.pool_every == 0:
             self.opponents.add(self.policy)
-        return {"update": self.update, "decisions": self.decisions, "wall_s": round(self.wall_s, 2),
-                "decisions_per_s": cfg.batch_decisions / (rollout_s + learn_s),
-                "rollout_s": rollout_s, "learn_s": learn_s, "pool_size": len(self.opponents.weights), **stats,
-                "nil_explore": self.collector.nil_explore, "train__nil_bid_share": self.collector.nil_bid_share,
-                "train__intact_nil_share": self.collector.intact_nil_share, **self.collector.recent_points()}
+        row = {"update": self.update, "decisions": self.decisions, "wall_s": round(self.wall_s, 2),
+               "decisions_per_s": cfg.batch_decisions / (rollout_s + learn_s),
+               "rollout_s": rollout_s, "learn_s": learn_s, "pool_size": len(self.opponents.weights), **stats,
+               "nil_explore": self.collector.nil_explore, "train__nil_bid_share": self.collector.nil_bid_share,
+               "train__intact_nil_share": self.collector.intact_nil_share, **self.collector.recent_points()}
+        self.adapt_nil_explore()            # the row keeps the share this rollout explored with
+        return row
 
     def play_out_bids(self) -> dict:
         """``bid_playout_every``: a round of bids valued by playing each out with the current policy on
