@@ -3,7 +3,7 @@
 Random positions (a deal bid at random, nils included, then played at random) with 16, 24 and
 36 cards left, and whole hands from the first lead; the C solver valuing every legal card, on
 one core, beside the Python reference where it is quick enough. Prints the median and the 99th
-percentile per size (milliseconds) and, with ``--json FILE``, writes them.
+percentile per size (milliseconds, wall and CPU) and, with ``--json FILE``, writes them.
 
     python -m spades_env.solver_bench --positions 200 --whole 3 --json bench.json
 """
@@ -54,23 +54,26 @@ def random_position(seed: int, cards_left: int, rules="standard", nil_rate: floa
 
 def time_positions(games: list[SpadesGame], objective: str, backend: str) -> dict:
     """Median, 99th percentile and mean of the solver's time to value every legal card (ms),
-    the payoff tables built beforehand (their Python cost is the same for any solver)."""
-    times, nodes = [], []
+    the payoff tables built beforehand (their Python cost is the same for any solver); wall
+    time, and the process's CPU time beside it (``cpu_*``: what a loaded machine inflates less)."""
+    times, cpu_times, nodes = [], [], []
     for g in games:
         side = g.side_of[g.to_act]
         tables = payoff_tables(g, objective, side)
         cards = g.legal_actions()
         stats = np.zeros(1, dtype=np.int64)
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         if backend == "native":
             native_values(g, tables, side, cards, stats)
         else:
             reference_values(g, tables, side, cards)
         times.append((time.perf_counter() - start) * 1e3)
+        cpu_times.append((time.process_time() - cpu_start) * 1e3)
         nodes.append(int(stats[0]))
-    t = np.array(times)
+    t, cpu = np.array(times), np.array(cpu_times)
     row = {"positions": len(t), "median_ms": float(np.median(t)), "p99_ms": float(np.percentile(t, 99)),
-           "mean_ms": float(t.mean()), "max_ms": float(t.max())}
+           "mean_ms": float(t.mean()), "max_ms": float(t.max()),
+           "cpu_median_ms": float(np.median(cpu)), "cpu_p99_ms": float(np.percentile(cpu, 99))}
     if backend == "native":
         row["median_nodes"] = float(np.median(nodes))
     return row
@@ -134,7 +137,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         rows.append(row)
         native = row["native"]
         line = (f"{size:>3} cards  C: median {native['median_ms']:9.3f} ms  p99 {native['p99_ms']:9.3f} ms  "
-                f"({native['positions']} positions, median {native['median_nodes']:,.0f} nodes)")
+                f"(CPU {native['cpu_median_ms']:.3f} / {native['cpu_p99_ms']:.3f} ms; "
+                f"{native['positions']} positions, median {native['median_nodes']:,.0f} nodes)")
         if "python" in row:
             line += f"   Python: median {row['python']['median_ms']:9.2f} ms  p99 {row['python']['p99_ms']:9.2f} ms"
         print(line, flush=True)

@@ -159,6 +159,58 @@ def test_native_equals_reference_on_sampled_search_worlds():
         assert solve(world, "points", backend="python") == expected
 
 
+def with_winners(g: SpadesGame, rng: random.Random) -> SpadesGame:
+    """``g`` (at a trick start) with the leader given the top one to three cards of some side
+    suits, by swaps that keep every hand's size: positions where the leader's side can cash
+    winners (the C solver's quick-trick floors), voids and ruffs left as they fall."""
+    h = g.copy()
+    hands = list(h.hands)
+    leader = h.to_act
+    for suit in rng.sample(range(3), rng.randrange(1, 4)):
+        for _ in range(rng.randrange(1, 4)):
+            mine = hands[leader]
+            theirs = (hands[0] | hands[1] | hands[2] | hands[3]) & ~mine
+            top = next((c for c in range(13 * suit + 12, 13 * suit - 1, -1) if theirs >> c & 1), None)
+            if top is None:                         # the leader holds all the suit's live cards
+                break
+            spare = [c for c in range(52) if mine >> c & 1 and c // 13 != suit]
+            if not spare:
+                break
+            give = min(spare, key=lambda c: c % 13)
+            holder = next(s for s in range(4) if hands[s] >> top & 1)
+            hands[holder] = hands[holder] & ~(1 << top) | 1 << give
+            hands[leader] = hands[leader] & ~(1 << give) | 1 << top
+    h.hands = hands
+    h._legal = -1
+    return h
+
+
+@native
+@pytest.mark.parametrize("objective", ["points", "tricks"])
+def test_native_equals_reference_where_the_leader_can_cash(objective):
+    """The quick-trick floors: the leader holds top cards of side suits (opponents void with
+    spades or not); C equals the Python reference at 8 to 20 cards, and the brute force up to 12
+    (three tricks)."""
+    rng = random.Random(5)
+    for seed in range(14):
+        g = with_winners(ending(5000 + seed, (2, 3, 4, 5)[seed % 4] * 4), rng)
+        assert g.tricks_played > 0 and not g.trick_cards
+        native_values = solve(g, objective, backend="native")
+        assert native_values == solve(g, objective, backend="python"), seed
+        if seed % 4 < 2:
+            assert native_values == brute_values(g, objective), seed
+
+
+@native
+@pytest.mark.parametrize("objective", ["points", "tricks"])
+def test_native_equals_reference_with_many_nils(objective):
+    """Nils on both sides (the C solver orders a live nil's cards first and tests values already
+    found for sibling cards); mid-trick positions included."""
+    for seed in range(12):
+        g = ending(6000 + seed, 13 + seed % 6, nil_rate=0.8)
+        assert solve(g, objective, backend="native") == solve(g, objective, backend="python"), seed
+
+
 def _child_value(g: SpadesGame, card: int, objective: str) -> int:
     """A card's value for the side to act, from the solver's values one card later."""
     side = g.side_of[g.to_act]
@@ -263,6 +315,7 @@ def test_the_benchmark_command_times_both_solvers(tmp_path, capsys):
     rows = json.loads(out.read_text())["rows"]
     assert [r["cards"] for r in rows] == [8, 12] and "python" in rows[0] and "python" not in rows[1]
     assert all(r["native"]["positions"] == 3 and r["native"]["p99_ms"] >= r["native"]["median_ms"] for r in rows)
+    assert all(r["native"]["cpu_p99_ms"] >= r["native"]["cpu_median_ms"] >= 0 for r in rows)
     with pytest.raises(SystemExit) as exit_info:
         main(["--sizes", "1,99"])
     assert exit_info.value.code == 2

@@ -18,10 +18,19 @@
  *   - equivalent cards played as one: two cards of one suit in one hand with no card between
  *     them still in another hand or on the table win exactly the same tricks;
  *   - payoff bounds: at the start of a trick, the best and worst the tables allow over every
- *     split of the remaining tricks, compared with the window (a position decided already, or
- *     one that cannot reach the window, returns at once);
- *   - move ordering: the table's best card, then cheap winners where the opponents hold the
- *     trick, low cards where the partner does, top cards of a suit when leading;
+ *     split of the remaining tricks that gives each seat and side its floor, compared with the
+ *     window (a position decided already, or one that cannot reach the window, returns at
+ *     once). Forced floors: top spades (a seat's above all others' are its own tricks, a
+ *     side's above the opponents' its side's). The side on lead's floors (its bound only):
+ *     quick tricks, the leader's winners of side suits it can cash before anyone can ruff;
+ *   - move ordering: the table's best card, then (leading) the last two cards that cut off a
+ *     search at this trick for this seat (killers), then cheap winners where the opponents
+ *     hold the trick, low cards where the partner does, top cards of a suit when leading; around a
+ *     nil not yet broken, its own highest losing card, its partner's overtaking or covering
+ *     card, its opponents' low cards (a seat is a nil when its first trick costs its side
+ *     more than its partner's would);
+ *   - at the root, each card's value tested first at the values found for the cards before it
+ *     (cards mostly share a few values), the most recent first;
  *   - the last trick played out directly (every seat holds one card).
  * The table is allocated per call (calloc: its pages cost nothing until touched), so calls are
  * independent and safe on several threads at once.
@@ -54,6 +63,11 @@ typedef struct {
     uint64_t hands[4];
     int taken[4];
     int broken, tricks_played, tph, spades_lead, nsft, two_clubs, max_side;
+    int nil[4];             /* seats whose side loses by their first trick (move ordering only) */
+    /* the last two cards that cut off a search, by tricks played and seat (card + 1; 0: none),
+     * the latest first, tried early when the seat leads: what refutes one position often
+     * refutes its neighbours (killers; a card that cut off when following often leads well) */
+    int killer[SOLVER_TABLE][4][2];
     /* taken_class's cache: [side][tricks left][a][b] -> class id (-1: not yet), and per side and
      * tricks left the classes found, each a fingerprint and a representative (a, b) */
     int16_t class_of[2][SOLVER_TABLE][SOLVER_TABLE][SOLVER_TABLE];
@@ -129,39 +143,110 @@ static inline int32_t terminal(const Ctx *c) {
     return c->tab[m][c->taken[m]][c->taken[m + 2]] - c->tab[o][c->taken[o]][c->taken[o + 2]];
 }
 
-/* Tricks side `side` surely takes from a trick start: a spade above every spade the opponents
- * hold wins the trick it falls to (only the partner could beat it), and one seat's such spades
- * fall to different tricks; so the more of them one member holds. */
-static inline int sure_tricks(const Ctx *c, int side) {
-    uint64_t theirs = (c->hands[1 - side] | c->hands[3 - side]) & SUITMASK(3);
+/* What the tricks left can still come to, from a trick start: a floor on each seat's tricks
+ * and on each side's. Forced floors hold whatever anyone plays; `cash` floors hold for the side
+ * on lead when it plays to them. */
+typedef struct { int seat[4], side[2]; } Floors;
+
+/* Spades of `mine` above every spade of `theirs`: each wins the trick it falls to, except to a
+ * higher spade in neither set. */
+static inline int top_spades(uint64_t mine, uint64_t theirs) {
+    mine &= SUITMASK(3);
+    theirs &= SUITMASK(3);
     uint64_t above = theirs ? ~((((uint64_t)2) << (63 - __builtin_clzll(theirs))) - 1) : ~(uint64_t)0;
-    int a = __builtin_popcountll(c->hands[side] & SUITMASK(3) & above);
-    int b = __builtin_popcountll(c->hands[side + 2] & SUITMASK(3) & above);
-    return a > b ? a : b;
+    return __builtin_popcountll(mine & above);
 }
 
-/* The best and worst value the tables allow once the r remaining tricks are split in any way
- * that leaves each side its sure tricks. */
-static void payoff_bounds(const Ctx *c, int r, int32_t *low, int32_t *high) {
-    int32_t best_side[2][SOLVER_TABLE], worst_side[2][SOLVER_TABLE];
+/* The forced floors: a seat's spades above every other seat's spades are its tricks; a spade
+ * above the opponents' is its side's (only the partner can beat it), and one seat's such spades
+ * fall to different tricks, so the side has at least the more of them one member holds. */
+static void forced_floors(const Ctx *c, Floors *f) {
+    const uint64_t *h = c->hands;
+    for (int s = 0; s < 4; s++)
+        f->seat[s] = top_spades(h[s], h[(s + 1) & 3] | h[(s + 2) & 3] | h[(s + 3) & 3]);
     for (int side = 0; side < 2; side++) {
-        int a = c->taken[side], b = c->taken[side + 2];
-        for (int s = 0; s <= r; s++) {
-            int32_t hi = -V_INF, lo = V_INF;
-            for (int x = 0; x <= s; x++) {
-                int32_t v = c->tab[side][a + x][b + s - x];
-                if (v > hi) hi = v;
-                if (v < lo) lo = v;
-            }
-            best_side[side][s] = hi;
-            worst_side[side][s] = lo;
-        }
+        uint64_t theirs = h[1 - side] | h[3 - side];
+        int a = top_spades(h[side], theirs), b = top_spades(h[side + 2], theirs);
+        f->side[side] = a > b ? a : b;
     }
-    int m = c->max_side, o = 1 - m, from = sure_tricks(c, m), to = r - sure_tricks(c, o);
+}
+
+/* The floors the leader's side can make sure of by cashing (quick tricks, as in bridge's DDS):
+ * the leader's cards of a side suit above the suit's other cards win, one lead each, while
+ * every other seat holding a spade still follows the suit (a seat without spades cannot win
+ * them); those tricks are the leader's, and its spades above the others' (forced) come on top,
+ * in other tricks. Side suits can always be led after the first trick. Returns whether the
+ * floors rose. */
+static int cash_floors(const Ctx *c, int leader, const Floors *forced, Floors *f) {
+    *f = *forced;
+    if (c->tricks_played == 0) return 0;
+    const uint64_t *h = c->hands;
+    int q = 0;
+    for (int suit = 0; suit < 3; suit++) {
+        uint64_t mine = h[leader] & SUITMASK(suit), rest = 0;
+        if (!mine) continue;
+        for (int i = 1; i < 4; i++) rest |= h[(leader + i) & 3];
+        rest &= SUITMASK(suit);
+        uint64_t above = rest ? ~((((uint64_t)2) << (63 - __builtin_clzll(rest))) - 1) : ~(uint64_t)0;
+        int k = __builtin_popcountll(mine & above);
+        for (int i = 1; i < 4 && k; i++) {
+            uint64_t other = h[(leader + i) & 3];
+            if (other & SUITMASK(3)) {
+                int follows = __builtin_popcountll(other & SUITMASK(suit));
+                if (follows < k) k = follows;
+            }
+        }
+        q += k;
+    }
+    if (!q) return 0;
+    int side = leader & 1;
+    int own = q + forced->seat[leader];
+    int total = q + top_spades(h[leader], h[1 - side] | h[3 - side]);
+    if (own > f->seat[leader]) f->seat[leader] = own;
+    if (total > f->side[side]) f->side[side] = total;
+    return 1;
+}
+
+/* For each total s of the r tricks left, the most and the least side's table allows over the
+ * splits of s between its members that respect the floors (V_INF / -V_INF where none does). */
+static void side_range(const Ctx *c, int side, int r, const Floors *f, int32_t *best, int32_t *worst) {
+    int a = c->taken[side], b = c->taken[side + 2], fa = f->seat[side], fb = f->seat[side + 2];
+    for (int s = 0; s <= r; s++) {
+        int32_t hi = -V_INF, lo = V_INF;
+        for (int x = fa; x <= s - fb; x++) {
+            int32_t v = c->tab[side][a + x][b + s - x];
+            if (v > hi) hi = v;
+            if (v < lo) lo = v;
+        }
+        best[s] = hi;
+        worst[s] = lo;
+    }
+}
+
+/* The best and worst value the tables allow once the r remaining tricks are split in any way the
+ * floors allow: `forced` bounds both, `cash` (the leader's side's) tightens the bound in that
+ * side's favour (it can make sure of an outcome in that set, not the other side). */
+static void payoff_bounds(const Ctx *c, int r, int leader, int32_t *low, int32_t *high) {
+    Floors forced, cash;
+    forced_floors(c, &forced);
+    int cashes = cash_floors(c, leader, &forced, &cash);
+    int m = c->max_side, o = 1 - m, lead_max = (leader & 1) == m;
+    int32_t best[2][SOLVER_TABLE], worst[2][SOLVER_TABLE], cbest[SOLVER_TABLE], cworst[SOLVER_TABLE];
+    side_range(c, m, r, &forced, best[m], worst[m]);
+    side_range(c, o, r, &forced, best[o], worst[o]);
+    int32_t *lo_m = worst[m], *lo_o = worst[o];      /* the tables the low bound and high bound read */
+    const Floors *fl = &forced, *fh = &forced;
+    if (cashes && lead_max) { side_range(c, m, r, &cash, cbest, cworst); lo_m = cworst; fl = &cash; }
+    else if (cashes) { side_range(c, o, r, &cash, cbest, cworst); lo_o = cworst; fh = &cash; }
     int32_t hi = -V_INF, lo = V_INF;
-    for (int s = from; s <= to; s++) {
-        int32_t up = best_side[m][s] - worst_side[o][r - s], down = worst_side[m][s] - best_side[o][r - s];
+    for (int s = fh->side[m]; s <= r - fh->side[o]; s++) {
+        if (best[m][s] == -V_INF || lo_o[r - s] == V_INF) continue;
+        int32_t up = best[m][s] - lo_o[r - s];
         if (up > hi) hi = up;
+    }
+    for (int s = fl->side[m]; s <= r - fl->side[o]; s++) {
+        if (lo_m[s] == V_INF || best[o][r - s] == -V_INF) continue;
+        int32_t down = lo_m[s] - best[o][r - s];
         if (down < lo) lo = down;
     }
     *low = lo;
@@ -186,13 +271,26 @@ static uint64_t legal_cards(const Ctx *c, int seat, int trick_len, int led) {
 }
 
 /* The legal cards as one representative per class of equivalent cards (the class's lowest),
- * in play order: the best card first, then by a cheap guess. Returns the count. */
+ * in play order: the best card first, then (leading) the killers, then by a cheap guess.
+ * Returns the count. */
 static int ordered_moves(const Ctx *c, int seat, int trick_len, int led, int win_card, int win_seat,
                          uint64_t trick_mask, int best, int *moves) {
     uint64_t legal = legal_cards(c, seat, trick_len, led);
     uint64_t live = c->hands[0] | c->hands[1] | c->hands[2] | c->hands[3] | trick_mask;
     uint64_t others = live & ~c->hands[seat];
     int scores[13], n = 0, prev = -1;
+    /* live nils around the seat to act (a nil not yet broken): their play comes first */
+    enum { NIL_ME = 1, NIL_PARTNER = 2, NIL_THEM = 4 };
+    int nils = 0, partner_to_come = 0;
+    uint64_t nil_hands = 0;     /* the opponents' live nils' cards */
+    for (int k = 0; k < 4; k++) {
+        int s2 = (seat + k) & 3;
+        if (!c->nil[s2] || c->taken[s2]) continue;
+        if (k == 0) nils |= NIL_ME;
+        else if (k == 2) nils |= NIL_PARTNER;
+        else { nils |= NIL_THEM; nil_hands |= c->hands[s2]; }
+        if (k == 2 && trick_len && trick_len + k < 4) partner_to_come = 1;    /* plays after us, this trick */
+    }
     while (legal) {
         int card = __builtin_ctzll(legal);
         legal &= legal - 1;
@@ -202,15 +300,33 @@ static int ordered_moves(const Ctx *c, int seat, int trick_len, int led, int win
         }
         prev = card;
         int rank = card % 13, score;
+        int wins = trick_len && beats(card, win_card), spade_off = card >= SPADE_FIRST && led != 3;
         if (trick_len == 0) {
             uint64_t above = SUITMASK(card / 13) & ~(((uint64_t)2 << card) - 1);
-            score = (above & others) ? -rank : 40 + rank + (card >= SPADE_FIRST ? 0 : 13);
+            if (nils & NIL_ME) score = -rank;                                   /* a nil leads low */
+            else if (nils & NIL_THEM)                                       /* into a nil: low, its suits */
+                score = -rank + (nil_hands & SUITMASK(card / 13) ? 13 : 0);
+            else score = (above & others) ? -rank : 40 + rank + (card >= SPADE_FIRST ? 0 : 13);
+        } else if (nils & NIL_ME) {
+            score = wins ? -rank - 40 : 20 + rank + (spade_off ? 0 : 13);       /* the highest that loses */
+        } else if ((nils & NIL_PARTNER) && win_seat == ((seat + 2) & 3)) {
+            score = wins ? 60 - rank : -rank;                                  /* take it off the nil */
+        } else if ((nils & NIL_PARTNER) && partner_to_come) {
+            score = wins ? 40 + rank : -rank;                                  /* cover the nil to come */
+        } else if ((nils & NIL_THEM) && (win_seat & 1) != (seat & 1) && c->nil[win_seat] &&
+                   !c->taken[win_seat]) {
+            score = wins ? -rank - 40 : -rank;                                 /* leave the nil winning */
         } else if ((win_seat & 1) == (seat & 1)) {
-            score = -rank - (card >= SPADE_FIRST && led != 3 ? 20 : 0);          /* partner holds it: low */
-        } else if (beats(card, win_card)) {
-            score = 60 - rank - (card >= SPADE_FIRST && led != 3 ? 14 : 0);     /* the cheapest winner */
+            score = -rank - (spade_off ? 20 : 0);          /* partner holds it: low */
+        } else if (wins) {
+            score = 60 - rank - (spade_off ? 14 : 0);     /* the cheapest winner */
         } else {
             score = -rank;
+        }
+        if (trick_len == 0) {
+            const int *killers = c->killer[c->tricks_played][seat];
+            if (card == killers[0] - 1) score = 900;
+            else if (card == killers[1] - 1) score = 899;
         }
         if (card == best) score = 1000;
         int i = n++;
@@ -306,12 +422,6 @@ static int32_t search(Ctx *c, int seat, int trick_len, int led, int win_card, in
         int r = c->tph - c->tricks_played;
         if (r == 0) return terminal(c);
         if (r == 1) return last_trick(c, seat);
-        int32_t low, high;
-        payoff_bounds(c, r, &low, &high);
-        if (low == high || high <= alpha) return high;
-        if (low >= beta) return low;
-        if (low > alpha) alpha = low;
-        if (high < beta) beta = high;
         int32_t base_max, base_min;
         int class_max = taken_class(c, c->max_side, r, &base_max), class_min = taken_class(c, 1 - c->max_side, r, &base_min);
         base = base_max - base_min;
@@ -321,6 +431,15 @@ static int32_t search(Ctx *c, int seat, int trick_len, int led, int win_card, in
         reduce_ranks(c->hands, live, reduced);
         uint64_t h = mix64(reduced[0] ^ mix64(reduced[1] ^ mix64(reduced[2] ^ mix64(reduced[3] ^ key))));
         bucket = &c->tt[h & c->tt_mask & ~(uint64_t)1];      /* two ways: deepest kept, newest */
+        /* the table's lines are fetched while the bounds are worked out */
+        __builtin_prefetch(bucket);
+        __builtin_prefetch((const char *)bucket + 64);
+        int32_t low, high;
+        payoff_bounds(c, r, seat, &low, &high);
+        if (low == high || high <= alpha) return high;
+        if (low >= beta) return low;
+        if (low > alpha) alpha = low;
+        if (high < beta) beta = high;
         for (int way = 0; way < 2; way++)
             if (bucket[way].key == key && !memcmp(bucket[way].hands, reduced, sizeof reduced)) e = &bucket[way];
         if (e) {
@@ -349,7 +468,11 @@ static int32_t search(Ctx *c, int seat, int trick_len, int led, int win_card, in
             if (v < best) { best = v; chosen = moves[i]; }
             if (best < beta) beta = best;
         }
-        if (alpha >= beta) break;
+        if (alpha >= beta) {
+            int *killers = c->killer[c->tricks_played][seat];
+            if (killers[0] != moves[i] + 1) { killers[1] = killers[0]; killers[0] = moves[i] + 1; }
+            break;
+        }
     }
     if (bucket) {
         if (!e || e->key != key || memcmp(e->hands, reduced, sizeof e->hands)) {
@@ -413,6 +536,15 @@ static int setup(Ctx *c, const SolverPosition *p, int *state) {
     c->nsft = p->no_spades_first_trick != 0;
     c->two_clubs = p->two_of_clubs_leads != 0;
     c->max_side = p->max_side;
+    for (int s = 0; s < 4; s++) {
+        /* the side's payoff with this seat's first trick against its partner's instead: the
+         * side's total is the same either way, so only a nil tells them apart by much */
+        int side = s & 1, first = s == side, a = p->taken[side], b = p->taken[side + 2];
+        if (p->taken[s] || a + b + 1 >= SOLVER_TABLE) continue;
+        int32_t mine = first ? p->tables[side][a + 1][b] : p->tables[side][a][b + 1];
+        int32_t theirs = first ? p->tables[side][a][b + 1] : p->tables[side][a + 1][b];
+        c->nil[s] = mine + 40 < theirs;
+    }
     for (int side = 0; side < 2; side++) {
         for (int a = 0; a < SOLVER_TABLE; a++)
             for (int b = 0; b < SOLVER_TABLE; b++) {
@@ -456,18 +588,19 @@ static int reachable_values(const Ctx *c, int32_t *out) {
 
 /* The exact value by null-window tests ("is it at least t?") over the reachable values: each
  * test cuts far more than one wide window, and the table keeps what earlier tests proved.
- * `card` >= 0: the value after the seat to act plays it; -1: the position's own value. */
+ * `card` >= 0: the value after the seat to act plays it; -1: the position's own value.
+ * guesses[0..n_guesses): indices into vals of likely values (siblings' values, most likely
+ * first): while one is still possible, "at least it?" then "more than it?" settle it; else the
+ * tests halve the range. */
 static int32_t exact_value(Ctx *c, const int *st, uint64_t trick_mask, int card, const int32_t *vals, int n,
-                           int guess) {
-    int lo = 0, hi = n - 1, tests = 0;
+                           const int *guesses, int n_guesses) {
+    int lo = 0, hi = n - 1;
     while (lo < hi) {
         int mid = (lo + hi + 1) / 2;
-        /* a sibling's value first: "at least it?", then "more than it?" settle an equal value */
-        if (guess >= 0 && tests < 2) {
-            int g = guess + tests;
-            if (g > lo && g <= hi) mid = g;
+        for (int i = 0; i < n_guesses; i++) {
+            int g = guesses[i];
+            if (g >= lo && g <= hi) { mid = g > lo ? g : lo + 1; break; }
         }
-        tests++;
         int32_t t = vals[mid], v;
         if (card >= 0) v = play(c, st[0], card, st[1], st[2], st[3], st[4], trick_mask, t - 1, t);
         else v = search(c, st[0], st[1], st[2], st[3], st[4], trick_mask, t - 1, t);
@@ -487,7 +620,7 @@ int spades_solver_position_value(const SolverPosition *p, int32_t *value, int64_
     memcpy(&trick_mask, &st[5], sizeof trick_mask);
     int32_t vals[600];
     int n = reachable_values(c, vals);
-    *value = exact_value(c, st, trick_mask, -1, vals, n, -1);
+    *value = exact_value(c, st, trick_mask, -1, vals, n, NULL, 0);
     if (nodes) *nodes += c->nodes;
     free(c->tt);
     free(c);
@@ -509,7 +642,7 @@ int spades_solver_card_values(const SolverPosition *p, const int *cards, int n_c
     uint64_t others = (c->hands[0] | c->hands[1] | c->hands[2] | c->hands[3] | trick_mask) & ~c->hands[seat];
     int32_t vals[600];
     int n_vals = reachable_values(c, vals);
-    int reps[13];
+    int reps[13], guesses[13], n_guesses = 0;     /* guesses: the values found so far, the latest first */
     int32_t rep_values[13];
     int n_reps = 0;
     for (int i = 0; i < n_cards; i++) {
@@ -525,12 +658,14 @@ int spades_solver_card_values(const SolverPosition *p, const int *cards, int n_c
         while (j < n_reps && reps[j] != low) j++;
         if (j == n_reps) {
             reps[n_reps] = low;
-            int guess = -1;
-            if (n_reps) {
-                guess = 0;
-                while (guess < n_vals - 1 && vals[guess] < rep_values[n_reps - 1]) guess++;
-            }
-            rep_values[n_reps++] = exact_value(c, st, trick_mask, low, vals, n_vals, guess);
+            int32_t v = exact_value(c, st, trick_mask, low, vals, n_vals, guesses, n_guesses);
+            rep_values[n_reps++] = v;
+            int g = 0, k = 0;
+            while (vals[g] != v) g++;
+            while (k < n_guesses && guesses[k] != g) k++;
+            if (k == n_guesses) n_guesses++;
+            memmove(guesses + 1, guesses, (size_t)k * sizeof *guesses);       /* g moves to the front */
+            guesses[0] = g;
         }
         values[i] = rep_values[j];
     }
