@@ -32,7 +32,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from spades_env.cards import SUIT_MASKS, cards_to_mask, mask_to_cards
-from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, PHASE_BIDDING,
+from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, NUM_ACTIONS, PHASE_BIDDING,
                              PHASE_BLIND_DECISION, PHASE_PLAY, PHASE_SIGNAL, SpadesGame)
 from spades_env.observation import ObservationView, view_from_game
 from spades_env.rules import Rules, make_rules
@@ -228,7 +228,8 @@ class SearchAgent(Agent):
     Bidding: ``search_bids`` (default False: the heuristic bids; see the module doc),
     ``bid_down``/``bid_up`` (bids below/above the heuristic's to try, 0 and 1), ``bid_nil``
     (try nil, default True).
-    Guide: ``guide`` (None, the default; ``"neural"`` for the shipped model or the path of a
+    Guide: ``guide`` (None, the default; a shipped model's name: ``"neural"`` for the shipped
+    model, ``"neural_v7"`` for one version whatever ``neural`` later means; or the path of a
     model or checkpoint) puts a policy network in the heuristic's place: its bids and blind-nil
     decisions are played (unless ``search_bids``), and its favourite card is the base that the
     search keeps unless another candidate beats it; ``guide_weight`` (points per nat, default 0)
@@ -299,8 +300,11 @@ class SearchAgent(Agent):
             raise ValueError(f"search: guide_weight={guide_weight!r}: expected a finite number >= 0 (points per nat)")
         self._guide_agent = None
         if self.guide is not None:
-            from .neural import NeuralAgent      # torch only when a guide is asked for
-            self._guide_agent = NeuralAgent(checkpoint=None if self.guide == "neural" else self.guide)
+            from .neural import NeuralAgent, shipped_models      # torch only when a guide is asked for
+            # a shipped model's name (neural_v7; "neural" is the manifest's alias) means the same file on
+            # every machine; anything else is a model or checkpoint file
+            self._guide_agent = (NeuralAgent(model=self.guide) if self.guide in shipped_models()
+                                 else NeuralAgent(checkpoint=self.guide))
         self._guide_log_probs: Optional[np.ndarray] = None   # the guide's, at the decision being made
         self.last_info: dict = {}    # what the last search found (for tests and curiosity)
         self._decision_rng = random.Random(seed)
@@ -311,6 +315,16 @@ class SearchAgent(Agent):
                 f"bid_worlds={self.bid_worlds}, search_bids={self.search_bids}, max_time={self.max_time!r}, "
                 f"rules={self.rules_option!r}" + (f", guide={self.guide!r}, guide_weight={self.guide_weight:g}"
                                                    if self.guide is not None else "") + ")")
+
+    def _guide_needed(self, view, obs: dict) -> bool:
+        """Whether the guide is asked at this decision: only where its network reads this table's
+        observation (a network of the standard deck cannot read a short deck's or a signal's: the
+        heuristic then plays its roles), and in the card play only where its card or its prior
+        is used (``guide_base`` or ``guide_weight``), so that a guide of the bids costs nothing there."""
+        guide = self._guide_agent
+        if len(obs["observation"]) != guide.obs_size or len(obs["action_mask"]) != NUM_ACTIONS + guide.signals:
+            return False
+        return view.phase != PHASE_PLAY or self.guide_base or self.guide_weight > 0
 
     # ------------------------------------------------------------------ entry point
     def act(self, obs: dict, info: Optional[dict] = None) -> int:
@@ -324,7 +338,7 @@ class SearchAgent(Agent):
         self._decision_rng = self._rng_for(obs)
         self._guide_log_probs = None
         guided = None
-        if self._guide_agent is not None:
+        if self._guide_agent is not None and self._guide_needed(view, obs):
             log_probs = self._guide_agent.log_probabilities(obs)
             guided = int(np.argmax(log_probs))
             if view.phase != PHASE_PLAY and not self.search_bids and self.guide_bids:

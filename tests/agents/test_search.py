@@ -485,6 +485,44 @@ def test_pick_adds_the_bonus_before_comparing():
     assert choice == 5 and means == [10.0, 11.0]       # the means reported exclude the bonus
 
 
+def test_a_guide_named_by_its_model_is_that_models_file():
+    from agents.neural import shipped_model
+    named = agents.make("search_v1", guide="neural_v7")
+    assert named._guide_agent.checkpoint == shipped_model("neural_v7")
+    assert agents.make("search_v1", guide="neural")._guide_agent.checkpoint == shipped_model("neural")
+
+
+def test_a_guide_of_the_bids_is_not_asked_in_the_card_play():
+    bids_only = agents.make("search_v1", guide="neural", guide_base=False, worlds=8, seed=1)
+    asked = []
+    real = bids_only._guide_agent.log_probabilities
+    bids_only._guide_agent.log_probabilities = lambda obs: asked.append(1) or real(obs)
+    plain = agents.make("search_v1", worlds=8, seed=1)
+    for obs, info in _decisions(4, (PHASE_PLAY,), limit=8):
+        assert bids_only.act(obs, info) == plain.act(obs, info)    # the heuristic's base, the same worlds
+    assert not asked
+    for obs, info in _decisions(3, (PHASE_BIDDING,), limit=2):
+        bids_only.act(obs, info)
+    assert len(asked) == 2
+
+
+def test_a_guide_that_cannot_read_the_table_leaves_its_roles_to_the_heuristic():
+    """A network of the standard deck cannot read a short deck with messages: the search then
+    bids and plays as it does without a guide (it used to fail on the observation's size)."""
+    env = spades_v0.raw_env(rules="short_signals", episode="hand")
+    guided = agents.make("search_v1", guide="neural", worlds=4, bid_worlds=4, seed=5)
+    plain = agents.make("search_v1", worlds=4, bid_worlds=4, seed=5)
+    env.reset(seed=2)
+    for name in env.agent_iter():
+        obs, _, term, trunc, info = env.last()
+        if term or trunc:
+            env.step(None)
+            continue
+        action = guided.act(obs, info)
+        assert action == plain.act(obs, info)
+        env.step(action)
+
+
 def test_guide_options_are_checked():
     with pytest.raises(ValueError, match="guide_weight=-1"):
         agents.make("search_v1", guide="neural", guide_weight=-1)
