@@ -79,6 +79,39 @@ def probe_answers(probe: Any, probe_seed: int, observations: Sequence[Any], mask
     return answers
 
 
+def partner_decisions(player: Player, opponent: Player, rules: Any, deals: int, seed: int, tag: str,
+                      progress: bool = False):
+    """The listening probes' walk: ``deals`` hands of ``player`` (seats 0 and 2) against
+    ``opponent``, from the duplicate deals of ``seed``, yielding ``(k, deal, seat, obs, info)`` at
+    every decision of seats 0 and 2 with a real choice; once the caller has probed it, the seat's
+    own agent plays it. ``tag`` names the env's and the seats' seeds (``{tag}-env``, ``{tag}-seat``)
+    and the progress bar, so that each measure keeps its own random streams."""
+    from tqdm import tqdm
+
+    from evaluation.cli_common import progress_disabled
+    from evaluation.matches import derive_seed, make_deal
+    from spades_env import spades_v0
+
+    env = spades_v0.raw_env(rules=rules, episode="hand", reward_scale=1.0)
+    seated = [player.factory(), opponent.factory(), player.factory(), opponent.factory()]
+    for k in tqdm(range(deals), desc=tag.replace("-", " "), unit="deal", disable=progress_disabled(progress),
+                  dynamic_ncols=True):
+        deal, dealer = make_deal(seed, k, rules)
+        options = {"deal": deal} if dealer is None else {"deal": deal, "dealer": dealer}
+        env.reset(seed=derive_seed("spades-coop", f"{tag}-env", seed, k), options=options)
+        for s, agent in enumerate(seated):
+            agent.reset(derive_seed("spades-coop", f"{tag}-seat", seed, k, s))
+        for name in env.agent_iter():
+            obs, _, term, trunc, info = env.last()
+            if term or trunc:
+                env.step(None)
+                continue
+            seat = env.agent_name_mapping[name]
+            if seat in (0, 2) and np.count_nonzero(obs["action_mask"]) > 1:
+                yield k, deal, seat, obs, info
+            env.step(seated[seat].act(obs, info))
+
+
 def value_dict(value: Optional[float], low: Optional[float], high: Optional[float], **extra: Any) -> dict:
     return {"value": value, "low": low, "high": high, **extra}
 

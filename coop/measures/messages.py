@@ -26,12 +26,11 @@ from typing import Optional
 
 import numpy as np
 
-from spades_env import spades_v0
 from spades_env.cards import parse_card
 
-from coop.common import kl_bits, kl_bootstrap, probe_answers, value_dict
+from coop.common import kl_bits, kl_bootstrap, partner_decisions, probe_answers, value_dict
 from coop.measures.bid_decoder import HONOURS, bid_information_hand, hand_features
-from evaluation.matches import derive_seed, make_deal
+from evaluation.matches import derive_seed
 from evaluation.statistics import wilson_interval
 
 SIGNAL_ACTION_BASE = 68          # action 68 + m sends message m (spades_env.game)
@@ -106,52 +105,31 @@ def changed_message(obs: np.ndarray, offset: int, signals: int, rng) -> Optional
 
 def message_listening(player, opponent, rules, deals: int, seed: int, progress: bool = False) -> dict:
     """Ask the agent again with its partner's message changed in its observation (module doc)."""
-    from tqdm import tqdm
-
-    from evaluation.cli_common import progress_disabled
     from spades_env.observation import layout_for
 
     signals = rules.signals
     offset = layout_for(rules).obs_blocks["messages"].offset + PARTNER * signals
     rng = np.random.default_rng(derive_seed("spades-coop", "message-listening", seed))
-    env = spades_v0.raw_env(rules=rules, episode="hand", reward_scale=1.0)
-    seated = [player.factory(), opponent.factory(), player.factory(), opponent.factory()]
     probe = player.factory()
     with_probabilities = hasattr(probe, "action_probabilities")
     counts = {phase: [0, 0] for phase in MESSAGE_PHASES}
     unstable = 0
     kl_by_deal, probes_by_deal = np.zeros(deals), np.zeros(deals)
-    for k in tqdm(range(deals), desc="message listening", unit="deal", disable=progress_disabled(progress),
-                  dynamic_ncols=True):
-        deal, dealer = make_deal(seed, k, rules)
-        options = {"deal": deal} if dealer is None else {"deal": deal, "dealer": dealer}
-        env.reset(seed=derive_seed("spades-coop", "message-listening-env", seed, k), options=options)
-        for s, agent in enumerate(seated):
-            agent.reset(derive_seed("spades-coop", "message-listening-seat", seed, k, s))
-        for name in env.agent_iter():
-            obs, _, term, trunc, info = env.last()
-            if term or trunc:
-                env.step(None)
-                continue
-            seat = env.agent_name_mapping[name]
-            mask = obs["action_mask"]
-            if seat in (0, 2) and np.count_nonzero(mask) > 1:
-                vector = obs["observation"]
-                changed = changed_message(vector, offset, signals, rng)
-                if changed is not None:
-                    phase = ("signal" if mask[SIGNAL_ACTION_BASE:].any() else
-                             "bidding" if mask[52:SIGNAL_ACTION_BASE].any() else "play")
-                    probe_seed = derive_seed("spades-coop", "message-probe", seed, k, seat, int(rng.integers(1 << 30)))
-                    answers = probe_answers(probe, probe_seed, (vector, changed, vector), mask, info)
-                    counts[phase][0] += 1
-                    counts[phase][1] += int(answers[1] != answers[0])
-                    unstable += int(answers[2] != answers[0])
-                    probes_by_deal[k] += 1
-                    if with_probabilities:
-                        kl = kl_bits(probe.action_probabilities({"observation": vector, "action_mask": mask}),
-                                      probe.action_probabilities({"observation": changed, "action_mask": mask}))
-                        kl_by_deal[k] += kl
-            env.step(seated[seat].act(obs, info))
+    for k, _, seat, obs, info in partner_decisions(player, opponent, rules, deals, seed, "message-listening", progress):
+        vector, mask = obs["observation"], obs["action_mask"]
+        changed = changed_message(vector, offset, signals, rng)
+        if changed is not None:
+            phase = ("signal" if mask[SIGNAL_ACTION_BASE:].any() else
+                     "bidding" if mask[52:SIGNAL_ACTION_BASE].any() else "play")
+            probe_seed = derive_seed("spades-coop", "message-probe", seed, k, seat, int(rng.integers(1 << 30)))
+            answers = probe_answers(probe, probe_seed, (vector, changed, vector), mask, info)
+            counts[phase][0] += 1
+            counts[phase][1] += int(answers[1] != answers[0])
+            unstable += int(answers[2] != answers[0])
+            probes_by_deal[k] += 1
+            if with_probabilities:
+                kl_by_deal[k] += kl_bits(probe.action_probabilities({"observation": vector, "action_mask": mask}),
+                                         probe.action_probabilities({"observation": changed, "action_mask": mask}))
     asked = sum(c[0] for c in counts.values())
     changed_choices = sum(c[1] for c in counts.values())
     return {"message_listening": _rate(changed_choices, asked,

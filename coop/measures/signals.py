@@ -42,13 +42,13 @@ from typing import Any, Optional
 
 import numpy as np
 
-from spades_env import spades_v0
 from spades_env.cards import parse_card
 from spades_env.observation import BID_SLOTS, layout_for
 
 from coop.measures.bid_decoder import bid_information_hand, hand_features
-from coop.common import PlayerCache, check_positive, kl_bits, kl_bootstrap, probe_answers, value_dict
-from evaluation.matches import Team, derive_seed, make_deal, match_config, play_matches, resolve_rules
+from coop.common import (PlayerCache, check_positive, kl_bits, kl_bootstrap, partner_decisions, probe_answers,
+                         value_dict)
+from evaluation.matches import Team, derive_seed, match_config, play_matches, resolve_rules
 from evaluation.outcomes import EvaluationError
 from evaluation.statistics import t_quantile, wilson_interval
 
@@ -250,8 +250,6 @@ def listening(player, opponent, rules, deals: int, seed: int, progress: bool = F
     """Ask the agent again with its partner's bid, or the card its partner led, changed in its
     observation (module docstring); with ``bid_pool`` (trick-potential bucket -> the plain bids
     the agent made there) also with the bid swapped on the partner's own distribution."""
-    from tqdm import tqdm
-
     blocks = layout_for(rules).obs_blocks
     at = {"bids": blocks["bids"].offset + 2 * BID_SLOTS,            # the partner's rows (relative seat 2)
           "contract": blocks["sides"].offset + 6,                    # own side's contract / T
@@ -261,8 +259,6 @@ def listening(player, opponent, rules, deals: int, seed: int, progress: bool = F
           "all_tricks": blocks["current_trick"].offset, "played": blocks["played"].offset,
           "hand": blocks["hand"].offset}
     rng = np.random.default_rng(derive_seed("spades-coop", "listening", seed))
-    env = spades_v0.raw_env(rules=rules, episode="hand", reward_scale=1.0)
-    seated = [player.factory(), opponent.factory(), player.factory(), opponent.factory()]
     probe = player.factory()
     counts = {"bidding": [0, 0], "play": [0, 0], "lead": [0, 0], "on": [0, 0]}
     unstable = asked = 0
@@ -270,47 +266,32 @@ def listening(player, opponent, rules, deals: int, seed: int, progress: bool = F
     kl_by_deal = np.zeros(deals)
     probes_by_deal = np.zeros(deals)     # on-distribution probes per deal: the KL's denominators
     with_probabilities = hasattr(probe, "action_probabilities")
-    from evaluation.cli_common import progress_disabled
-    for k in tqdm(range(deals), desc="listening", unit="deal", disable=progress_disabled(progress),
-                  dynamic_ncols=True):
-        deal, dealer = make_deal(seed, k, rules)
-        options = {"deal": deal} if dealer is None else {"deal": deal, "dealer": dealer}
-        env.reset(seed=derive_seed("spades-coop", "listening-env", seed, k), options=options)
-        for s, agent in enumerate(seated):
-            agent.reset(derive_seed("spades-coop", "listening-seat", seed, k, s))
-        for name in env.agent_iter():
-            obs, _, term, trunc, info = env.last()
-            if term or trunc:
-                env.step(None)
+    for k, deal, seat, obs, info in partner_decisions(player, opponent, rules, deals, seed, "listening", progress):
+        vector, mask = obs["observation"], obs["action_mask"]
+        phase = "bidding" if any(mask[52:66]) else "play"
+        for kind, changed in ((phase, _changed_bid(vector, at, rules.tricks_per_hand, rng)),
+                              ("lead", _changed_lead(vector, at, rng, rules.lowest_rank)
+                               if phase == "play" else None)):
+            if changed is None:
                 continue
-            seat = env.agent_name_mapping[name]
-            if seat in (0, 2) and np.count_nonzero(obs["action_mask"]) > 1:
-                vector, mask = obs["observation"], obs["action_mask"]
-                phase = "bidding" if any(mask[52:66]) else "play"
-                for kind, changed in ((phase, _changed_bid(vector, at, rules.tricks_per_hand, rng)),
-                                      ("lead", _changed_lead(vector, at, rng, rules.lowest_rank)
-                                       if phase == "play" else None)):
-                    if changed is None:
-                        continue
-                    probe_seed = derive_seed("spades-coop", "probe", seed, k, seat, int(rng.integers(1 << 30)))
-                    answers = probe_answers(probe, probe_seed, (vector, changed, vector), mask, info)
-                    counts[kind][0] += 1
-                    counts[kind][1] += int(answers[1] != answers[0])
-                    asked += 1
-                    unstable += int(answers[2] != answers[0])
-                swapped = None if bid_pool is None else _swapped_bid(
-                    vector, at, rules.tricks_per_hand, bid_pool, potential_bucket(deal[(seat + 2) % 4]), on_rng)
-                if swapped is not None:
-                    probe_seed = derive_seed("spades-coop", "probe-on", seed, k, seat, int(on_rng.integers(1 << 30)))
-                    answers = probe_answers(probe, probe_seed, (vector, swapped), mask, info)
-                    counts["on"][0] += 1
-                    probes_by_deal[k] += 1
-                    counts["on"][1] += int(answers[1] != answers[0])
-                    if with_probabilities:
-                        kl_by_deal[k] += kl_bits(probe.action_probabilities({"observation": vector, "action_mask": mask}),
-                                                  probe.action_probabilities({"observation": swapped,
-                                                                              "action_mask": mask}))
-            env.step(seated[seat].act(obs, info))
+            probe_seed = derive_seed("spades-coop", "probe", seed, k, seat, int(rng.integers(1 << 30)))
+            answers = probe_answers(probe, probe_seed, (vector, changed, vector), mask, info)
+            counts[kind][0] += 1
+            counts[kind][1] += int(answers[1] != answers[0])
+            asked += 1
+            unstable += int(answers[2] != answers[0])
+        swapped = None if bid_pool is None else _swapped_bid(
+            vector, at, rules.tricks_per_hand, bid_pool, potential_bucket(deal[(seat + 2) % 4]), on_rng)
+        if swapped is not None:
+            probe_seed = derive_seed("spades-coop", "probe-on", seed, k, seat, int(on_rng.integers(1 << 30)))
+            answers = probe_answers(probe, probe_seed, (vector, swapped), mask, info)
+            counts["on"][0] += 1
+            probes_by_deal[k] += 1
+            counts["on"][1] += int(answers[1] != answers[0])
+            if with_probabilities:
+                kl_by_deal[k] += kl_bits(probe.action_probabilities({"observation": vector, "action_mask": mask}),
+                                          probe.action_probabilities({"observation": swapped,
+                                                                      "action_mask": mask}))
     probes = counts["bidding"][0] + counts["play"][0]
     changed = counts["bidding"][1] + counts["play"][1]
     return {"listening": _rate(changed, probes, method="share of choices changed by the partner's bid; Wilson"),

@@ -10,33 +10,20 @@ import time
 import pytest
 
 pytest.importorskip("starlette")
-TestClient = pytest.importorskip("starlette.testclient").TestClient     # needs httpx2 (or httpx)
+pytest.importorskip("starlette.testclient")     # needs httpx2 (or httpx)
 
 from spades_env import spades_v0  # noqa: E402
 import agents  # noqa: E402
 from spades_env.record import iter_replay, replay  # noqa: E402
-from web.server import create_app  # noqa: E402
+from helpers_web import wait_for_turn  # noqa: E402
 
 from helpers import heuristic_hand_record  # noqa: E402
-
-
-@pytest.fixture
-def client(tmp_path):
-    with TestClient(create_app(tmp_path / "records"), base_url="http://127.0.0.1:8000") as c:
-        yield c
-
-
-def _wait_for_turn(client, state, timeout=30.0):
-    deadline = time.time() + timeout
-    while not state["over"] and state["to_act"] != state["seat"] and time.time() < deadline:
-        state = client.get(f"/api/games/{state['id']}?since={state['version']}&wait=2").json()
-    return state
 
 
 def _play_heuristically(client, state, hands=1):
     """The person's seat plays the first legal action until `hands` hands are over."""
     while not state["over"] and len(state["hands"]) < hands:
-        state = _wait_for_turn(client, state)
+        state = wait_for_turn(client, state)
         if state["over"] or len(state["hands"]) >= hands:
             break
         response = client.post(f"/api/games/{state['id']}/action", json={"action": state["legal"][0]["id"]})
@@ -74,7 +61,7 @@ def test_an_illegal_card_is_refused_with_the_reason(client):
     state = client.post("/api/games", json={"seat": 2, "seed": 11}).json()
     # bid, then wait for a trick where the person must follow suit while holding a card of another suit
     for _ in range(200):
-        state = _wait_for_turn(client, state)
+        state = wait_for_turn(client, state)
         assert not state["over"]
         if state["phase"] == "play" and state["illegal_reasons"]:
             break
@@ -104,7 +91,7 @@ def test_bad_new_game_requests_are_explained(client, body, status, message):
 
 def test_bad_action_requests_are_explained(client):
     state = client.post("/api/games", json={"seat": 2, "seed": 1}).json()
-    state = _wait_for_turn(client, state)
+    state = wait_for_turn(client, state)
     gid = state["id"]
     not_json = client.post(f"/api/games/{gid}/action", content=b"{not json", headers={"Content-Type": "application/json"})
     assert not_json.status_code == 400 and "is not JSON" in not_json.json()["error"]
@@ -119,8 +106,8 @@ def test_two_games_stay_apart(client):
     a = client.post("/api/games", json={"seat": 2, "seed": 1}).json()
     b = client.post("/api/games", json={"seat": 0, "seed": 2}).json()
     assert a["id"] != b["id"]
-    a = _wait_for_turn(client, a)
-    before_b = _wait_for_turn(client, b)
+    a = wait_for_turn(client, a)
+    before_b = wait_for_turn(client, b)
     client.post(f"/api/games/{a['id']}/action", json={"action": a["legal"][0]["id"]})
     after_b = client.get(f"/api/games/{b['id']}").json()
     assert after_b["version"] == before_b["version"] and after_b["hand"] == before_b["hand"]
@@ -128,7 +115,7 @@ def test_two_games_stay_apart(client):
 
 def test_an_action_out_of_turn_is_refused_with_409(client):
     # pace: 2 s between the agents' moves, so after the person's bid the table is the agents' for 4 s or more
-    state = _wait_for_turn(client, client.post("/api/games", json={"seat": 0, "seed": 1, "pace": 2}).json())
+    state = wait_for_turn(client, client.post("/api/games", json={"seat": 0, "seed": 1, "pace": 2}).json())
     gid = state["id"]
     state = client.post(f"/api/games/{gid}/action", json={"action": state["legal"][0]["id"]}).json()
     assert not state["over"] and state["to_act"] != state["seat"]
@@ -143,13 +130,13 @@ def test_an_action_out_of_turn_is_refused_with_409(client):
 def test_a_slow_agent_does_not_block_other_requests(client):
     slow = client.post("/api/games", json={"seat": 0, "agents": {"1": "search:backend=python,worlds=400"},
                                            "seed": 4}).json()
-    slow = _wait_for_turn(client, slow)
+    slow = wait_for_turn(client, slow)
     # the search (East) thinks after the person's card; meanwhile the server answers at once
     if slow["phase"] != "play":
         for _ in range(8):
             if slow["phase"] == "play":
                 break
-            slow = _wait_for_turn(client, client.post(f"/api/games/{slow['id']}/action",
+            slow = wait_for_turn(client, client.post(f"/api/games/{slow['id']}/action",
                                                       json={"action": slow["legal"][0]["id"]}).json())
     client.post(f"/api/games/{slow['id']}/action", json={"action": slow["legal"][0]["id"]})
     began = time.perf_counter()
@@ -160,7 +147,7 @@ def test_a_slow_agent_does_not_block_other_requests(client):
 
 def test_a_heuristic_move_arrives_within_a_tenth_of_a_second(client):
     state = client.post("/api/games", json={"seat": 0, "seed": 12}).json()     # North: East bids next
-    state = _wait_for_turn(client, state)
+    state = wait_for_turn(client, state)
     began = time.perf_counter()
     state = client.post(f"/api/games/{state['id']}/action", json={"action": state["legal"][0]["id"]}).json()
     version = state["version"]

@@ -6,30 +6,16 @@ the record's messages stepped through and analysed in the inspector."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
 pytest.importorskip("starlette")
-TestClient = pytest.importorskip("starlette.testclient").TestClient     # needs httpx2 (or httpx)
+pytest.importorskip("starlette.testclient")     # needs httpx2 (or httpx)
 
 from spades_env.game import BID_ACTION_BASE, SIGNAL_ACTION_BASE  # noqa: E402
 from spades_env.record import replay  # noqa: E402
-from web.server import create_app  # noqa: E402
+from helpers_web import wait_for_turn  # noqa: E402
 from web.table import TableGame, TableError, action_json  # noqa: E402
-
-
-@pytest.fixture
-def client(tmp_path):
-    with TestClient(create_app(tmp_path / "records"), base_url="http://127.0.0.1:8000") as c:
-        yield c
-
-
-def _wait_for_turn(client, state, timeout=30.0):
-    deadline = time.time() + timeout
-    while not state["over"] and state["to_act"] != state["seat"] and time.time() < deadline:
-        state = client.get(f"/api/games/{state['id']}?since={state['version']}&wait=2").json()
-    return state
 
 
 def _act(client, state, action):
@@ -48,7 +34,7 @@ def test_a_person_sends_a_message_and_plays_a_short_deck(client):
                                             "rules": "short_signals", "seed": 4}).json()
     assert state["signals"] == 4 and state["deck_ranks"] == 6 and state["tricks_per_hand"] == 6
     assert len(state["hand"]) == 6 and all(c["id"] % 13 >= 7 for c in state["hand"])      # nine to ace
-    state = _wait_for_turn(client, state)
+    state = wait_for_turn(client, state)
     assert state["phase"] == "signal"
     assert [a["kind"] for a in state["legal"]] == ["message"] * 4
     assert [a["id"] for a in state["legal"]] == [SIGNAL_ACTION_BASE + m for m in range(4)]
@@ -59,7 +45,7 @@ def test_a_person_sends_a_message_and_plays_a_short_deck(client):
     assert early.status_code == 400 and "free signal" in early.json()["error"]
     state = _act(client, state, SIGNAL_ACTION_BASE + 2)
     assert state["messages"][1] == 2
-    state = _wait_for_turn(client, state)
+    state = wait_for_turn(client, state)
     assert state["phase"] == "bidding" and None not in state["messages"]
     assert state["messages"][0] == 0 and state["messages"][3] == 0        # the heuristic sends message 0
     sent = [(e["seat"], e["action"]["message"]) for e in state["log"] if e["action"]["kind"] == "message"]
@@ -72,7 +58,7 @@ def test_a_person_sends_a_message_and_plays_a_short_deck(client):
     # the rest of the hand: the first legal action each turn
     while len(state["hands"]) < 1 and not state["over"]:
         state = _act(client, state, state["legal"][0]["id"])
-        state = _wait_for_turn(client, state)
+        state = wait_for_turn(client, state)
     hand = state["hands"][0]
     assert sum(hand["tricks_taken"]) == 6 and hand["messages"][1] == 2
     record = client.get(f"/api/games/{state['id']}/record").json()
