@@ -46,6 +46,10 @@ from .search_worlds import DealSampler, Knowledge, drop_losers, pick_candidate
 __all__ = ["SearchAgent", "Knowledge", "DealSampler", "build_game", "copy_game", "RolloutView",
            "rollout_views", "refresh_view", "play_out", "hand_value", "rules_from_view", "touching_groups"]
 
+BID_OBJECTIVES = ("points", "game")
+"""What a searched bid is valued by: the hand's score difference, or the game's win probability from
+the scores it leaves (in points of equal worth at 0-0, agents/game_value.py)."""
+
 _ABOVE = tuple(SUIT_MASKS[c // 13] & ~((2 << c) - 1) for c in range(52))
 _VIEW_FIELDS = tuple(ObservationView.__dataclass_fields__)
 
@@ -227,7 +231,10 @@ class SearchAgent(Agent):
     ``nil_mismatch`` (0.05), ``oversample`` (draws per world kept when inferring, default 3).
     Bidding: ``search_bids`` (default False: the heuristic bids; see the module doc),
     ``bid_down``/``bid_up`` (bids below/above the heuristic's to try, 0 and 1), ``bid_nil``
-    (try nil, default True).
+    (try nil, default True), ``bid_objective`` (``"points"``, the default: each world's hand
+    score difference; ``"game"``: the probability of winning the game from the scores the hand
+    leaves, carried bags priced, in points of equal worth at 0-0: agents/game_value.py; two
+    partnerships only, elsewhere points).
     Guide: ``guide`` (None, the default; a shipped model's name: ``"neural"`` for the shipped
     model, ``"neural_v7"`` for one version whatever ``neural`` later means; or the path of a
     model or checkpoint) puts a policy network in the heuristic's place: its bids and blind-nil
@@ -255,7 +262,8 @@ class SearchAgent(Agent):
                  search_bids: bool = False, bid_min_gain: float = 5.0, bid_min_z: float = 2.0,
                  bid_down: int = 0, bid_up: int = 1, bid_nil: bool = True, backend: Optional[str] = None,
                  threads: int = 1, budget: str = "default", guide: Optional[str] = None,
-                 guide_weight: float = 0.0, guide_bids: bool = True, guide_base: bool = True) -> None:
+                 guide_weight: float = 0.0, guide_bids: bool = True, guide_base: bool = True,
+                 bid_objective: str = "points") -> None:
         super().__init__(seed)
         from spades_env.native import unavailable_reason
         if backend is None:
@@ -293,6 +301,10 @@ class SearchAgent(Agent):
         self.bid_min_gain = float(bid_min_gain)
         self.bid_min_z = float(bid_min_z)
         self.bid_down, self.bid_up, self.bid_nil = int(bid_down), int(bid_up), bool(bid_nil)
+        if bid_objective not in BID_OBJECTIVES:
+            raise ValueError(f"search: bid_objective={bid_objective!r}: expected one of {', '.join(BID_OBJECTIVES)}")
+        self.bid_objective = bid_objective
+        self._game_values: dict = {}       # rules -> GameValue, built at the first searched bid
         self.guide = None if guide is None else str(guide)
         self.guide_weight = float(guide_weight)
         self.guide_bids, self.guide_base = bool(guide_bids), bool(guide_base)
@@ -466,6 +478,7 @@ class SearchAgent(Agent):
         if in_play:
             base_played = [list(p) for p in view.played]
             base_voids = [set(v) for v in view.voids]
+        game_value = None if in_play or self.bid_objective == "points" else self._game_value(rules)
         k = len(candidates)
         active = list(range(k))
         base = candidates.index(fallback) if fallback in candidates else None
@@ -492,7 +505,7 @@ class SearchAgent(Agent):
                 else:
                     g.apply(action)
                     play_out(g)
-                    row[i] = hand_value(g, 0)
+                    row[i] = hand_value(g, 0) if game_value is None else game_value.of_game(g, 0)
             values.append(row)
             weights.append(weight)
             steps += len(active) * per_playout
@@ -513,6 +526,14 @@ class SearchAgent(Agent):
                           "choice": choice, "base": fallback, "base_from": self._base_from(),
                           "seconds": time.perf_counter() - start}
         return choice
+
+    def _game_value(self, rules: Rules):
+        """The bids' yardstick under ``bid_objective="game"`` (agents/game_value.py), one per rules;
+        None (the hand's points) where the game is not two partnerships' (cutthroat, three players)."""
+        if rules not in self._game_values:
+            from .game_value import GameValue
+            self._game_values[rules] = GameValue(rules) if rules.players == 4 and rules.partnerships else None
+        return self._game_values[rules]
 
     def _play_out_value(self, g: SpadesGame, played: list[list[int]], voids: list[set]) -> float:
         """One world's value of the card just played in ``g``: the heuristic plays the hand out

@@ -251,6 +251,7 @@ AGENT_OPTIONS: dict[str, dict[str, Option]] = {
         "oversample": _integer(1, 4), "prune": BOOLEAN, "search_bids": BOOLEAN,
         "bid_down": _integer(0, 3), "bid_up": _integer(0, 3), "bid_nil": BOOLEAN,
         "guide": MODEL, "guide_weight": _number(-100, 100), "guide_bids": BOOLEAN, "guide_base": BOOLEAN,
+        "bid_objective": _choice("points", "game"),
     },
 }
 AGENT_OPTIONS["search_v1"] = dict(AGENT_OPTIONS["search"])     # the search before exact endgames

@@ -46,97 +46,12 @@ import torch
 
 from spades_env.rules import Rules, make_rules
 
+from agents.game_value import WinTable  # noqa: F401  (the table moved there: no torch, for the search too)
 from spades_env.files import check_output, check_output_folder, file_sha256, save_torch, write_json
 from train.bids.collection import (MAX_DEALS, NUM_CANDIDATES, SHARD_PATTERN, CollectionError,
                                    check_collect_settings, check_data_folders, check_int, check_shard,
                                    check_student_file, check_student_width, checked_rules, expected_job,
                                    read_settings, shard_index, shard_jobs)
-
-
-# ---------------------------------------------------------------------------------------------
-# The game's value of a score
-# ---------------------------------------------------------------------------------------------
-
-class WinTable:
-    """The probability that side A wins the game from the score pair (a, b), every later hand's
-    score changes drawn from ``changes`` ((n, 2): A's and B's points in one hand, bags priced as
-    points), by value iteration on a grid of ``step`` points between the mercy score and the
-    target (:func:`spades_env.scoring.game_winner`'s rules: the game ends when a side reaches the
-    target or falls to the mercy score, the higher score winning; a tie at the top counts 1/2)."""
-
-    def __init__(self, changes: np.ndarray, rules: Rules, step: int = 10, tolerance: float = 1e-9,
-                 max_iterations: int = 5000) -> None:
-        changes = np.asarray(changes, dtype=np.float64)
-        if changes.ndim != 2 or changes.shape[1] != 2 or len(changes) == 0 or not np.isfinite(changes).all():
-            raise ValueError("changes: expected (n, 2) finite score changes, n >= 1")
-        self.rules, self.step = rules, int(step)
-        self.high = rules.target_score
-        # Without a mercy rule the floor is far enough below 0 that a side there has lost already.
-        self.low = rules.mercy_score if rules.mercy_score is not None else -4 * rules.target_score
-        self.size = (self.high - self.low) // self.step - 1           # interior cells per axis
-        if self.size < 1:
-            raise ValueError(f"step {step}: no score between {self.low} and {self.high}")
-        cells, counts = np.unique(np.rint(changes / self.step).astype(np.int64), axis=0, return_counts=True)
-        self.moves, self.probabilities = cells, counts / counts.sum()
-        margin = int(np.abs(cells).max()) + 1
-        n, m = self.size, margin
-        scores = self.low + self.step * (np.arange(-m, n + m) + 1)     # the extended grid's scores
-        a, b = np.meshgrid(scores, scores, indexing="ij")
-        over = (a >= self.high) | (b >= self.high) | (a <= self.low) | (b <= self.low)
-        ended = np.where(a > b, 1.0, np.where(a < b, 0.0, 0.5))
-        values = np.where(over, ended, 0.5)
-        interior = (slice(m, m + n), slice(m, m + n))
-        self.iterations = 0
-        for self.iterations in range(1, max_iterations + 1):
-            new = np.zeros((n, n))
-            for (da, db), p in zip(cells, self.probabilities):
-                new += p * values[m + da:m + da + n, m + db:m + db + n]
-            change = float(np.abs(new - values[interior]).max())
-            values[interior] = new
-            if change < tolerance:
-                break
-        self.grid = values[interior].copy()                            # (size, size): A's, B's scores
-        self.scores = scores[m:m + n].astype(np.float64)
-
-    def win(self, a, b) -> np.ndarray:
-        """Side A's win probability at scores (a, b) inside the game (bilinear between cells;
-        scores outside the grid's interior are clamped to it)."""
-        a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-        first, last = self.scores[0], self.scores[-1]
-        if self.size == 1:
-            return np.full(np.broadcast(a, b).shape, self.grid[0, 0])
-        x = (np.clip(a, first, last) - first) / self.step
-        y = (np.clip(b, first, last) - first) / self.step
-        i = np.minimum(np.floor(x).astype(np.int64), self.size - 2)      # the cell's lower corner
-        j = np.minimum(np.floor(y).astype(np.int64), self.size - 2)
-        fx, fy = x - i, y - j
-        g = self.grid
-        return ((1 - fx) * (1 - fy) * g[i, j] + fx * (1 - fy) * g[i + 1, j]
-                + (1 - fx) * fy * g[i, j + 1] + fx * fy * g[i + 1, j + 1])
-
-    def value_after_hand(self, final_scores: np.ndarray, effective: np.ndarray) -> np.ndarray:
-        """Side A's value of hands that ended at ``final_scores`` (..., 2): 1, 0 or 1/2 where the
-        hand ended the game (by the engine's rule, on the scores), else :meth:`win` at the
-        ``effective`` scores (..., 2: the scores less the carried bags' price)."""
-        final = np.asarray(final_scores, dtype=np.float64)
-        a, b = final[..., 0], final[..., 1]
-        over = (a >= self.high) | (b >= self.high)
-        if self.rules.mercy_score is not None:
-            over |= (a <= self.rules.mercy_score) | (b <= self.rules.mercy_score)
-        ended = np.where(a > b, 1.0, np.where(a < b, 0.0, 0.5))
-        going = self.win(effective[..., 0], effective[..., 1])
-        # A tie at the top plays on: valued as the game going on.
-        return np.where(over & (a != b), ended, going)
-
-    def slope(self, a, b) -> np.ndarray:
-        """How much A's win probability rises per point of A's score at (a, b) (the table's
-        central difference, one cell each way)."""
-        return (self.win(np.asarray(a) + self.step, b) - self.win(np.asarray(a) - self.step, b)) / (2 * self.step)
-
-    def describe(self) -> dict:
-        return {"step": self.step, "low": self.low, "high": self.high, "iterations": self.iterations,
-                "moves": int(len(self.moves)), "win_at_0_0": float(self.win(0, 0)),
-                "win_at_400_300": float(self.win(400, 300)), "win_at_300_400": float(self.win(300, 400))}
 
 
 # ---------------------------------------------------------------------------------------------
