@@ -44,7 +44,7 @@ from typing import Optional
 import numpy as np
 import torch
 
-from spades_env.rules import Rules, make_rules
+from spades_env.rules import make_rules
 
 from agents.game_value import WinTable  # noqa: F401  (the table moved there: no torch, for the search too)
 from spades_env.files import check_output, check_output_folder, file_sha256, save_torch, write_json
