@@ -1,8 +1,8 @@
 """The search player with exact endgames: ``agents.make("search")`` (``search_v1`` without them).
 
 It is :class:`agents.search.SearchAgent` (the same worlds sampled from what the seat knows and
-weighted by the bids, the same candidates, staged dropping and final choice) with one change
-in what a world says about a card: the heuristic plays the hand on only until
+weighted by the bids, the same candidates, staged dropping and final choice) with two changes.
+First, what a world says about a card: the heuristic plays the hand on only until
 ``endgame_tricks`` tricks remain, and the rest is solved exactly with every hand of the world
 known (:mod:`spades_env.solver`, in C: ``native/solver.c`` called from ``native/search.c``'s
 play-outs), scored in points as the game scores them (nils and blind nils kept or broken, bags
@@ -11,7 +11,13 @@ tricks left every world is solved exactly from the card on. So nils are protecte
 and contracts made or set, by calculation in the last tricks rather than by the heuristic's
 habits, which is where ``search_v1``'s values were weakest.
 
-Options: every ``search_v1`` option, and ``endgame_tricks`` (K, default
+Second, its bids (:data:`DEFAULT_BIDDING`): ``search_v1`` bids with the heuristic, ``search``
+searches every bid and blind-nil decision and values each world by the probability of winning the
+game from the scores the hand leaves (``bid_objective="game"``), which is most of its strength
+against ``search_v1`` in whole games.
+
+Options: every ``search_v1`` option (``search_bids`` and ``bid_objective`` default to
+:data:`DEFAULT_BIDDING`), and ``endgame_tricks`` (K, default
 :data:`DEFAULT_ENDGAME_TRICKS`; 0 is ``search_v1``'s play-outs). The default budget samples
 fewer worlds than ``search_v1`` (each costs a solve): see ``BUDGETS`` and docs/agents.md for the
 tuning, strength and time per decision. Cutthroat and three players have no exact endgame (the
@@ -28,10 +34,17 @@ from spades_env.solver import position_value
 from .base import register, whole_option
 from .search import SearchAgent, hand_value, play_out
 
-__all__ = ["EndgameSearchAgent", "DEFAULT_ENDGAME_TRICKS", "play_until"]
+__all__ = ["EndgameSearchAgent", "DEFAULT_ENDGAME_TRICKS", "DEFAULT_BIDDING", "play_until"]
 
 DEFAULT_ENDGAME_TRICKS = 3
 """Tricks left when the play-outs hand over to the solver (tuned: experiments/2026-12-01-endgame-solver)."""
+
+DEFAULT_BIDDING = {"search_bids": True, "bid_objective": "game"}
+"""How ``search`` bids unless told otherwise: every bid and blind-nil decision searched, each
+world's hand valued by the game's win probability (agents/game_value.py). It won 63.7% [55.7, 70.9]
+of 150 duplicate games against ``search_v1`` (which bids with the heuristic), by a rule written
+before that match (experiments/2026-12-01-endgame-solver). ``search_bids=false`` bids as
+``search_v1`` does."""
 
 
 def play_until(g: SpadesGame, tricks_left: int, played: list[list[int]], voids: list[set]) -> None:
@@ -51,6 +64,8 @@ class EndgameSearchAgent(SearchAgent):
                ("native", "default"): (1_000, None), ("native", "strong"): (10_000, None)}
 
     def __init__(self, seed: Optional[int] = None, endgame_tricks: int = DEFAULT_ENDGAME_TRICKS, **options) -> None:
+        for option, value in DEFAULT_BIDDING.items():
+            options.setdefault(option, value)
         super().__init__(seed, **options)
         self.endgame_tricks = whole_option("search", "endgame_tricks", endgame_tricks, least=0, most=13)
 

@@ -8,7 +8,9 @@ the bid its seat made, and plays the rest of the hand out in every world with th
 every seat, once per candidate card (touching cards merged). It plays the candidate with the
 best mean hand score difference; the heuristic's own choice stands unless another beats it
 clearly. Losing candidates are dropped after a first stage. Bidding uses the heuristic's bid
-unless ``search_bids=True`` (searching bids made it weaker: the play-outs undervalue its play).
+unless ``search_bids=True`` (for ``search_v1``, searching bids by the hand's points made it weaker:
+the play-outs undervalue its play; ``search`` searches them valued by the game instead,
+agents/endgame_search.py).
 
 Why this way: exact sampling never gets stuck, the same worlds for every candidate make the
 comparison paired, and a per-decision random stream seeded by the agent's seed and the

@@ -99,8 +99,8 @@ def _bid_decisions(seed: int, limit: int):
 
 
 def test_searched_bids_valued_by_the_game():
-    by_points = agents.make("search", seed=3, search_bids=True, bid_worlds=16)
-    by_game = agents.make("search", seed=3, search_bids=True, bid_worlds=16, bid_objective="game")
+    by_points = agents.make("search", seed=3, bid_worlds=16, bid_objective="points")
+    by_game = agents.make("search", seed=3, bid_worlds=16)             # search's default
     scale = GameValue(STANDARD).scale
     differ = 0
     for obs, info in _bid_decisions(5, limit=6):
@@ -113,6 +113,20 @@ def test_searched_bids_valued_by_the_game():
         assert by_game.last_info["candidates"] == by_points.last_info["candidates"]   # the same bids tried
         differ += not np.allclose(means, by_points.last_info["means"])
     assert differ >= 1
+
+
+def test_search_bids_by_the_game_and_search_v1_with_the_heuristic():
+    from agents.endgame_search import DEFAULT_BIDDING
+    from agents.heuristic import HeuristicAgent
+    new, old = agents.make("search"), agents.make("search_v1")
+    assert (new.search_bids, new.bid_objective) == (DEFAULT_BIDDING["search_bids"], DEFAULT_BIDDING["bid_objective"])
+    assert (old.search_bids, old.bid_objective) == (False, "points")
+    assert not agents.make("search", search_bids=False).search_bids          # still an option
+    reference = HeuristicAgent()
+    for obs, info in _bid_decisions(6, limit=3):
+        assert old.act(obs, info) == reference.act(obs, info)
+        new.act(obs, info)
+        assert "means" in new.last_info or "fallback" in new.last_info
 
 
 def test_the_bid_objective_is_checked():

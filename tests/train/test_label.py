@@ -16,7 +16,7 @@ import agents
 from agents.neural import DEFAULT_MODEL, PREVIOUS_MODELS, read_checkpoint
 from spades_env import spades_v0
 from spades_env.cards import parse_card
-from spades_env.game import PHASE_PLAY
+from spades_env.game import PHASE_BIDDING, PHASE_PLAY
 from train.ppo.config import ConfigError, config_from_dict
 from train.labelling.cli import main
 from train.labelling.labeller import FIELDS, LabelError, label, load_labels, shard_path
@@ -691,8 +691,8 @@ def test_playout_labels_over_worlds_are_reproducible_and_recorded(tmp_path):
 
 def test_a_search_teacher_labels_the_mean_value_of_every_candidate(tmp_path):
     # With stage=0 the search keeps every class of equivalent cards: each gets the mean of its
-    # play-outs over the sampled deals; bids get none.
-    data = load_labels(label(settings(tmp_path / "s", teacher="search:worlds=4,stage=0", deals=2,
+    # play-outs over the sampled deals; bids get none when the search does not search them.
+    data = load_labels(label(settings(tmp_path / "s", teacher="search:worlds=4,stage=0,search_bids=false", deals=2,
                                       shard_deals=1, follow_teacher=0.0), progress=False, log=quiet))
     values = data["values"].float()
     play = data["phase"] == PHASE_PLAY
@@ -705,6 +705,19 @@ def test_a_search_teacher_labels_the_mean_value_of_every_candidate(tmp_path):
         obs = {"observation": data["obs"][row].float().numpy(), "action_mask": legal.numpy().astype(np.int8)}
         for card in legal.nonzero()[:, 0].tolist():                  # one value per class
             assert (values[row, equivalent_actions(obs, card)] == values[row, card]).all()
+
+
+def test_a_search_teacher_that_searches_its_bids_values_the_bids_it_tried(tmp_path):
+    # search's default bidding (searched, valued by the game): a bidding row holds a value for
+    # each bid tried (the heuristic's, one above, nil) and none for the others
+    data = load_labels(label(settings(tmp_path / "s", teacher="search:worlds=4,bid_worlds=4,stage=0", deals=2,
+                                      shard_deals=1, follow_teacher=0.0), progress=False, log=quiet))
+    values = data["values"].float()
+    bidding = (data["phase"] == PHASE_BIDDING) & (data["mask"].sum(1) > 1)
+    assert bidding.any()
+    for row in bidding.nonzero()[:, 0].tolist():
+        tried = ~torch.isnan(values[row])
+        assert 2 <= tried.sum() <= 3 and not (tried & ~data["mask"][row]).any()
 
 
 def test_shards_without_values_load_with_nan_values(tmp_path, heuristic_labels):
