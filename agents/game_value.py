@@ -174,10 +174,15 @@ class GameValue:
     def of_game(self, g, seat: int = 0) -> float:
         """The value of the finished hand of the engine game ``g`` to ``seat``'s side."""
         own = g.side_of[seat]
-        other = 1 - own
-        final = np.array([g.scores[own], g.scores[other]], dtype=np.float64)
-        effective = final - BAG_COST * np.array([g.bags[own], g.bags[other]], dtype=np.float64)
-        if g.winner is not None or getattr(g, "truncated", False):
+        return self.of_scores(g.scores, g.bags, own, g.winner is not None or getattr(g, "truncated", False))
+
+    def of_scores(self, scores, bags, side: int, over: bool) -> float:
+        """The value to ``side`` of a hand that left ``scores`` and ``bags`` (per side; two
+        sides), ``over`` when it ended the game (then 1, 0 or 1/2 by the scores)."""
+        other = 1 - side
+        final = np.array([scores[side], scores[other]], dtype=np.float64)
+        if over:
             a, b = final
             return float((1.0 if a > b else 0.0 if a < b else 0.5) / self.scale)
+        effective = final - BAG_COST * np.array([bags[side], bags[other]], dtype=np.float64)
         return float(self.table.value_after_hand(final, effective) / self.scale)

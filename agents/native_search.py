@@ -62,6 +62,8 @@ def _library() -> ctypes.CDLL:
         lib.spades_search_playouts_endgame.argtypes = [p, p, p, ctypes.c_int64, p, ctypes.c_int64, p, ctypes.c_int64,
                                                        ctypes.c_int64]
         lib.spades_search_playouts_endgame.restype = ctypes.c_int64
+        lib.spades_search_playouts_tricks.argtypes = [p, p, p, ctypes.c_int64, p, ctypes.c_int64, p, ctypes.c_int64]
+        lib.spades_search_playouts_tricks.restype = ctypes.c_int64
         _LIB = lib
     return _LIB
 
@@ -103,12 +105,9 @@ def position_array(view: ObservationView, rules: Rules, opponents_passed: tuple[
     return pos
 
 
-def table_values(game, seat: int, cards: list[int], threads: int = 1, endgame: int = 0) -> list[float]:
-    """The value of each of ``cards`` for ``seat`` (to play) on the true table ``game``: the card
-    played and the hand played out by the heuristic on every seat, scored as the hand's score
-    difference for the seat's side. Exactly :func:`agents.search.play_out` and
-    :func:`~agents.search.hand_value` on copies of the table, in C. ``endgame`` >= 1 (partnership
-    rules): the last ``endgame`` tricks solved exactly instead (agents/endgame_search.py)."""
+def _table_arrays(game, seat: int, cards: list[int]):
+    """The C arguments of one true table seen from ``seat`` (to play): rules, position, the one
+    world's hands in relative seats, the candidates; and the relative-to-absolute seat order."""
     from spades_env.observation import view_from_game
 
     n = game.n
@@ -117,7 +116,16 @@ def table_values(game, seat: int, cards: list[int], threads: int = 1, endgame: i
     passed = (game.passed[rel[1]], game.passed[rel[3]]) if game.rules.partnerships else (0, 0)
     rules_np, position = rules_array(game.rules), position_array(view, game.rules, passed)
     hands = np.array([[game.hands[s] for s in rel] + [0] * (4 - n)], dtype=np.int64)
-    chosen = np.array(cards, dtype=np.int64)
+    return rules_np, position, hands, np.array(cards, dtype=np.int64), rel
+
+
+def table_values(game, seat: int, cards: list[int], threads: int = 1, endgame: int = 0) -> list[float]:
+    """The value of each of ``cards`` for ``seat`` (to play) on the true table ``game``: the card
+    played and the hand played out by the heuristic on every seat, scored as the hand's score
+    difference for the seat's side. Exactly :func:`agents.search.play_out` and
+    :func:`~agents.search.hand_value` on copies of the table, in C. ``endgame`` >= 1 (partnership
+    rules): the last ``endgame`` tricks solved exactly instead (agents/endgame_search.py)."""
+    rules_np, position, hands, chosen, _ = _table_arrays(game, seat, cards)
     out = np.zeros((1, len(cards)), dtype=np.float64)
     if endgame and game.rules.players == 4 and game.rules.partnerships:
         status = _library().spades_search_playouts_endgame(_ptr(rules_np), _ptr(position), _ptr(hands), 1,
@@ -129,6 +137,26 @@ def table_values(game, seat: int, cards: list[int], threads: int = 1, endgame: i
     if status:
         raise NativeSearchError(f"table_values: {_ERRORS.get(int(status), f'error {status}')}")
     return out[0].tolist()
+
+
+def table_tricks(game, seat: int, cards: list[int]) -> list[list[int]]:
+    """For each of ``cards`` played by ``seat`` (to play) on the true table ``game`` and the hand
+    played out by the heuristic on every seat: every seat's tricks taken at the end of the hand
+    (absolute seats). Exactly :func:`agents.search.play_out`'s tricks, in C; the caller scores
+    them (the bid search values a hand by the game)."""
+    rules_np, position, hands, chosen, rel = _table_arrays(game, seat, cards)
+    out = np.zeros((1, len(cards), 4), dtype=np.int64)
+    status = _library().spades_search_playouts_tricks(_ptr(rules_np), _ptr(position), _ptr(hands), 1, _ptr(chosen),
+                                                      len(cards), _ptr(out), 1)
+    if status:
+        raise NativeSearchError(f"table_tricks: {_ERRORS.get(int(status), f'error {status}')}")
+    tricks = []
+    for row in out[0]:
+        absolute = [0] * game.n
+        for k, s in enumerate(rel):
+            absolute[s] = int(row[k])
+        tricks.append(absolute)
+    return tricks
 
 
 def _inference_array(agent: Any, view: ObservationView, rules: Rules, seats: list[int]) -> np.ndarray:

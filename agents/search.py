@@ -38,6 +38,7 @@ from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, NUM
                              PHASE_BLIND_DECISION, PHASE_PLAY, PHASE_SIGNAL, SpadesGame)
 from spades_env.observation import ObservationView, view_from_game
 from spades_env.rules import Rules, make_rules
+from spades_env.scoring import game_winner, score_hand
 
 from .heuristic import choose_action as heuristic_action
 from .heuristic import choose_bid as heuristic_bid
@@ -326,7 +327,8 @@ class SearchAgent(Agent):
     def __repr__(self) -> str:
         return (f"SearchAgent(seed={self.seed!r}, backend={self.backend!r}, worlds={self.worlds}, "
                 f"max_steps={self.max_steps}, "
-                f"bid_worlds={self.bid_worlds}, search_bids={self.search_bids}, max_time={self.max_time!r}, "
+                f"bid_worlds={self.bid_worlds}, search_bids={self.search_bids}, bid_objective={self.bid_objective!r}, "
+                f"max_time={self.max_time!r}, "
                 f"rules={self.rules_option!r}" + (f", guide={self.guide!r}, guide_weight={self.guide_weight:g}"
                                                    if self.guide is not None else "") + ")")
 
@@ -506,8 +508,7 @@ class SearchAgent(Agent):
                     row[i] = self._play_out_value(g, played, voids)
                 else:
                     g.apply(action)
-                    play_out(g)
-                    row[i] = hand_value(g, 0) if game_value is None else game_value.of_game(g, 0)
+                    row[i] = self._bid_world_value(g, game_value)
             values.append(row)
             weights.append(weight)
             steps += len(active) * per_playout
@@ -528,6 +529,32 @@ class SearchAgent(Agent):
                           "choice": choice, "base": fallback, "base_from": self._base_from(),
                           "seconds": time.perf_counter() - start}
         return choice
+
+    def _bid_world_value(self, g: SpadesGame, game_value) -> float:
+        """One world's value of the bid just made in ``g`` to seat 0: the rest of the hand played
+        by the heuristic on every seat and scored by the hand's points, or by ``game_value``
+        (:class:`agents.game_value.GameValue`). The native backend plays the cards in C
+        (``table_tricks``: the same heuristic, so the same tricks) and scores them here."""
+        if self.backend != "native":
+            play_out(g)
+            return hand_value(g, 0) if game_value is None else game_value.of_game(g, 0)
+        from .native_search import table_tricks
+        while g.phase < PHASE_PLAY or g.phase == PHASE_SIGNAL:    # the other bids, blind nil, passing
+            g.apply(heuristic_action(view_from_game(g, g.to_act), g.legal_mask()))
+        if g.phase != PHASE_PLAY:
+            return hand_value(g, 0) if game_value is None else game_value.of_game(g, 0)
+        seat, legal = g.to_act, g.legal_mask()
+        card = legal.bit_length() - 1 if legal & (legal - 1) == 0 else heuristic_action(view_from_game(g, seat), legal)
+        tricks = table_tricks(g, seat, [card])[0]
+        r = g.rules
+        results = score_hand(r, g.bids, g.blind, tricks, g.scores, g.bags)
+        own = g.side_of[0]
+        if game_value is None:
+            others = [res.points for side, res in enumerate(results) if side != own]
+            return results[own].points - sum(others) / len(others)
+        scores = [score + res.points for score, res in zip(g.scores, results)]
+        over = game_winner(r, scores) is not None or (r.max_hands is not None and g.hand_number >= r.max_hands)
+        return game_value.of_scores(scores, [res.bags_after for res in results], own, over)
 
     def _game_value(self, rules: Rules):
         """The bids' yardstick under ``bid_objective="game"`` (agents/game_value.py), one per rules;

@@ -251,3 +251,26 @@ def heuristic_record(seed: int = 0, episode: str = "hand", rules="standard", **o
 def heuristic_hand_record(seed: int = 0) -> dict:
     """One hand of standard rules played by the heuristic on every seat."""
     return heuristic_record(seed)
+
+
+def bid_decisions(seed: int, limit: int):
+    """(obs, info) at bidding turns with a choice in a whole game the heuristic plays on every
+    seat (from ``seed``), at most ``limit``: real bidding positions, scores and bags included."""
+    from agents.heuristic import HeuristicAgent
+    from spades_env import decode_observation, spades_v0
+    from spades_env.game import PHASE_BIDDING
+    env = spades_v0.env(episode="game")
+    env.reset(seed=seed)
+    bot, found = HeuristicAgent(), 0
+    for _ in env.agent_iter():
+        obs, _, term, trunc, info = env.last()
+        if term or trunc:
+            env.step(None)
+            continue
+        if decode_observation(obs["observation"]).phase == PHASE_BIDDING and obs["action_mask"].sum() > 1:
+            yield obs, info
+            found += 1
+            if found == limit:
+                return
+        env.step(bot.act(obs, info))
+

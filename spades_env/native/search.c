@@ -13,7 +13,9 @@
  *                           heuristic.c on every seat, and scores the hand: the observer's side's
  *                           score change minus the other side's (cutthroat: minus the mean of the
  *                           others'), parallel over worlds (OpenMP), each pair's value independent
- *                           of the thread count.
+ *                           of the thread count; spades_search_playouts_endgame solves the last
+ *                           tricks exactly instead, and spades_search_playouts_tricks returns
+ *                           the tricks each seat took for the caller to score.
  *
  * Positions are in the observer's frame: seat 0 is the searching seat, seats are relative.
  * The play-out engine below is a compact copy of spades_env/game.py's play phase and of
@@ -508,17 +510,33 @@ static inline int heuristic_step(const Game *g, const i64 *rules, int *status) {
     return choice;
 }
 
+/* Play `card` for the observer, then the heuristic on every seat to the end of the hand. Returns
+ * 1, or 0 with *status set. */
+static int play_to_end(Game *g, const i64 *rules, int card, int *status) {
+    uint64_t legal = legal_cards(g, rules);
+    if (!(legal >> card & 1)) { *status = SEARCH_ERR_ILLEGAL; return 0; }
+    play_card(g, card);
+    while (g->tricks_played < g->tricks_per_hand) {
+        int choice = heuristic_step(g, rules, status);
+        if (choice < 0) return 0;
+        play_card(g, choice);
+    }
+    return 1;
+}
+
 static double play_out(const Game *start, const i64 *rules, const i64 *position, int card, int *status) {
     Game g = *start;
-    uint64_t legal = legal_cards(&g, rules);
-    if (!(legal >> card & 1)) { *status = SEARCH_ERR_ILLEGAL; return 0.0; }
-    play_card(&g, card);
-    while (g.tricks_played < g.tricks_per_hand) {
-        int choice = heuristic_step(&g, rules, status);
-        if (choice < 0) return 0.0;
-        play_card(&g, choice);
-    }
+    if (!play_to_end(&g, rules, card, status)) return 0.0;
     return hand_value(&g, rules, position);
+}
+
+/* The arguments every heuristic play-out entry point shares (rules, world count, candidates). */
+static int playout_args_ok(const i64 *rules, i64 count, const i64 *candidates, i64 n_candidates) {
+    int n = (int)rules[R_PLAYERS];
+    if ((n != 3 && n != 4) || count < 0 || n_candidates < 1 || n_candidates > NCARDS) return 0;
+    if (rules[R_BAG_LIMIT] < 1 || rules[R_SPADES_LEAD] < 0 || rules[R_SPADES_LEAD] > 2) return 0;
+    for (i64 c = 0; c < n_candidates; c++) if (candidates[c] < 0 || candidates[c] >= NCARDS) return 0;
+    return 1;
 }
 
 /* The endgame tables: each side's points for the hand by its members' final tricks (the
@@ -578,11 +596,9 @@ static double play_out_endgame(const Game *start, const i64 *rules, const i64 *p
 i64 spades_search_playouts_endgame(const i64 *rules, const i64 *position, const i64 *hands, i64 count,
                                    const i64 *candidates, i64 n_candidates, double *values, i64 threads,
                                    i64 endgame) {
-    if (rules[R_PLAYERS] != 4 || !rules[R_PARTNERSHIPS] || endgame < 1 || endgame > 13 || count < 0 ||
-        n_candidates < 1 || n_candidates > NCARDS)
+    if (rules[R_PLAYERS] != 4 || !rules[R_PARTNERSHIPS] || endgame < 1 || endgame > 13 ||
+        !playout_args_ok(rules, count, candidates, n_candidates))
         return SEARCH_ERR_ARGS;
-    if (rules[R_BAG_LIMIT] < 1 || rules[R_SPADES_LEAD] < 0 || rules[R_SPADES_LEAD] > 2) return SEARCH_ERR_ARGS;
-    for (i64 c = 0; c < n_candidates; c++) if (candidates[c] < 0 || candidates[c] >= NCARDS) return SEARCH_ERR_ARGS;
     int status = SEARCH_OK;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads((int)(threads > 1 ? threads : 1)) schedule(dynamic, 4) if (threads > 1)
@@ -611,10 +627,7 @@ i64 spades_search_playouts_endgame(const i64 *rules, const i64 *position, const 
  * (count x n_candidates) receive the observer's hand values. Returns 0 or a SEARCH_ERR_* code. */
 i64 spades_search_playouts(const i64 *rules, const i64 *position, const i64 *hands, i64 count, const i64 *candidates,
                            i64 n_candidates, double *values, i64 threads) {
-    int n = (int)rules[R_PLAYERS];
-    if ((n != 3 && n != 4) || count < 0 || n_candidates < 1 || n_candidates > NCARDS) return SEARCH_ERR_ARGS;
-    if (rules[R_BAG_LIMIT] < 1 || rules[R_SPADES_LEAD] < 0 || rules[R_SPADES_LEAD] > 2) return SEARCH_ERR_ARGS;
-    for (i64 c = 0; c < n_candidates; c++) if (candidates[c] < 0 || candidates[c] >= NCARDS) return SEARCH_ERR_ARGS;
+    if (!playout_args_ok(rules, count, candidates, n_candidates)) return SEARCH_ERR_ARGS;
     int status = SEARCH_OK;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads((int)(threads > 1 ? threads : 1)) schedule(dynamic, 4) if (threads > 1)
@@ -624,6 +637,36 @@ i64 spades_search_playouts(const i64 *rules, const i64 *position, const i64 *han
         int local = game_from_position(&g, rules, position, hands + w * 4);
         for (i64 c = 0; c < n_candidates && local == SEARCH_OK; c++)
             values[w * n_candidates + c] = play_out(&g, rules, position, (int)candidates[c], &local);
+        if (local != SEARCH_OK) {
+#ifdef _OPENMP
+#pragma omp critical
+#endif
+            status = local;
+        }
+    }
+    (void)threads;
+    return status;
+}
+
+/* spades_search_playouts for callers that score the hand themselves (the bid search values a
+ * hand by the game: agents/search.py): tricks (count x n_candidates x 4) receive each relative
+ * seat's tricks taken at the end of the hand (0 for a missing fourth seat). */
+i64 spades_search_playouts_tricks(const i64 *rules, const i64 *position, const i64 *hands, i64 count,
+                                  const i64 *candidates, i64 n_candidates, i64 *tricks, i64 threads) {
+    if (!playout_args_ok(rules, count, candidates, n_candidates)) return SEARCH_ERR_ARGS;
+    int status = SEARCH_OK;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads((int)(threads > 1 ? threads : 1)) schedule(dynamic, 4) if (threads > 1)
+#endif
+    for (i64 w = 0; w < count; w++) {
+        Game start;
+        int local = game_from_position(&start, rules, position, hands + w * 4);
+        for (i64 c = 0; c < n_candidates && local == SEARCH_OK; c++) {
+            Game g = start;
+            i64 *out = tricks + (w * n_candidates + c) * 4;
+            if (!play_to_end(&g, rules, (int)candidates[c], &local)) break;
+            for (int s = 0; s < 4; s++) out[s] = s < g.n ? g.tricks_taken[s] : 0;
+        }
         if (local != SEARCH_OK) {
 #ifdef _OPENMP
 #pragma omp critical

@@ -7,8 +7,9 @@ import pytest
 
 import agents
 from agents.game_value import BAG_COST, GameValue, WinTable, bag_priced_changes, heuristic_win_table
-from spades_env import decode_observation, make_rules, spades_v0
-from spades_env.game import PHASE_BIDDING, SpadesGame
+from helpers import bid_decisions
+from spades_env import make_rules
+from spades_env.game import SpadesGame
 
 STANDARD = make_rules("standard")
 
@@ -80,30 +81,12 @@ def test_a_custom_table_is_used():
     assert GameValue(STANDARD, table=flat).table is flat
 
 
-def _bid_decisions(seed: int, limit: int):
-    env = spades_v0.env(episode="game")
-    env.reset(seed=seed)
-    from agents.heuristic import HeuristicAgent
-    bot, found = HeuristicAgent(), 0
-    for _ in env.agent_iter():
-        obs, _, term, trunc, info = env.last()
-        if term or trunc:
-            env.step(None)
-            continue
-        if decode_observation(obs["observation"]).phase == PHASE_BIDDING and obs["action_mask"].sum() > 1:
-            yield obs, info
-            found += 1
-            if found == limit:
-                return
-        env.step(bot.act(obs, info))
-
-
 def test_searched_bids_valued_by_the_game():
     by_points = agents.make("search", seed=3, bid_worlds=16, bid_objective="points")
     by_game = agents.make("search", seed=3, bid_worlds=16)             # search's default
     scale = GameValue(STANDARD).scale
     differ = 0
-    for obs, info in _bid_decisions(5, limit=6):
+    for obs, info in bid_decisions(5, limit=6):
         by_points.act(obs, info)
         by_game.act(obs, info)
         if "means" not in by_game.last_info:
@@ -123,7 +106,7 @@ def test_search_bids_by_the_game_and_search_v1_with_the_heuristic():
     assert (old.search_bids, old.bid_objective) == (False, "points")
     assert not agents.make("search", search_bids=False).search_bids          # still an option
     reference = HeuristicAgent()
-    for obs, info in _bid_decisions(6, limit=3):
+    for obs, info in bid_decisions(6, limit=3):
         assert old.act(obs, info) == reference.act(obs, info)
         new.act(obs, info)
         assert "means" in new.last_info or "fallback" in new.last_info

@@ -163,6 +163,19 @@ def test_bad_arguments_are_error_codes_not_crashes():
     code = ns._library().spades_search_playouts(ns._ptr(bad_rules), ns._ptr(position), ns._ptr(hands), 2,
                                                 ns._ptr(chosen), 1, ns._ptr(out), 1)
     assert code == -10
+    # the tricks-returning play-outs share the same checks
+    tricks = np.zeros((2, 1, 4), dtype=np.int64)
+    lib, rules_np = ns._library(), ns.rules_array(rules)
+    assert lib.spades_search_playouts_tricks(ns._ptr(bad_rules), ns._ptr(position), ns._ptr(hands), 2,
+                                             ns._ptr(chosen), 1, ns._ptr(tricks), 1) == -10
+    not_a_card = np.array([99], dtype=np.int64)
+    assert lib.spades_search_playouts_tricks(ns._ptr(rules_np), ns._ptr(position), ns._ptr(hands), 2,
+                                             ns._ptr(not_a_card), 1, ns._ptr(tricks), 1) == -10
+    unheld = np.array([not_held], dtype=np.int64)
+    assert lib.spades_search_playouts_tricks(ns._ptr(rules_np), ns._ptr(position), ns._ptr(hands), 2,
+                                             ns._ptr(unheld), 1, ns._ptr(tricks), 1) == -12
+    assert lib.spades_search_playouts_tricks(ns._ptr(rules_np), ns._ptr(position), ns._ptr(overlapping), 2,
+                                             ns._ptr(chosen), 1, ns._ptr(tricks), 1) == -10
 
 
 def test_backend_and_budget_options():
@@ -222,3 +235,47 @@ def test_true_table_values_are_the_python_play_outs(preset, overrides):
                 checked += 1
             game.apply(choose_action(view_from_game(game, game.to_act), legal) if len(legal) > 1 else legal[0])
     assert checked > 10
+
+
+@pytest.mark.parametrize("preset,overrides", SETUPS, ids=[f"{p}{o.get('players', '')}" for p, o in SETUPS])
+def test_true_table_tricks_are_the_python_play_outs(preset, overrides):
+    """The bid search plays its worlds' cards in C and scores them itself: every seat's tricks
+    equal the Python play-out's, for every legal card."""
+    from spades_env.game import SpadesGame
+    from agents.heuristic import choose_action
+    from spades_env.observation import view_from_game
+    rules = make_rules(preset, **overrides)
+    checked = 0
+    for g in range(4):
+        game = SpadesGame(rules, 10 + g)
+        rng = random.Random(g)
+        while game.phase < 4:
+            legal = game.legal_actions()
+            if game.phase == PHASE_PLAY and rng.random() < 0.3:
+                seat = game.to_act
+                expected = []
+                for card in legal:
+                    table = copy_game(game)
+                    table.apply(card)
+                    play_out(table)
+                    expected.append(list(table.tricks_taken))
+                assert ns.table_tricks(game, seat, legal) == expected
+                checked += 1
+            game.apply(choose_action(view_from_game(game, game.to_act), legal) if len(legal) > 1 else legal[0])
+    assert checked > 5
+
+
+def test_the_native_bid_search_values_worlds_as_the_python_one():
+    """search's bids: the native backend plays each world's cards in C (table_tricks) and must
+    value every bid exactly as the Python play-outs do, by the game and by points."""
+    from helpers import bid_decisions
+    for objective in ("game", "points"):
+        native = agents.make("search", seed=3, backend="native", bid_worlds=12, bid_objective=objective)
+        python = agents.make("search", seed=3, backend="python", bid_worlds=12, bid_objective=objective)
+        compared = 0
+        for obs, info in bid_decisions(8, limit=6):
+            assert native.act(obs, info) == python.act(obs, info)
+            if "means" in python.last_info:
+                assert native.last_info["means"] == python.last_info["means"]
+                compared += 1
+        assert compared >= 3
