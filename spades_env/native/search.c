@@ -590,6 +590,51 @@ static double play_out_endgame(const Game *start, const i64 *rules, const i64 *p
     return hand_value(&g, rules, position);
 }
 
+/* What a play-out entry point computes for each (world, candidate). */
+enum { PLAY_VALUE, PLAY_ENDGAME, PLAY_TRICKS };
+
+/* The loop the play-out entry points share: every world (in parallel over `threads`), every
+ * candidate card, the play-out of `mode`: the observer's hand value into values (count x
+ * n_candidates), by heuristic play (PLAY_VALUE) or with the last `endgame` tricks solved
+ * (PLAY_ENDGAME), or each relative seat's final tricks into tricks (count x n_candidates x 4; 0
+ * for a missing fourth seat; PLAY_TRICKS). Returns SEARCH_OK or the last error a world met. */
+static int play_worlds(int mode, const i64 *rules, const i64 *position, const i64 *hands, i64 count,
+                       const i64 *candidates, i64 n_candidates, double *values, i64 *tricks, i64 threads,
+                       int endgame) {
+    int status = SEARCH_OK;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads((int)(threads > 1 ? threads : 1)) schedule(dynamic, 4) if (threads > 1)
+#endif
+    for (i64 w = 0; w < count; w++) {
+        Game g;
+        int32_t tables[2][SOLVER_TABLE][SOLVER_TABLE];        /* PLAY_ENDGAME's payoffs */
+        int local = game_from_position(&g, rules, position, hands + w * 4);
+        if (local == SEARCH_OK && mode == PLAY_ENDGAME) endgame_tables(&g, rules, position, tables);
+        for (i64 c = 0; c < n_candidates && local == SEARCH_OK; c++) {
+            int card = (int)candidates[c];
+            i64 k = w * n_candidates + c;
+            if (mode == PLAY_VALUE) {
+                values[k] = play_out(&g, rules, position, card, &local);
+            } else if (mode == PLAY_ENDGAME) {
+                values[k] = play_out_endgame(&g, rules, position, card, endgame,
+                                             (const int32_t (*)[SOLVER_TABLE][SOLVER_TABLE])tables, &local);
+            } else {
+                Game end = g;
+                if (!play_to_end(&end, rules, card, &local)) break;
+                for (int s = 0; s < 4; s++) tricks[k * 4 + s] = s < end.n ? end.tricks_taken[s] : 0;
+            }
+        }
+        if (local != SEARCH_OK) {
+#ifdef _OPENMP
+#pragma omp critical
+#endif
+            status = local;
+        }
+    }
+    (void)threads;
+    return status;
+}
+
 /* spades_search_playouts with exact endgames: the heuristic plays until `endgame` tricks remain
  * (1..13; from a root with that few left, none), then the solver. The four-seat partnership
  * game only (SEARCH_ERR_ARGS otherwise). */
@@ -599,28 +644,8 @@ i64 spades_search_playouts_endgame(const i64 *rules, const i64 *position, const 
     if (rules[R_PLAYERS] != 4 || !rules[R_PARTNERSHIPS] || endgame < 1 || endgame > 13 ||
         !playout_args_ok(rules, count, candidates, n_candidates))
         return SEARCH_ERR_ARGS;
-    int status = SEARCH_OK;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads((int)(threads > 1 ? threads : 1)) schedule(dynamic, 4) if (threads > 1)
-#endif
-    for (i64 w = 0; w < count; w++) {
-        Game g;
-        int32_t tables[2][SOLVER_TABLE][SOLVER_TABLE];
-        int local = game_from_position(&g, rules, position, hands + w * 4);
-        if (local == SEARCH_OK) endgame_tables(&g, rules, position, tables);
-        for (i64 c = 0; c < n_candidates && local == SEARCH_OK; c++)
-            values[w * n_candidates + c] = play_out_endgame(&g, rules, position, (int)candidates[c], (int)endgame,
-                                                            (const int32_t (*)[SOLVER_TABLE][SOLVER_TABLE])tables,
-                                                            &local);
-        if (local != SEARCH_OK) {
-#ifdef _OPENMP
-#pragma omp critical
-#endif
-            status = local;
-        }
-    }
-    (void)threads;
-    return status;
+    return play_worlds(PLAY_ENDGAME, rules, position, hands, count, candidates, n_candidates, values, NULL, threads,
+                       (int)endgame);
 }
 
 /* Play out every world (count x 4 hands, relative seats) with every candidate card; values
@@ -628,24 +653,7 @@ i64 spades_search_playouts_endgame(const i64 *rules, const i64 *position, const 
 i64 spades_search_playouts(const i64 *rules, const i64 *position, const i64 *hands, i64 count, const i64 *candidates,
                            i64 n_candidates, double *values, i64 threads) {
     if (!playout_args_ok(rules, count, candidates, n_candidates)) return SEARCH_ERR_ARGS;
-    int status = SEARCH_OK;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads((int)(threads > 1 ? threads : 1)) schedule(dynamic, 4) if (threads > 1)
-#endif
-    for (i64 w = 0; w < count; w++) {
-        Game g;
-        int local = game_from_position(&g, rules, position, hands + w * 4);
-        for (i64 c = 0; c < n_candidates && local == SEARCH_OK; c++)
-            values[w * n_candidates + c] = play_out(&g, rules, position, (int)candidates[c], &local);
-        if (local != SEARCH_OK) {
-#ifdef _OPENMP
-#pragma omp critical
-#endif
-            status = local;
-        }
-    }
-    (void)threads;
-    return status;
+    return play_worlds(PLAY_VALUE, rules, position, hands, count, candidates, n_candidates, values, NULL, threads, 0);
 }
 
 /* spades_search_playouts for callers that score the hand themselves (the bid search values a
@@ -654,26 +662,5 @@ i64 spades_search_playouts(const i64 *rules, const i64 *position, const i64 *han
 i64 spades_search_playouts_tricks(const i64 *rules, const i64 *position, const i64 *hands, i64 count,
                                   const i64 *candidates, i64 n_candidates, i64 *tricks, i64 threads) {
     if (!playout_args_ok(rules, count, candidates, n_candidates)) return SEARCH_ERR_ARGS;
-    int status = SEARCH_OK;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads((int)(threads > 1 ? threads : 1)) schedule(dynamic, 4) if (threads > 1)
-#endif
-    for (i64 w = 0; w < count; w++) {
-        Game start;
-        int local = game_from_position(&start, rules, position, hands + w * 4);
-        for (i64 c = 0; c < n_candidates && local == SEARCH_OK; c++) {
-            Game g = start;
-            i64 *out = tricks + (w * n_candidates + c) * 4;
-            if (!play_to_end(&g, rules, (int)candidates[c], &local)) break;
-            for (int s = 0; s < 4; s++) out[s] = s < g.n ? g.tricks_taken[s] : 0;
-        }
-        if (local != SEARCH_OK) {
-#ifdef _OPENMP
-#pragma omp critical
-#endif
-            status = local;
-        }
-    }
-    (void)threads;
-    return status;
+    return play_worlds(PLAY_TRICKS, rules, position, hands, count, candidates, n_candidates, NULL, tricks, threads, 0);
 }

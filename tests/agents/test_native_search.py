@@ -208,32 +208,44 @@ def test_native_search_plays_whole_games_legally_with_its_info():
             env.step(action)
 
 
+def true_table_positions(rules, seeds, scores_behind: bool = False, share: float = 0.3, more_than_one: bool = False):
+    """(game, seat, legal) at about ``share`` of the card decisions of heuristic hands dealt with
+    ``seeds`` (``scores_behind``: partnership games start with one side at -150, blind nil offered;
+    ``more_than_one``: only decisions with a choice); each yielded game is played on afterwards."""
+    from spades_env.game import SpadesGame
+    from agents.heuristic import choose_action
+    from spades_env.observation import view_from_game
+    for k, seed in enumerate(seeds):
+        scores = ([-150, 0] if k % 2 else [0, -150]) if scores_behind and rules.partnerships else None
+        game = SpadesGame(rules, seed, scores=scores)
+        rng = random.Random(k)
+        while game.phase < 4:
+            legal = game.legal_actions()
+            if game.phase == PHASE_PLAY and (len(legal) > 1 or not more_than_one) and rng.random() < share:
+                yield game, game.to_act, legal
+            game.apply(choose_action(view_from_game(game, game.to_act), legal) if len(legal) > 1 else legal[0])
+
+
+def python_play_outs(game, legal, outcome):
+    """``outcome`` of the heuristic's play-out of a copy of ``game`` after each legal card."""
+    results = []
+    for card in legal:
+        table = copy_game(game)
+        table.apply(card)
+        play_out(table)
+        results.append(outcome(table))
+    return results
+
+
 @pytest.mark.parametrize("preset,overrides", SETUPS, ids=[f"{p}{o.get('players', '')}" for p, o in SETUPS])
 def test_true_table_values_are_the_python_play_outs(preset, overrides):
     """spades-label's play-out teacher values cards on the true table in C: the same numbers as
     the Python play-outs, blind-nil passes of either side included."""
-    from spades_env.game import SpadesGame
-    from agents.heuristic import choose_action
-    from spades_env.observation import view_from_game
-    rules = make_rules(preset, **overrides)
     checked = 0
-    for g in range(6):
-        scores = ([-150, 0] if g % 2 else [0, -150]) if rules.partnerships else None
-        game = SpadesGame(rules, g, scores=scores)
-        rng = random.Random(g)
-        while game.phase < 4:
-            legal = game.legal_actions()
-            if game.phase == PHASE_PLAY and len(legal) > 1 and rng.random() < 0.3:
-                seat = game.to_act
-                expected = []
-                for card in legal:
-                    table = copy_game(game)
-                    table.apply(card)
-                    play_out(table)
-                    expected.append(hand_value(table, seat))
-                assert ns.table_values(game, seat, legal) == expected
-                checked += 1
-            game.apply(choose_action(view_from_game(game, game.to_act), legal) if len(legal) > 1 else legal[0])
+    for game, seat, legal in true_table_positions(make_rules(preset, **overrides), range(6), scores_behind=True,
+                                                  more_than_one=True):
+        assert ns.table_values(game, seat, legal) == python_play_outs(game, legal, lambda t: hand_value(t, seat))
+        checked += 1
     assert checked > 10
 
 
@@ -241,27 +253,10 @@ def test_true_table_values_are_the_python_play_outs(preset, overrides):
 def test_true_table_tricks_are_the_python_play_outs(preset, overrides):
     """The bid search plays its worlds' cards in C and scores them itself: every seat's tricks
     equal the Python play-out's, for every legal card."""
-    from spades_env.game import SpadesGame
-    from agents.heuristic import choose_action
-    from spades_env.observation import view_from_game
-    rules = make_rules(preset, **overrides)
     checked = 0
-    for g in range(4):
-        game = SpadesGame(rules, 10 + g)
-        rng = random.Random(g)
-        while game.phase < 4:
-            legal = game.legal_actions()
-            if game.phase == PHASE_PLAY and rng.random() < 0.3:
-                seat = game.to_act
-                expected = []
-                for card in legal:
-                    table = copy_game(game)
-                    table.apply(card)
-                    play_out(table)
-                    expected.append(list(table.tricks_taken))
-                assert ns.table_tricks(game, seat, legal) == expected
-                checked += 1
-            game.apply(choose_action(view_from_game(game, game.to_act), legal) if len(legal) > 1 else legal[0])
+    for game, seat, legal in true_table_positions(make_rules(preset, **overrides), range(10, 14)):
+        assert ns.table_tricks(game, seat, legal) == python_play_outs(game, legal, lambda t: list(t.tricks_taken))
+        checked += 1
     assert checked > 5
 
 
