@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from agents.neural import NeuralAgent, read_checkpoint
+from spades_env.game import PHASE_BIDDING
 from train.ppo.config import ConfigError, load_config
 from train.labelling.expert_iteration import improved_policy, opponent_folder_name
 from train.ppo.trainer import Trainer, main
@@ -356,3 +357,37 @@ def test_distillation_refuses_a_shard_copied_from_another_folder(one_round):
     _copy_shard_across(one_round)
     with pytest.raises(LabelError, match=r"labels_self/shard_00000\.pt: labelled with other settings"):
         load_labels(one_round / "expert" / "round_01" / "labels_self")
+
+
+def test_valued_bids_are_fitted_to_their_values_like_cards():
+    """``search`` labels the bids it tried with their game values (test_label.py); the round's fit
+    must move the bids toward them, not hold them at the start as it does unvalued rows."""
+    from types import SimpleNamespace
+    from train.labelling.expert_iteration import fit_to_search_values
+
+    torch.manual_seed(0)
+    rows, actions = 400, 68
+    legal = torch.zeros(rows, actions, dtype=torch.bool)
+    legal[:, 52:66] = True                                   # the bids 0..13
+    values = torch.full((rows, actions), NAN)
+    values[:, 52 + 2], values[:, 52 + 3], values[:, 52 + 4] = 280.0, 300.0, 330.0   # three tried, 4 the best
+
+    class Policy(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = torch.nn.Linear(8, actions)
+
+        def forward(self, obs, mask):
+            return self.net(obs).masked_fill(~mask, -1e9)
+    policy = Policy()
+    data = {"obs": torch.randn(rows, 8).half(), "mask": legal, "values": values.half(),
+            "deal": torch.arange(rows), "phase": torch.full((rows,), PHASE_BIDDING)}
+    cfg = SimpleNamespace(expert_target="completed_q", expert_scale=5.0, expert_value_floor=4.0, expert_tie=0.05,
+                          expert_epochs=6, expert_learning_rate=0.05, minibatch_size=64, max_grad_norm=1.0)
+    with torch.no_grad():
+        before = torch.softmax(policy(data["obs"].float(), legal), 1)[:, 56].mean()
+    fit = fit_to_search_values(policy, data, cfg, torch.Generator().manual_seed(0), log=lambda line: None)
+    with torch.no_grad():
+        after = torch.softmax(policy(data["obs"].float(), legal), 1)[:, 56].mean()
+    assert fit["valued"] == rows and fit["fit_epoch"] >= 1
+    assert before < 0.1 and after > 0.25                     # toward the best-valued bid (its target: 0.88)

@@ -20,6 +20,7 @@ from train.recipes.runner import run_recipe
 ROOT = Path(__file__).resolve().parents[2]
 NEURAL_RECIPE = ROOT / "configs" / "recipes" / "neural.yaml"
 BEAT_HEURISTIC = ROOT / "configs" / "recipes" / "beat_heuristic.yaml"
+EXPERT_LOOP = ROOT / "configs" / "recipes" / "expert_loop.yaml"
 
 # A step that runs in a blink: it writes its text and the bytes of what it reads into model.pt,
 # logs each run in runs.log beside the recipe's run folder, and, when told to, dies half-way
@@ -281,6 +282,26 @@ def test_the_beat_heuristic_recipe_is_a_prefix_of_the_lineage(tmp_path, monkeypa
         assert prefix.steps[name].config == lineage.steps[name].config
         assert prefix.steps[name].config_file == lineage.steps[name].config_file
     assert run_quietly(BEAT_HEURISTIC, "--dry-run")[0] == 0
+
+
+def test_the_expert_loop_starts_from_imitation_and_is_taught_by_the_new_search(tmp_path, monkeypatch):
+    """Issue 72's recipe: no shipped model as an input, the loop's teacher is ``search`` (not
+    search_v1) keeping every candidate, the bids are fitted to its values (no bid tilt, no second
+    head), and the judging matches read the loop's model."""
+    from train.ppo.config import load_config
+    monkeypatch.chdir(tmp_path)
+    recipe = load_recipe(EXPERT_LOOP)
+    assert list(recipe.steps)[:2] == ["imitation", "loop"]
+    code, lines = run_quietly(EXPERT_LOOP, "--dry-run")
+    assert code == 0 and lines[-1] == f"would run {len(recipe.steps)}"
+    commands = "\n".join(line for line in lines if "[run]" in line)
+    assert "agents/models" not in commands and "init_from=runs/recipes/expert_loop/imitation/" in commands
+    loop = load_config(recipe.steps["loop"].config_file, [])
+    assert loop.expert_teacher.split(":")[0] == "search" and "stage=0" in loop.expert_teacher
+    assert loop.expert_rounds >= 1 and loop.max_updates == 0 and not loop.expert_bid_values
+    assert loop.init_from is None                                # the recipe fills it from the imitation step
+    for team_b in ("search_v1", "neural:model=neural_v7", "heuristic"):
+        assert f"--team-b {team_b} " in commands and "--team-a neural:checkpoint=runs/recipes/expert_loop/loop/model.pt" in commands
 
 
 def test_a_run_folder_over_the_working_folder_is_refused(tmp_path, monkeypatch, capsys):
