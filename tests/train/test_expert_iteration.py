@@ -391,3 +391,25 @@ def test_valued_bids_are_fitted_to_their_values_like_cards():
         after = torch.softmax(policy(data["obs"].float(), legal), 1)[:, 56].mean()
     assert fit["valued"] == rows and fit["fit_epoch"] >= 1
     assert before < 0.1 and after > 0.25                     # toward the best-valued bid (its target: 0.88)
+
+
+def test_expert_ray_sends_the_rounds_labelling_to_ray(tmp_path, monkeypatch):
+    """expert_ray reaches spades-label's Ray path (the labeller's own tests run it on Ray)."""
+    from types import SimpleNamespace
+    import train.labelling.labeller as labeller
+    from train.labelling.expert_iteration import label_round
+    from train.labelling.expert_manifest import ExpertIterationError
+    seen: list[dict] = []
+
+    def stop(settings, progress=True, log=print):
+        seen.append(settings)
+        raise labeller.LabelError("stopped here")
+    monkeypatch.setattr(labeller, "label", stop)
+    for ray in ("local", None):
+        trainer = SimpleNamespace(config=load_config(None, [f"expert_ray={'null' if ray is None else ray}"]),
+                                  run_path=tmp_path, log=lambda line: None)
+        with pytest.raises(ExpertIterationError, match="stopped here"):
+            label_round(trainer, 1, tmp_path / "student.pt")
+        assert seen[-1]["ray"] == ray
+    with pytest.raises(ConfigError, match=r"expert_ray=' ': expected a Ray address"):
+        load_config(None, ["expert_ray=' '"])

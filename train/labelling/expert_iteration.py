@@ -211,7 +211,7 @@ def label_round(trainer: "Trainer", round_: int, student: Path) -> tuple[dict, l
                     "follow_teacher": cfg.expert_follow_teacher, "continuation": "heuristic",
                     "varied_start": cfg.varied_start_share if cfg.start_kind == "varied" else 0.0,
                     "rules": cfg.rules, "seed": derive_seed("expert-iteration", cfg.seed, round_, k) % 2**31,
-                    "workers": cfg.expert_workers or max(1, len(os.sched_getaffinity(0)))}
+                    "workers": cfg.expert_workers or max(1, len(os.sched_getaffinity(0))), "ray": cfg.expert_ray}
         try:
             label(settings, progress=cfg.progress, log=trainer.log)
         except LabelError as exc:

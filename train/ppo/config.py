@@ -383,7 +383,8 @@ class ExpertIterationSection:
                                "decisions, the policy is fitted toward those values and evaluated")
     expert_deals: int = _f(2000, "deals played and labelled per round")
     expert_teacher: str = _f("search_v1:worlds=200,stage=0", "agent spec whose values label the card decisions (a "
-                                                          "search keeping every candidate: stage=0)")
+                                                          "search keeping every candidate: stage=0; 'search' "
+                                                          "labels the bids it tries as well)")
     expert_opponents: dict = _f({"heuristic": 0.75, "self": 0.25},
                                 "who plays the other side of the labelled deals, by share of the deals: 'self' "
                                 "(the round's policy), 'previous' (the previous round's) or any agent spec")
@@ -391,6 +392,9 @@ class ExpertIterationSection:
                                             "than the policy's")
     expert_shard_deals: int = _f(20, "deals per label shard (a killed round resumes at its next shard)")
     expert_workers: int = _f(0, "processes that label and evaluate (0: the CPUs this process may use)")
+    expert_ray: Optional[str] = _f(None, "label the rounds' shards as tasks on a Ray cluster: its address "
+                                         "(host:port or 'auto'), or 'local' for a Ray instance started here "
+                                         "with expert_workers CPUs (needs spades-rl[ray]; null: processes here)")
     expert_target: str = _f("completed_q", "what the policy is fitted to at a valued decision: 'completed_q' "
                                            "(softmax of its logits + expert_scale x the values normalised by "
                                            "their range) or 'best' (the best-valued cards)")
@@ -614,6 +618,9 @@ class TrainConfig:
         for name in ("expert_scale", "expert_value_floor", "expert_learning_rate"):
             if not getattr(self, name) > 0 or getattr(self, name) == float("inf"):
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected a positive finite number")
+        if self.expert_ray is not None and (not isinstance(self.expert_ray, str) or not self.expert_ray.strip()):
+            raise ConfigError(f"expert_ray={self.expert_ray!r}: expected a Ray address (host:port or auto), local, "
+                              "or null")
         if not 0 <= self.expert_tie < float("inf"):
             raise ConfigError(f"expert_tie={self.expert_tie!r}: expected points >= 0")
         if not 0 <= self.expert_follow_teacher <= 1:
@@ -808,7 +815,7 @@ FIELDS = {f.name: f for cls in SECTIONS.values() for f in dataclasses.fields(cls
 _OPTIONAL_FIELDS = {"target_kl": float, "init_from": str, "max_updates": int, "distill_data": str,
                     "distill_value_temperature": float, "bid_entropy_coef": float,
                     "bid_gae_lambda": float, "nil_explore_max_bid": int, "lr_half_life_decisions": int,
-                    "nil_explore_decisions": int, "nil_explore_target": float}   # null allowed
+                    "nil_explore_decisions": int, "nil_explore_target": float, "expert_ray": str}   # null allowed
 
 
 def _check_type(name: str, value: Any) -> Any:
