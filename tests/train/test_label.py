@@ -155,6 +155,34 @@ def test_varied_start_labels_hands_from_random_scores_and_bags(tmp_path):
         label(settings(tmp_path / "bad", varied_start=2), log=quiet)
 
 
+def test_real_starts_label_hands_from_the_states_whole_games_reach(tmp_path):
+    """--start real: the varied_start share of the deals starts from scores and bags drawn from
+    spades_env.starts' table (every drawn pair is one of its rows), not from uniform random ones."""
+    from spades_env.observation import decode_observation
+    from spades_env.rules import make_rules
+    from spades_env.starts import load_table
+    from train.labelling.positions import random_start
+    rules, table = make_rules("standard"), load_table()
+    recorded = {(tuple(s), tuple(b)) for s, b in zip(table.scores.tolist(), table.bags.tolist())}
+    rng = random.Random(0)
+    starts = [random_start(rules, 0.5, rng, "real") for _ in range(400)]
+    real = [s for s in starts if s]
+    assert 150 < len(real) < 250
+    assert all((tuple(s["scores"]), tuple(s["bags"])) in recorded for s in real)
+    uniform = [random_start(rules, 1.0, rng) for _ in range(200)]
+    assert sum((tuple(s["scores"]), tuple(s["bags"])) in recorded for s in uniform) < 100   # the two differ
+    data = load_labels(label(settings(tmp_path / "real", deals=8, shard_deals=4, teacher="playout",
+                                      follow_teacher=0.0, varied_start=1.0, start="real"), progress=False, log=quiet))
+    scores = {tuple(decode_observation(o.float().numpy()).scores) for o in data["obs"][data["phase"] == PHASE_BIDDING]}
+    assert len(scores) > 3 and scores <= {s for s, _ in recorded} | {s[::-1] for s, _ in recorded}
+    assert json.loads((tmp_path / "real" / "labels.json").read_text())["start"] == "real"
+    with pytest.raises(LabelError, match=r"start='zero': expected one of varied, real"):
+        label(settings(tmp_path / "bad", varied_start=1.0, start="zero"), log=quiet)
+    with pytest.raises(LabelError, match=r"other settings \(start: 'real' there, 'varied' now\)"):   # a folder keeps its starts
+        label(settings(tmp_path / "real", deals=8, shard_deals=4, teacher="playout", follow_teacher=0.0,
+                       varied_start=1.0), log=quiet)
+
+
 def test_label_errors_name_what_was_wrong(tmp_path, capsys):
     with pytest.raises(LabelError, match=r"unknown agent 'serch'"):
         label(settings(tmp_path, teacher="serch"), log=quiet)

@@ -58,7 +58,9 @@ play-outs there: N times the play-outs, each label far less noisy than one true 
 
 ``--varied-start SHARE`` starts that share of the deals from random scores (-150..490) and bags
 instead of 0-0 (as ``spades-train``'s ``varied_start``): blind nil is then offered to a side 100
-points behind, and bags near the limit cost their penalty in the values.
+points behind, and bags near the limit cost their penalty in the values. With ``--start real`` those
+deals start instead from scores and bags drawn from the states whole games reach
+(:mod:`spades_env.starts`), so blind nil and the bag limit come up as often as in a real game.
 
 ``--only blind-nil`` keeps the teacher's label on the decisions about blind nil alone: every
 blind-nil decision (bid it, or look), and every decision of the student's side from the moment
@@ -124,6 +126,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--varied-start", type=float, default=0.0, metavar="SHARE",
                         help="share of the deals (drawn per deal) that start from random scores (-150..490) and "
                         "bags instead of 0-0, where blind nil is offered and bags near the limit cost (default 0)")
+    parser.add_argument("--start", choices=("varied", "real"), default="varied",
+                        help="where those deals start: varied (random scores and bags, the default) or real "
+                        "(scores and bags drawn from the states whole games reach: spades_env.starts)")
     parser.add_argument("--only", choices=ONLY, default="all",
                         help="which decisions keep the teacher's label: all (default), blind-nil (the "
                         "blind-nil decisions and the student's side's play once it bid blind nil), ducking "
@@ -142,7 +147,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
     settings = {"student": args.student, "teacher": args.teacher, "opponents": args.opponents, "deals": args.deals,
                 "shard_deals": args.shard_deals, "follow_teacher": args.follow_teacher,
-                "continuation": args.continuation, "varied_start": args.varied_start, "only": args.only,
+                "continuation": args.continuation, "varied_start": args.varied_start, "start": args.start, "only": args.only,
                 "worlds": args.worlds,
                 **({} if args.endgame_tricks is None else {"endgame_tricks": args.endgame_tricks}),
                 "rules": args.rules,

@@ -209,7 +209,8 @@ def label_round(trainer: "Trainer", round_: int, student: Path) -> tuple[dict, l
         settings = {"out": str(out), "teacher": cfg.expert_teacher, "student": str(student),
                     "opponents": opponents, "deals": deals, "shard_deals": cfg.expert_shard_deals,
                     "follow_teacher": cfg.expert_follow_teacher, "continuation": "heuristic",
-                    "varied_start": cfg.varied_start_share if cfg.start_kind == "varied" else 0.0,
+                    "varied_start": cfg.varied_start_share if cfg.start_kind != "zero" else 0.0,
+                    "start": cfg.start_kind if cfg.start_kind != "zero" else "varied",
                     "rules": cfg.rules, "seed": derive_seed("expert-iteration", cfg.seed, round_, k) % 2**31,
                     "workers": cfg.expert_workers or max(1, len(os.sched_getaffinity(0))), "ray": cfg.expert_ray}
         try:

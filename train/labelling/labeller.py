@@ -29,8 +29,8 @@ from spades_env.files import (MAX_MODEL_BYTES, MAX_SHARD_BYTES, FileRuleError, c
 from spades_env.game import BLIND_NIL_ACTION, NUM_ACTIONS, PHASE_BLIND_DECISION, PHASE_PLAY, SpadesGame
 from spades_env.observation import ObservationEncoder, decode_observation
 from train.ppo.config import varied_start_problem
-from train.labelling.positions import (action_classes, card_classes, ducking_position, nil_defence_position,
-                                      random_start)
+from train.labelling.positions import (LABEL_STARTS, action_classes, card_classes, ducking_position,
+                                      nil_defence_position, random_start)
 from train.labelling.values import playout_values, policy_play_out, sampled_tables, solver_values, weighted_means
 
 
@@ -171,7 +171,8 @@ class Labeller:
         if dealer is not None:
             options["dealer"] = dealer
         options.update(random_start(self.rules, self.settings.get("varied_start", 0.0),
-                                    random.Random(derive_seed("spades-label", seed, "start", index))))
+                                    random.Random(derive_seed("spades-label", seed, "start", index)),
+                                    self.settings.get("start", "varied")))
         env.reset(seed=derive_seed("spades-label", seed, "env", index), options=options)
         student_seats = (0, 2) if index % 2 == 0 else (1, 3)
         for k, agent in enumerate([self.student] + teachers + opponents):
@@ -391,6 +392,10 @@ def check_settings(settings: dict) -> dict:
     settings.setdefault("varied_start", 0.0)
     settings.setdefault("only", "all")
     settings.setdefault("worlds", 0)
+    start = settings.setdefault("start", "varied")
+    if start not in LABEL_STARTS:
+        raise LabelError(f"start={start!r}: expected one of {', '.join(LABEL_STARTS)} (where the varied_start "
+                         "share of the deals starts: random scores and bags, or states whole games reach)")
     if not isinstance(settings["worlds"], int) or isinstance(settings["worlds"], bool) or settings["worlds"] < 0:
         raise LabelError(f"worlds={settings['worlds']!r}: expected a number of deals to value each card on "
                          "(0: the true deal)")
@@ -446,6 +451,12 @@ def check_settings(settings: dict) -> dict:
                          "messages; expected rules without the free signal (signals: 0)")
     if settings["varied_start"] and varied_start_problem(rules):
         raise LabelError(f"--varied-start: {varied_start_problem(rules)}")
+    if settings["varied_start"] and settings["start"] == "real":
+        from spades_env.starts import StartError, check_rules, load_table
+        try:
+            check_rules(load_table(), rules)
+        except StartError as exc:
+            raise LabelError(f"--start real: {exc}") from None
     if not os.path.lexists(settings["student"]):
         raise LabelError(f"student={settings['student']!r}: no such model file (a spades-train checkpoint or model)")
     try:
@@ -472,6 +483,7 @@ def label(settings: dict, progress: bool = True, log=print) -> Path:
         previous.setdefault("varied_start", 0.0)
         previous.setdefault("only", "all")
         previous.setdefault("worlds", 0)
+        previous.setdefault("start", "varied")
         differ = sorted(k for k in set(previous) | set(fixed) if previous.get(k) != fixed.get(k))
         if differ:
             raise LabelError(f"{out} holds labels made with other settings "
@@ -550,6 +562,7 @@ def shard_settings_differ(data: dict, settings: dict) -> list[str]:
         side.setdefault("varied_start", 0.0)
         side.setdefault("only", "all")
         side.setdefault("worlds", 0)
+        side.setdefault("start", "varied")
     return sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
 
 

@@ -64,12 +64,22 @@ def card_classes(game: SpadesGame, seat: int) -> list[list[int]]:
     return touching_groups([c for c in range(52) if mask >> c & 1], game.hands[seat], gone)
 
 
-def random_start(rules, share: float, rng: random.Random) -> dict[str, list[int]]:
-    """The ``reset`` options of a deal that starts from random scores (-150..490 in steps of 10,
-    as ``spades-train``'s ``varied_start``) and bags (0..bag_limit-1), with probability ``share``;
-    otherwise none (0-0, no bags)."""
+LABEL_STARTS = ("varied", "real")
+"""Where spades-label's ``varied_start`` share of the deals starts (``--start``)."""
+
+
+def random_start(rules, share: float, rng: random.Random, kind: str = "varied") -> dict[str, list[int]]:
+    """The ``reset`` options of a deal that starts away from 0-0, with probability ``share``
+    (otherwise none: 0-0, no bags): ``kind`` "varied", random scores (-150..490 in steps of 10, as
+    ``spades-train``'s ``varied_start``) and bags (0..bag_limit-1); "real", scores and bags drawn
+    from the states whole games reach (:mod:`spades_env.starts`, as ``game.start: real``; the
+    dealer stays the deal's)."""
     if share <= 0 or rng.random() >= share:
         return {}
+    if kind == "real":
+        from spades_env.starts import sample_starts
+        scores, bags, _ = sample_starts("real", 1, rng, rules=rules)
+        return {"scores": scores[0].tolist(), "bags": bags[0].tolist()}
     options = {"scores": [10 * rng.randint(*VARIED_START_TENS) for _ in range(2)]}
     if not rules.bags_from_score_digit:
         options["bags"] = [rng.randrange(rules.bag_limit) for _ in range(2)]

@@ -605,9 +605,6 @@ class TrainConfig:
         for name in ("entropy_coef", "value_coef", "shaping", "win_bonus", "bag_cost"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected 0 or more")
-        if self.expert_rounds and self.start_kind == "real":
-            raise ConfigError("start: real is not taken by expert iteration's labelling yet (its deals start "
-                              "from 0-0 or, with start: varied, from random scores); use start: varied there")
         for name in ("expert_rounds", "expert_workers"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r}: expected 0 or more")
