@@ -267,6 +267,20 @@ def test_a_resume_refuses_a_finished_round_that_is_not_as_recorded(one_round, ca
     assert not (one_round / "expert" / "round_02").exists()        # refused before round 2 began
 
 
+def test_labels_outside_the_replay_window_may_be_deleted(tmp_path):
+    """With expert_replay_rounds 1 no later fit reads round 1's labels: a resume (elsewhere, say,
+    with only the rounds' policies and records) goes on without them. (With a window that reaches
+    round 1, a deleted shard is refused: AFTER_ROUND_1.)"""
+    base = TINY_EXPERT + [f"run_dir={tmp_path}", "name=ei", "expert_replay_rounds=1"]
+    Trainer(load_config(None, base + ["expert_rounds=1"]), log=lambda line: None).train()
+    for folder in (tmp_path / "ei/expert/round_01").glob("labels_*"):
+        shutil.rmtree(folder)
+    log: list[str] = []
+    Trainer(load_config(None, base + ["expert_rounds=2"]), resume=True, log=log.append).train()
+    assert json.loads((tmp_path / "ei/expert/round_02/round.json").read_text())["round"] == 2
+    assert "from 2 folder(s)" in " ".join(log)                     # round 2's own two label folders
+
+
 def _forget_labels_manifest(run: Path) -> None:
     (run / "expert/round_01/label_manifest.json").unlink()
 

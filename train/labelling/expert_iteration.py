@@ -91,7 +91,8 @@ def run_rounds(trainer: "Trainer") -> None:
         check_round_files(expert_dir)
     verify_finished_rounds(expert_dir, trainer.expert_rounds_done, trainer.expert_manifest,
                            str(trainer.checkpoint_dir / "last.pt"),
-                           check_files=trainer.expert_rounds_done < cfg.expert_rounds)
+                           check_files=trainer.expert_rounds_done < cfg.expert_rounds,
+                           labels_from=trainer.expert_rounds_done + 2 - cfg.expert_replay_rounds)
     if trainer.expert_manifest is None and trainer.expert_rounds_done < cfg.expert_rounds:
         # a run from before the records: its finished rounds are recorded as they are now
         trainer.expert_manifest = adopt_older_rounds(expert_dir, trainer.expert_rounds_done)

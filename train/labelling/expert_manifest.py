@@ -116,10 +116,13 @@ def round_record(round_folder: Path, labels: dict) -> dict:
 
 
 def verify_finished_rounds(expert_dir: Path, done: int, manifest: Optional[dict[str, Any]],
-                           checkpoint: str, check_files: bool = True) -> None:
+                           checkpoint: str, check_files: bool = True, labels_from: int = 1) -> None:
     """Rounds 1..``done`` (the checkpoint's ``expert_rounds_done``) are recorded in ``manifest``
     (the checkpoint's records; None: a checkpoint from before them) and, with ``check_files``
-    (when more rounds build on them), there as recorded."""
+    (when more rounds build on them), there as recorded. The label shards of rounds before
+    ``labels_from`` are not checked: no later fit reads them (they are outside the replay
+    window), so they may be deleted, and a run resumed elsewhere needs only the rounds' own files
+    (policies and records, a few MB) and the labels it will still fit."""
     if manifest is not None and sorted(manifest, key=int) != [str(r) for r in range(1, len(manifest) + 1)]:
         raise ExpertIterationError(f"{checkpoint}: its expert-round records are not rounds 1..n "
                                    f"({', '.join(sorted(manifest, key=int))})")
@@ -143,7 +146,8 @@ def verify_finished_rounds(expert_dir: Path, done: int, manifest: Optional[dict[
         if not folder.is_dir():
             raise ExpertIterationError(f"{folder}: missing; {what} needs its files")
         verify_files(folder, record["files"], what)
-        verify_labels(folder, record["labels"], what)
+        if round_ >= labels_from:
+            verify_labels(folder, record["labels"], what)
         row = read_json(folder / "round.json", ("round",))
         if row["round"] != round_:
             raise ExpertIterationError(f"{folder / 'round.json'}: says round {row['round']!r}, its folder is "
