@@ -427,3 +427,25 @@ def test_expert_ray_sends_the_rounds_labelling_to_ray(tmp_path, monkeypatch):
         assert seen[-1]["ray"] == ray
     with pytest.raises(ConfigError, match=r"expert_ray=' ': expected a Ray address"):
         load_config(None, ["expert_ray=' '"])
+
+
+def test_a_run_from_init_from_killed_in_round_1_can_resume(tmp_path, monkeypatch):
+    """No warm start before the rounds (init_from, imitation 0): the run still saves its start
+    before round 1, so a kill in round 1 resumes it (the recipe runner resumes a train step only
+    from a checkpoint; else it starts the step over and its labels are lost)."""
+    import train.labelling.labeller as labeller
+    from train.labelling.expert_manifest import ExpertIterationError
+    base = TINY_EXPERT + [f"run_dir={tmp_path}", "name=start", "expert_rounds=0"]
+    Trainer(load_config(None, base), log=lambda line: None).train()
+    start = tmp_path / "start" / "model.pt"
+
+    def killed(settings, progress=True, log=print):
+        raise labeller.LabelError("killed here")
+    monkeypatch.setattr(labeller, "label", killed)
+    run = TINY_EXPERT + [f"run_dir={tmp_path}", "name=ei", "imitation_decisions=0", f"init_from={start}",
+                         "expert_rounds=1"]
+    with pytest.raises(ExpertIterationError, match="killed here"):
+        Trainer(load_config(None, run), log=lambda line: None).train()
+    checkpoint = read_checkpoint(tmp_path / "ei" / "checkpoints" / "last.pt")
+    assert checkpoint["expert_rounds_done"] == 0
+    assert same_weights(checkpoint["policy"], read_checkpoint(start)["policy"])

@@ -419,6 +419,8 @@ class Trainer:
             self.save_checkpoint()
         if self.expert_rounds_done or cfg.expert_rounds:      # checks the records of the rounds done
             from train.labelling.expert_iteration import run_rounds
+            if not (self.checkpoint_dir / "last.pt").exists():
+                self.save_checkpoint()        # the rounds' start (init_from, no warm start): a kill in round 1 resumes
             run_rounds(self)
 
     def _one_update(self) -> dict:
