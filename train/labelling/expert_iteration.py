@@ -28,10 +28,10 @@ A round (``expert_rounds`` of them, after the warm starts and before any PPO):
    A teacher that searches its bids (``search``: each bid it tries valued by the game's win
    probability, in points of equal worth) labels the bids too, and they are fitted the same way;
    decisions without values (``search_v1``'s bids, which it takes from the heuristic) are held at
-   the round's starting policy (cross-entropy to it), so the shared trunk does not drift them. The labels of the last
-   ``expert_replay_rounds`` rounds are fitted together (the search's values do not depend on who
-   reached the position); a tenth of the deals is held out and the epoch whose favourite cards
-   are worth most there is kept (the starting weights included). With
+   the round's starting policy (cross-entropy to it), so the shared trunk does not drift them.
+   The labels of the last ``expert_replay_rounds`` rounds are fitted together (the search's
+   values do not depend on who reached the position); a tenth of the deals is held out and the
+   epoch whose favourite cards are worth most there is kept (the starting weights included). With
    ``expert_bid_values`` the bidding head is then refitted to Monte-Carlo values of every bid,
    played out by the new card play (:mod:`train.bids.bid_values`, ``bid_value_deals`` deals).
 3. **Evaluate.** Duplicate deals against each of ``expert_eval_opponents`` (the same deals every
@@ -316,7 +316,8 @@ def fit_to_search_values(policy: torch.nn.Module, data: dict, cfg: Any, generato
     start_agreement = agreement()
     oracle = float(best_value[test_rows].mean()) if test_rows.numel() else 0.0
     log(f"expert fit ({cfg.expert_target}): {int((has_values[train_rows]).sum()):,} valued decisions to fit from "
-        f"{source} ({int(has_values.sum()):,} valued, {int((~has_values).sum()):,} without values, held at the start); on the "
+        f"{source} ({int(has_values.sum()):,} valued, {int((~has_values).sum()):,} without values, held at the "
+        f"start); on the "
         f"{test_rows.numel():,} held-out valued ones the favourite cards are worth {start[1]:+.3f} points (the "
         f"search's best {oracle:+.3f}), {100 * start_agreement:.1f}% of them among the best")
     loss, value, epoch = fit_keep_best(
