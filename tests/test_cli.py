@@ -204,7 +204,7 @@ def _slow_match():
     process = subprocess.Popen(["spades-eval", "--team-a", "search:backend=python", "--team-b", "heuristic",
                                 "--deals", "400", "--workers", "2", "--quiet"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    for _ in range(300):                      # until both workers run
+    for _ in range(1200):                     # until both workers run (up to 2 minutes on a loaded machine)
         time.sleep(0.1)
         workers = [p for p in _children(process.pid) if _alive(p)]
         if len(workers) >= 2:
