@@ -148,6 +148,60 @@ def test_a_killed_recipe_resumes_the_step_it_was_in(tmp_path):
     assert {step["status"] for step in state["steps"].values()} == {"done"}
 
 
+def _done_train_step(tmp_path, config_text: str):
+    """A recipe of one train step recorded as done (its model and checkpoint stand in files), and
+    the runner that decides it."""
+    from train.recipes.runner import Runner, hash_output
+    (tmp_path / "step.yaml").write_text(config_text)
+    path = write_recipe(tmp_path, "  a:\n    kind: train\n    config: step.yaml\n")
+    runner = Runner(load_recipe(path), [], lambda line: None)
+    step = runner.recipe.steps["a"]
+    folder = runner.folder("a")
+    (folder / "checkpoints").mkdir(parents=True)
+    (folder / "model.pt").write_bytes(b"model")
+    (folder / "checkpoints" / "last.pt").write_bytes(b"checkpoint")
+    outputs = {name: {"path": str(p), "sha256": hash_output(p)} for name, p in step.kind.output_paths(folder).items()}
+    return runner, step, outputs
+
+
+def test_raising_a_train_steps_length_continues_it_and_any_other_change_starts_it_over(tmp_path):
+    """Raising expert_rounds or total_decisions in a finished step's config resumes it from its
+    checkpoint (the trainer goes on from the rounds done); a change of what is learned reruns it."""
+    runner, step, outputs = _done_train_step(tmp_path, "total_decisions: 100000\nexpert_rounds: 0\n")
+    runner.state.record("a", {"kind": "train", "fingerprint": runner.fingerprint(step), "status": "done",
+                              "outputs": outputs, "length": runner.length(step)})
+    assert runner.decide(step).action == "reuse"
+    config = tmp_path / "step.yaml"
+    config.write_text("total_decisions: 200000\nexpert_rounds: 0\neval_deals: 64\n")
+    planned = runner.decide(step)
+    assert planned.action == "resume" and "total_decisions 100000 -> 200000 raised" in planned.reason
+    assert planned.argv[-1] == "--resume"
+    config.write_text("total_decisions: 50000\nexpert_rounds: 0\n")          # lowered: the longer run stands
+    assert runner.decide(step).action == "reuse"
+    config.write_text("total_decisions: 100000\nexpert_rounds: 0\nlearning_rate: 0.0001\n")
+    planned = runner.decide(step)
+    assert planned.action == "run" and "changed" in planned.reason
+    (tmp_path / "run" / "a" / "checkpoints" / "last.pt").unlink()
+    config.write_text("total_decisions: 300000\nexpert_rounds: 0\n")
+    assert runner.decide(step).action == "run"                # nothing to continue from: it starts over
+
+
+def test_a_state_of_the_older_fingerprint_is_reused_and_upgraded(tmp_path):
+    """A state.json written before train fingerprints left out the resumable fields still reuses
+    its steps; the run records the new fingerprint and the step's length, so that raising the
+    length later continues the step."""
+    runner, step, outputs = _done_train_step(tmp_path, "total_decisions: 100000\n")
+    runner.state.record("a", {"kind": "train", "fingerprint": runner.legacy_fingerprint(step), "status": "done",
+                              "outputs": outputs})
+    planned = runner.decide(step)
+    assert planned.action == "reuse" and planned.upgrade
+    assert runner.run() == 0
+    entry = json.loads((tmp_path / "run" / "state.json").read_text())["steps"]["a"]
+    assert entry["fingerprint"] == runner.fingerprint(step) and entry["length"]["total_decisions"] == 100000
+    (tmp_path / "step.yaml").write_text("total_decisions: 200000\n")
+    assert runner.decide(step).action == "resume"
+
+
 # -------------------------------------------------------------------------------------- --from
 
 def test_from_takes_a_shipped_model_and_skips_what_only_fed_it(tmp_path, write_kind):

@@ -15,14 +15,7 @@ from typing import Optional
 from agents.neural import CHECKPOINT_FORMAT, ModelError, read_checkpoint
 from spades_env.files import MAX_JSON_BYTES, read_text, save_torch
 
-from train.ppo.config import ConfigError, TrainConfig
-
-# Fields a resumed run may change (they do not change what is learned, only how long the run
-# lasts and what is measured along the way).
-RESUMABLE_CHANGES = {"max_updates", "total_decisions", "eval_every", "eval_deals", "eval_opponents", "final_eval_deals",
-                     "eval_against_start",
-                     "checkpoint_every", "keep_checkpoints", "tensorboard", "progress", "threads", "compile_env",
-                     "env_backend", "expert_rounds", "expert_workers", "expert_eval_deals", "expert_eval_opponents"}
+from train.ppo.config import RESUMABLE_CHANGES, ConfigError, TrainConfig
 
 
 def save_checkpoint(data: dict, checkpoint_dir: Path, update: int, keep: int) -> Path:

@@ -909,6 +909,16 @@ def parse_override(text: str) -> tuple[str, Any]:
         raise ConfigError(f"override {text!r}: the value is not valid YAML ({' '.join(str(exc).split())})") from None
 
 
+# Fields a resumed run may change (they do not change what is learned, only how long the run
+# lasts and what is measured along the way).
+RESUMABLE_CHANGES = frozenset({
+    "max_updates", "total_decisions", "eval_every", "eval_deals", "eval_opponents", "final_eval_deals",
+    "eval_against_start", "checkpoint_every", "keep_checkpoints", "tensorboard", "progress", "threads", "compile_env",
+    "env_backend", "expert_rounds", "expert_workers", "expert_eval_deals", "expert_eval_opponents"})
+# Of those, the ones that say how long a run lasts: raising one continues a finished run.
+LENGTH_FIELDS = ("total_decisions", "max_updates", "expert_rounds")
+
+
 def load_config(path: Optional[str | Path] = None, overrides: Sequence[str] = ()) -> TrainConfig:
     """Read a YAML config (or start from the defaults) and apply ``field=value`` overrides."""
     values: dict = {}

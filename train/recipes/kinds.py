@@ -129,23 +129,29 @@ def _inputs_as_flags(step, inputs: dict, positional: tuple = ()) -> list[str]:
 
 # ---------------------------------------------------------------------------------------- train
 
+def train_settings(step) -> dict:
+    """A train step's settings as spades-train reads them: its config (a file, or inline), then
+    its ``set:`` overrides; a ConfigError when a field is wrong."""
+    import yaml
+    from train.ppo.config import config_from_dict, flatten_sections, load_config
+    overrides = [f"{k}={render_value(v)}" for k, v in step.overrides.items()]
+    if step.config_file is not None:
+        return load_config(step.config_file, overrides).to_dict()
+    config_from_dict(flatten_sections(dict(step.config), f"step {step.name}'s config"), step.name)
+    with tempfile.TemporaryDirectory() as folder:      # the fields together, as spades-train reads them
+        inline = Path(folder) / f"{step.name}.yaml"
+        inline.write_text(yaml.safe_dump(dict(step.config)))
+        return load_config(inline, overrides).to_dict()
+
+
 def _train_check(step) -> None:
     """Every field of the config, its overrides and its inputs must be a spades-train field."""
-    import yaml
-    from train.ppo.config import FIELDS, ConfigError, config_from_dict, flatten_sections, load_config
+    from train.ppo.config import FIELDS, ConfigError
     for parameter in step.inputs:
         if parameter not in FIELDS:
             raise ValueError(f"input {parameter}: not a spades-train config field (inputs fill fields such as init_from)")
-    overrides = [f"{k}={render_value(v)}" for k, v in step.overrides.items()]
     try:
-        if step.config_file is not None:
-            load_config(step.config_file, overrides)
-        else:
-            config_from_dict(flatten_sections(dict(step.config), f"step {step.name}'s config"), step.name)
-            with tempfile.TemporaryDirectory() as folder:      # the fields together, as spades-train reads them
-                inline = Path(folder) / f"{step.name}.yaml"
-                inline.write_text(yaml.safe_dump(dict(step.config)))
-                load_config(inline, overrides)
+        train_settings(step)
     except ConfigError as exc:
         raise ValueError(" ".join(str(exc).split())) from None
 

@@ -32,7 +32,7 @@ from typing import Callable, Optional
 
 from spades_env.files import write_text
 
-from .kinds import display
+from .kinds import display, train_settings
 from .recipe import Recipe, RecipeError, Step, load_recipe
 
 STATE_FORMAT = "spades-recipe-state"
@@ -113,6 +113,7 @@ class Planned:
     argv: list = field(default_factory=list)
     fingerprint: Optional[str] = None
     given: Optional[tuple] = None            # from: (model name, path, sha256)
+    upgrade: bool = False                    # reused under a fingerprint of the older form: record the new one
 
 
 def parse_starts(recipe: Recipe, starts: list[str]) -> dict[str, tuple]:
@@ -214,16 +215,55 @@ class Runner:
             return hashlib.sha256(step.config_file.read_bytes()).hexdigest()
         return hashlib.sha256(json.dumps(step.config, sort_keys=True, default=str).encode()).hexdigest()
 
-    def fingerprint(self, step: Step) -> Optional[str]:
+    def input_hashes(self, step: Step) -> Optional[dict]:
         inputs = {}
         for parameter, refs in step.inputs.items():
             hashes = [self.output_hash(ref) for ref in refs]
             if None in hashes:
                 return None
             inputs[parameter] = hashes
+        return inputs
+
+    def fingerprint(self, step: Step) -> Optional[str]:
+        """What a step's outputs depend on: its kind, command, config and the hashes of its
+        inputs (None while an input is not made). A train step's settings count without the
+        fields a resumed run may change (how long it lasts, what it measures on the way), so
+        that raising ``expert_rounds`` or ``total_decisions`` continues the step, not restarts it."""
+        inputs = self.input_hashes(step)
+        if inputs is None:
+            return None
+        if step.kind.name != "train":
+            return self.legacy_fingerprint(step, inputs)
+        from train.ppo.config import RESUMABLE_CHANGES
+        settings = {k: v for k, v in train_settings(step).items() if k not in RESUMABLE_CHANGES}
+        argv, command = self.command(step), []
+        for i, arg in enumerate(argv):       # leave out `--set FIELD=...` of a resumable field
+            if arg == "--set" and i + 1 < len(argv) and argv[i + 1].partition("=")[0] in RESUMABLE_CHANGES:
+                continue
+            if i and argv[i - 1] == "--set" and arg.partition("=")[0] in RESUMABLE_CHANGES:
+                continue
+            command.append(arg)
+        body = {"kind": step.kind.name, "command": command, "settings": settings, "inputs": inputs}
+        return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+
+    def legacy_fingerprint(self, step: Step, inputs: Optional[dict] = None) -> Optional[str]:
+        """The fingerprint of every step before train steps left out their resumable fields (the
+        config file's bytes): a state written then still matches while its config is unchanged."""
+        inputs = self.input_hashes(step) if inputs is None else inputs
+        if inputs is None:
+            return None
         body = {"kind": step.kind.name, "command": self.command(step), "config_sha256": self.config_hash(step),
                 "inputs": inputs}
         return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+
+    @staticmethod
+    def length(step: Step) -> dict:
+        """A train step's fields that say how long it runs (empty for other kinds)."""
+        if step.kind.name != "train":
+            return {}
+        from train.ppo.config import LENGTH_FIELDS
+        settings = train_settings(step)
+        return {name: settings[name] for name in LENGTH_FIELDS}
 
     def outputs_intact(self, step: Step, entry: dict) -> bool:
         recorded = entry.get("outputs", {})
@@ -243,11 +283,20 @@ class Runner:
         argv = self.command(step)
         if fingerprint is None:
             return Planned(step, "run", "after the steps it reads", argv)
-        if entry.get("fingerprint") == fingerprint:
+        upgrade = entry.get("fingerprint") != fingerprint and entry.get("fingerprint") == self.legacy_fingerprint(step)
+        if entry.get("fingerprint") == fingerprint or upgrade:
             if entry.get("status") == "done":
-                if self.outputs_intact(step, entry):
-                    return Planned(step, "reuse", "inputs, command and config unchanged", argv, fingerprint)
-                return Planned(step, "run", "its outputs changed since they were recorded", argv, fingerprint)
+                if not self.outputs_intact(step, entry):
+                    return Planned(step, "run", "its outputs changed since they were recorded", argv, fingerprint)
+                raised = _raised(entry.get("length"), self.length(step))
+                if raised and (self.folder(step.name) / "checkpoints" / "last.pt").is_file():
+                    return Planned(step, "resume", f"{raised} raised: it continues", self.command(step, resume=True),
+                                   fingerprint)
+                if raised:
+                    return Planned(step, "run", f"{raised} raised and no checkpoint to continue from; starts over",
+                                   argv, fingerprint)
+                return Planned(step, "reuse", "inputs, command and config unchanged", argv, fingerprint,
+                               upgrade=upgrade)
             if entry.get("status") == "running" and step.kind.resumable and self.folder(step.name).exists():
                 resume = step.kind.name != "train" or \
                     (self.folder(step.name) / "checkpoints" / "last.pt").is_file()
@@ -316,6 +365,11 @@ class Runner:
                     code = self.execute(planned)
                     if code != 0:
                         return code
+                elif planned.upgrade:
+                    entry = dict(self.state.step(step.name), fingerprint=planned.fingerprint)
+                    if self.length(step):
+                        entry["length"] = self.length(step)
+                    self.state.record(step.name, entry)
             self.log(f"recipe {self.recipe.name}: done in {time.perf_counter() - began:.0f} s "
                      f"(state: {self.state.path})")
         return 0
@@ -335,6 +389,8 @@ class Runner:
         started = time.perf_counter()
         entry = {"kind": step.kind.name, "fingerprint": planned.fingerprint, "command": display(planned.argv),
                  "status": "running", "started": _now()}
+        if self.length(step):
+            entry["length"] = self.length(step)
         self.state.record(step.name, entry)
         logs = self.run_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
@@ -371,6 +427,19 @@ class Runner:
             except KeyboardInterrupt:
                 process.wait()
                 raise
+
+
+def _raised(recorded: Optional[dict], now: dict) -> str:
+    """``"expert_rounds 10 -> 20"`` for each length field raised since ``recorded`` (None:
+    unbounded), else "" (also when nothing was recorded)."""
+    if not isinstance(recorded, dict):
+        return ""
+    raised = []
+    for name, value in now.items():
+        before = recorded.get(name)
+        if name in recorded and before is not None and (value is None or value > before):
+            raised.append(f"{name} {before} -> {value}")
+    return ", ".join(raised)
 
 
 def run_recipe(path: str | Path, dry_run: bool = False, starts: list[str] = (),
