@@ -52,6 +52,19 @@ def random_position(seed: int, cards_left: int, rules="standard", nil_rate: floa
     return g
 
 
+def heuristic_whole_hand(seed: int, rules="standard") -> SpadesGame:
+    """A whole hand as games deal it: a seeded deal from 0-0, bid by the heuristic (its nils,
+    blind nils and numbers), stopped at the first lead."""
+    import agents
+    from .env import SpadesEnv
+    env = SpadesEnv(rules=rules)
+    env.reset(seed=seed)
+    bidder = agents.make("heuristic", seed=seed)
+    while env.game.phase != PHASE_PLAY:
+        env.step(bidder.act(env.observe(env.agent_selection)))
+    return env.game
+
+
 def time_positions(games: list[SpadesGame], objective: str, backend: str) -> dict:
     """Median, 99th percentile and mean of the solver's time to value every legal card (ms),
     the payoff tables built beforehand (their Python cost is the same for any solver); wall
@@ -114,6 +127,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--sizes", type=_sizes, default=[16, 24, 36], help="cards left (default 16,24,36)")
     parser.add_argument("--whole", type=_count(0), default=2,
                         help="whole hands solved from the first lead (default 2; 0: none)")
+    parser.add_argument("--whole-bids", choices=("random", "heuristic"), default="random",
+                        help="how the whole hands are bid: at random near the heuristic's range with nil at 20%% "
+                             "a seat and random carried scores and bags (default), or by the heuristic from 0-0")
     parser.add_argument("--reference-up-to", type=int, default=16, metavar="CARDS",
                         help="time the Python reference at sizes up to this many cards (default 16)")
     parser.add_argument("--reference-positions", type=_count(1), default=20,
@@ -130,8 +146,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     rows = []
     plan = [(size, args.positions) for size in args.sizes] + ([(52, args.whole)] if args.whole else [])
     for size, count in plan:
-        games = [random_position(args.seed * 1_000_003 + 7919 * i + size, size) for i in range(count)]
-        row = {"cards": size, "native": time_positions(games, args.objective, "native")}
+        if size == 52 and args.whole_bids == "heuristic":
+            games = [heuristic_whole_hand(args.seed * 1_000_003 + 7919 * i) for i in range(count)]
+        else:
+            games = [random_position(args.seed * 1_000_003 + 7919 * i + size, size) for i in range(count)]
+        row = {"cards": size, **({"bids": args.whole_bids} if size == 52 else {}), "native": time_positions(games, args.objective, "native")}
         if size <= args.reference_up_to:
             row["python"] = time_positions(games[:args.reference_positions], args.objective, "python")
         rows.append(row)

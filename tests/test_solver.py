@@ -320,3 +320,14 @@ def test_the_benchmark_command_times_both_solvers(tmp_path, capsys):
         main(["--sizes", "1,99"])
     assert exit_info.value.code == 2
     assert "expected card counts 2..52" in capsys.readouterr().err
+
+
+def test_the_benchmarks_heuristic_whole_hands_are_first_leads_from_0_0():
+    """``--whole-bids heuristic``: the hand as a game deals it (0-0, the heuristic's bids),
+    stopped before the first card; the same seed gives the same hand."""
+    from spades_env.solver_bench import heuristic_whole_hand
+    g = heuristic_whole_hand(11)
+    assert g.phase == PHASE_PLAY and g.tricks_played == 0 and not g.trick_cards
+    assert list(g.scores) == [0, 0] and len(g.bids) == 4
+    again = heuristic_whole_hand(11)
+    assert again.bids == g.bids and again.legal_actions() == g.legal_actions()
