@@ -72,6 +72,7 @@ def test_opponent_folder_names_are_plain():
     ("expert_opponents={heuristc: 1}", r"expert_opponents: unknown agent 'heuristc'"),
     ("expert_opponents={heuristic: -1}", r"expert_opponents=.*non-negative shares"),
     ("expert_eval_opponents=[]", r"expert_eval_opponents=\[\]: expected a list"),
+    ("expert_eval_start=varied", r"expert_eval_start='varied': expected 'zero' or 'real'"),
 ])
 def test_expert_config_errors_name_the_field(override, message):
     with pytest.raises(ConfigError, match=message):
@@ -427,6 +428,28 @@ def test_expert_ray_sends_the_rounds_labelling_to_ray(tmp_path, monkeypatch):
         assert seen[-1]["ray"] == ray
     with pytest.raises(ConfigError, match=r"expert_ray=' ': expected a Ray address"):
         load_config(None, ["expert_ray=' '"])
+
+
+def test_the_rounds_evaluation_plays_hands_from_real_starts_when_told(tmp_path, monkeypatch):
+    """expert_eval_start: real reaches every match of the round's evaluation (blind nil is offered
+    there: single hands from 0-0 never show a blind-nil leak)."""
+    from types import SimpleNamespace
+    import evaluation
+    from train.labelling.expert_iteration import evaluate_round
+    starts: list[str] = []
+    interval = SimpleNamespace(mean=0.0, low=0.0, high=0.0)
+
+    def fake_evaluate(team_a, team_b, deals=None, **options):
+        starts.append(options["start"])
+        return SimpleNamespace(score_diff=interval)
+    monkeypatch.setattr(evaluation, "evaluate", fake_evaluate)
+    monkeypatch.setattr(evaluation, "paired_difference", lambda a, b: (interval, None))
+    for start in ("real", "zero"):
+        starts.clear()
+        cfg = load_config(None, [f"expert_eval_start={start}", "expert_eval_opponents=[heuristic, search_v1]",
+                                 "expert_workers=1"])
+        row = evaluate_round(SimpleNamespace(config=cfg), tmp_path / "fitted.pt", tmp_path / "student.pt", 1)
+        assert starts == [start] * 5 and "vs_search_v1" in row
 
 
 def test_a_run_from_init_from_killed_in_round_1_can_resume(tmp_path, monkeypatch):

@@ -354,6 +354,7 @@ def test_the_expert_loop_starts_from_imitation_and_is_taught_by_the_new_search(t
     assert loop.expert_teacher.split(":")[0] == "search" and "stage=0" in loop.expert_teacher
     assert loop.expert_rounds >= 1 and loop.max_updates == 0 and not loop.expert_bid_values
     assert loop.init_from is None                                # the recipe fills it from the imitation step
+    assert loop.expert_eval_start == "real"                       # the rounds see blind nil offered
     for team_b in ("search_v1", "neural:model=neural_v7", "heuristic"):
         assert f"--team-b {team_b} " in commands and "--team-a neural:checkpoint=runs/recipes/expert_loop/loop/model.pt" in commands
 

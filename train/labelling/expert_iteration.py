@@ -344,7 +344,8 @@ def fit_to_search_values(policy: torch.nn.Module, data: dict, cfg: Any, generato
 
 def evaluate_round(trainer: "Trainer", fitted: Path, student: Path, round_: int) -> dict:
     """Duplicate matches of the fitted policy against ``expert_eval_opponents``, paired with the
-    round's starting policy on the same deals, and head to head with it."""
+    round's starting policy on the same deals, and head to head with it (hands from
+    ``expert_eval_start``: 0-0, or real game states, where blind nil is offered)."""
     from evaluation import evaluate, paired_difference
 
     cfg = trainer.config
@@ -354,15 +355,15 @@ def evaluate_round(trainer: "Trainer", fitted: Path, student: Path, round_: int)
     row: dict[str, Any] = {}
     for name in cfg.expert_eval_opponents:
         now = evaluate(new, name, deals=cfg.expert_eval_deals, duplicate=True, rules=cfg.rules, seed=seed,
-                       workers=workers, progress=cfg.progress)
+                       workers=workers, progress=cfg.progress, start=cfg.expert_eval_start)
         before = evaluate(old, name, deals=cfg.expert_eval_deals, duplicate=True, rules=cfg.rules, seed=seed,
-                          workers=workers, progress=cfg.progress)
+                          workers=workers, progress=cfg.progress, start=cfg.expert_eval_start)
         gain, _ = paired_difference(now, before)
         row.update({f"vs_{name}": now.score_diff.mean, f"vs_{name}_low": now.score_diff.low,
                     f"vs_{name}_high": now.score_diff.high, f"gain_vs_{name}": gain.mean,
                     f"gain_vs_{name}_low": gain.low, f"gain_vs_{name}_high": gain.high})
     duel = evaluate(new, old, deals=cfg.expert_eval_deals, duplicate=True, rules=cfg.rules, seed=seed,
-                    workers=workers, progress=cfg.progress)
+                    workers=workers, progress=cfg.progress, start=cfg.expert_eval_start)
     row.update({"vs_previous": duel.score_diff.mean, "vs_previous_low": duel.score_diff.low,
                 "vs_previous_high": duel.score_diff.high})
     return row

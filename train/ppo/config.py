@@ -410,6 +410,9 @@ class ExpertIterationSection:
     expert_eval_deals: int = _f(300, "duplicate deals of each round's evaluation")
     expert_eval_opponents: list = _f(["heuristic"], "agent specs each round's policy is evaluated against "
                                                     "(paired with the round's start), besides head to head")
+    expert_eval_start: str = _f("zero", "where each round's evaluation hands start: 'zero' (0-0, no bags) or "
+                                        "'real' (scores, bags and dealer drawn from the states whole games reach, so "
+                                        "blind nil and the bag limit come up as in games)")
 
 
 @dataclass
@@ -622,6 +625,8 @@ class TrainConfig:
             raise ConfigError(f"expert_tie={self.expert_tie!r}: expected points >= 0")
         if not 0 <= self.expert_follow_teacher <= 1:
             raise ConfigError(f"expert_follow_teacher={self.expert_follow_teacher!r}: expected a number in [0, 1]")
+        if self.expert_eval_start not in ("zero", "real"):
+            raise ConfigError(f"expert_eval_start={self.expert_eval_start!r}: expected 'zero' or 'real'")
         if self.expert_target not in ("completed_q", "best"):
             raise ConfigError(f"expert_target={self.expert_target!r}: expected 'completed_q' or 'best'")
         self._check_expert_specs()
@@ -914,7 +919,8 @@ def parse_override(text: str) -> tuple[str, Any]:
 RESUMABLE_CHANGES = frozenset({
     "max_updates", "total_decisions", "eval_every", "eval_deals", "eval_opponents", "final_eval_deals",
     "eval_against_start", "checkpoint_every", "keep_checkpoints", "tensorboard", "progress", "threads", "compile_env",
-    "env_backend", "expert_rounds", "expert_workers", "expert_eval_deals", "expert_eval_opponents"})
+    "env_backend", "expert_rounds", "expert_workers", "expert_eval_deals", "expert_eval_opponents",
+    "expert_eval_start"})
 # Of those, the ones that say how long a run lasts: raising one continues a finished run.
 LENGTH_FIELDS = ("total_decisions", "max_updates", "expert_rounds")
 
