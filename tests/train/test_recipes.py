@@ -184,6 +184,9 @@ def test_raising_a_train_steps_length_continues_it_and_any_other_change_starts_i
     (tmp_path / "run" / "a" / "checkpoints" / "last.pt").unlink()
     config.write_text("total_decisions: 300000\nexpert_rounds: 0\n")
     assert runner.decide(step).action == "run"                # nothing to continue from: it starts over
+    from train.recipes.runner import _raised
+    assert _raised({"total_decisions": "many"}, {"total_decisions": 10}) == ""    # an edited state: no crash
+    assert _raised({"max_updates": 5}, {"max_updates": None}) == "max_updates 5 -> None"   # uncapped: raised
 
 
 def test_a_state_of_the_older_fingerprint_is_reused_and_upgraded(tmp_path):

@@ -437,7 +437,11 @@ def _raised(recorded: Optional[dict], now: dict) -> str:
     raised = []
     for name, value in now.items():
         before = recorded.get(name)
-        if name in recorded and before is not None and (value is None or value > before):
+        if name not in recorded or before is None or (value is not None and not isinstance(value, int)):
+            continue
+        if not isinstance(before, int) or isinstance(before, bool):
+            continue                          # a state.json edited by hand: nothing to compare with
+        if value is None or value > before:
             raised.append(f"{name} {before} -> {value}")
     return ", ".join(raised)
 
