@@ -54,14 +54,22 @@ def random_position(seed: int, cards_left: int, rules="standard", nil_rate: floa
 
 def heuristic_whole_hand(seed: int, rules="standard") -> SpadesGame:
     """A whole hand as games deal it: a seeded deal from 0-0, bid by the heuristic (its nils,
-    blind nils and numbers), stopped at the first lead."""
-    import agents
+    blind nils and numbers: the C heuristic, which ``agents.make("heuristic")`` plays), stopped
+    at the first lead."""
     from .env import SpadesEnv
+    from .native import heuristic_codes, heuristic_layout
+    from .observation import layout_for_size
     env = SpadesEnv(rules=rules)
     env.reset(seed=seed)
-    bidder = agents.make("heuristic", seed=seed)
     while env.game.phase != PHASE_PLAY:
-        env.step(bidder.act(env.observe(env.agent_selection)))
+        obs = env.observe(env.agent_selection)
+        observation = np.ascontiguousarray(np.asarray(obs["observation"], dtype=np.float32)[None])
+        mask = np.ascontiguousarray(np.asarray(obs["action_mask"])[None] != 0, dtype=np.uint8)
+        layout = heuristic_layout(layout_for_size(observation.shape[1])).numpy()
+        status, actions = heuristic_codes(observation, mask, layout)
+        if status:
+            raise RuntimeError(f"solver_bench: the heuristic could not bid (code {status})")
+        env.step(int(actions[0]))
     return env.game
 
 

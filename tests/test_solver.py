@@ -331,3 +331,11 @@ def test_the_benchmarks_heuristic_whole_hands_are_first_leads_from_0_0():
     assert list(g.scores) == [0, 0] and len(g.bids) == 4
     again = heuristic_whole_hand(11)
     assert again.bids == g.bids and again.legal_actions() == g.legal_actions()
+    import agents                                   # the bids are the heuristic agent's
+    from spades_env.env import SpadesEnv
+    env = SpadesEnv()
+    env.reset(seed=11)
+    bidder = agents.make("heuristic")
+    while env.game.phase != PHASE_PLAY:
+        env.step(bidder.act(env.observe(env.agent_selection)))
+    assert env.game.bids == g.bids
