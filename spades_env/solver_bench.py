@@ -61,11 +61,13 @@ def heuristic_whole_hand(seed: int, rules="standard") -> SpadesGame:
     from .observation import layout_for_size
     env = SpadesEnv(rules=rules)
     env.reset(seed=seed)
+    layout = None
     while env.game.phase != PHASE_PLAY:
         obs = env.observe(env.agent_selection)
         observation = np.ascontiguousarray(np.asarray(obs["observation"], dtype=np.float32)[None])
         mask = np.ascontiguousarray(np.asarray(obs["action_mask"])[None] != 0, dtype=np.uint8)
-        layout = heuristic_layout(layout_for_size(observation.shape[1])).numpy()
+        if layout is None:
+            layout = heuristic_layout(layout_for_size(observation.shape[1])).numpy()
         status, actions = heuristic_codes(observation, mask, layout)
         if status:
             raise RuntimeError(f"solver_bench: the heuristic could not bid (code {status})")
@@ -158,7 +160,9 @@ def main(argv: Optional[list[str]] = None) -> int:
             games = [heuristic_whole_hand(args.seed * 1_000_003 + 7919 * i) for i in range(count)]
         else:
             games = [random_position(args.seed * 1_000_003 + 7919 * i + size, size) for i in range(count)]
-        row = {"cards": size, **({"bids": args.whole_bids} if size == 52 else {}), "native": time_positions(games, args.objective, "native")}
+        row = {"cards": size, "native": time_positions(games, args.objective, "native")}
+        if size == 52:
+            row["bids"] = args.whole_bids
         if size <= args.reference_up_to:
             row["python"] = time_positions(games[:args.reference_positions], args.objective, "python")
         rows.append(row)

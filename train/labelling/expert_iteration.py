@@ -352,18 +352,17 @@ def evaluate_round(trainer: "Trainer", fitted: Path, student: Path, round_: int)
     seed = cfg.seed + 3_000_017                      # the same deals every round
     workers = cfg.expert_workers or max(1, len(os.sched_getaffinity(0)))
     new, old = f"neural:checkpoint={fitted}", f"neural:checkpoint={student}"
+    match = dict(deals=cfg.expert_eval_deals, duplicate=True, rules=cfg.rules, seed=seed, workers=workers,
+                 progress=cfg.progress, start=cfg.expert_eval_start)
     row: dict[str, Any] = {}
     for name in cfg.expert_eval_opponents:
-        now = evaluate(new, name, deals=cfg.expert_eval_deals, duplicate=True, rules=cfg.rules, seed=seed,
-                       workers=workers, progress=cfg.progress, start=cfg.expert_eval_start)
-        before = evaluate(old, name, deals=cfg.expert_eval_deals, duplicate=True, rules=cfg.rules, seed=seed,
-                          workers=workers, progress=cfg.progress, start=cfg.expert_eval_start)
+        now = evaluate(new, name, **match)
+        before = evaluate(old, name, **match)
         gain, _ = paired_difference(now, before)
         row.update({f"vs_{name}": now.score_diff.mean, f"vs_{name}_low": now.score_diff.low,
                     f"vs_{name}_high": now.score_diff.high, f"gain_vs_{name}": gain.mean,
                     f"gain_vs_{name}_low": gain.low, f"gain_vs_{name}_high": gain.high})
-    duel = evaluate(new, old, deals=cfg.expert_eval_deals, duplicate=True, rules=cfg.rules, seed=seed,
-                    workers=workers, progress=cfg.progress, start=cfg.expert_eval_start)
+    duel = evaluate(new, old, **match)
     row.update({"vs_previous": duel.score_diff.mean, "vs_previous_low": duel.score_diff.low,
                 "vs_previous_high": duel.score_diff.high})
     return row

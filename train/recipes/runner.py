@@ -236,13 +236,14 @@ class Runner:
             return self.legacy_fingerprint(step, inputs)
         from train.ppo.config import RESUMABLE_CHANGES
         settings = {k: v for k, v in train_settings(step).items() if k not in RESUMABLE_CHANGES}
-        argv, command = self.command(step), []
-        for i, arg in enumerate(argv):       # leave out `--set FIELD=...` of a resumable field
-            if arg == "--set" and i + 1 < len(argv) and argv[i + 1].partition("=")[0] in RESUMABLE_CHANGES:
-                continue
-            if i and argv[i - 1] == "--set" and arg.partition("=")[0] in RESUMABLE_CHANGES:
-                continue
-            command.append(arg)
+        command, args = [], iter(self.command(step))
+        for arg in args:                     # leave out `--set FIELD=...` of a resumable field
+            if arg == "--set":
+                value = next(args, "")
+                if value.partition("=")[0] not in RESUMABLE_CHANGES:
+                    command += [arg, value]
+            else:
+                command.append(arg)
         body = {"kind": step.kind.name, "command": command, "settings": settings, "inputs": inputs}
         return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -367,8 +368,9 @@ class Runner:
                         return code
                 elif planned.upgrade:
                     entry = dict(self.state.step(step.name), fingerprint=planned.fingerprint)
-                    if self.length(step):
-                        entry["length"] = self.length(step)
+                    length = self.length(step)
+                    if length:
+                        entry["length"] = length
                     self.state.record(step.name, entry)
             self.log(f"recipe {self.recipe.name}: done in {time.perf_counter() - began:.0f} s "
                      f"(state: {self.state.path})")
@@ -389,8 +391,9 @@ class Runner:
         started = time.perf_counter()
         entry = {"kind": step.kind.name, "fingerprint": planned.fingerprint, "command": display(planned.argv),
                  "status": "running", "started": _now()}
-        if self.length(step):
-            entry["length"] = self.length(step)
+        length = self.length(step)
+        if length:
+            entry["length"] = length
         self.state.record(step.name, entry)
         logs = self.run_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
@@ -434,13 +437,13 @@ def _raised(recorded: Optional[dict], now: dict) -> str:
     unbounded), else "" (also when nothing was recorded)."""
     if not isinstance(recorded, dict):
         return ""
+    def count(value) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
     raised = []
     for name, value in now.items():
         before = recorded.get(name)
-        if name not in recorded or before is None or (value is not None and not isinstance(value, int)):
-            continue
-        if not isinstance(before, int) or isinstance(before, bool):
-            continue                          # a state.json edited by hand: nothing to compare with
+        if not count(before) or not (value is None or count(value)):
+            continue                          # unrecorded, or a state.json edited by hand: nothing to compare
         if value is None or value > before:
             raised.append(f"{name} {before} -> {value}")
     return ", ".join(raised)
