@@ -1,7 +1,7 @@
 """Smoke tests of the command-line entry points (tiny workloads; the figures are not checked)."""
 
 import json
-
+import os
 import sys
 from pathlib import Path
 
@@ -459,3 +459,43 @@ def test_a_model_for_other_observations_is_refused_naming_both_widths(tmp_path, 
     assert "its model reads observations 100 wide, and the standard rules give observations 742 wide" in err
     with pytest.raises(ModelError, match=r"this model expects \(100,\)"):      # the agent itself, in play
         NeuralAgent(checkpoint=path).act({"observation": [0.0] * 742, "action_mask": [1] * 68})
+
+
+DROPS_ITS_CTRL_C = '''
+import signal, sys, time, weakref
+
+class Thing:
+    pass
+
+def main():
+    def callback(_ref):                 # Ctrl-C arriving inside a weakref callback, as one did
+        signal.raise_signal(signal.SIGINT)      # in an import's module-lock callback on CI
+        sum(range(1000))                # (the handler runs here: Python drops what it raises)
+    thing = Thing()
+    ref = weakref.ref(thing, callback)
+    del thing
+    print("dropped", flush=True)
+    for _ in range(300):                # would run on for 30 s if the interrupt stayed lost
+        time.sleep(0.1)
+    return 0
+'''
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="signals as on Linux")
+def test_a_ctrl_c_python_had_to_drop_still_ends_the_command(tmp_path):
+    """A KeyboardInterrupt raised inside a weakref callback is dropped by Python ("Exception ignored
+    in ..."); launch hands it back to the main thread: one line, status 130, in well under 30 s."""
+    import signal
+    import subprocess
+    import time
+    (tmp_path / "drops_its_ctrl_c.py").write_text(DROPS_ITS_CTRL_C)
+    root = Path(__file__).resolve().parents[1]
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from train.interrupt import launch; "
+         "sys.exit(launch('drops', 'drops_its_ctrl_c:main'))"],
+        cwd=root, env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{root}"}, capture_output=True,
+        text=True, timeout=60, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert done.stdout == "dropped\n", done
+    assert done.returncode == 130 and done.stderr == "drops: interrupted\n", done
+    assert time.monotonic() - started < 20

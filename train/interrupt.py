@@ -9,6 +9,13 @@ heavy is imported: it imports the command under a SIGINT handler that ends the p
 (nothing has been written yet), then restores Python's own handler so that ``main`` cleans up
 as it always did, and turns an interrupt that escapes ``main`` into the same one line.
 
+Python raises a Ctrl-C's KeyboardInterrupt wherever the main thread happens to be, and where that
+is a weakref callback or a ``__del__`` (an import's module-lock callback, for one) the exception
+is printed as "Exception ignored in ..." and dropped: the command ran on as if no key had been
+pressed (a CI run's ``spades-train`` did, until the test's timeout). :func:`launch` therefore
+hooks ``sys.unraisablehook``: a dropped KeyboardInterrupt is delivered again to the main thread a
+moment later, outside the callback, and is not printed.
+
 Standard library only, and ``train/__init__`` imports nothing, so importing this module is
 instant. A ``python -m`` module starts with::
 
@@ -22,10 +29,12 @@ stops at that line, before its heavy imports).
 
 from __future__ import annotations
 
+import _thread
 import importlib
 import os
 import signal
 import sys
+import threading
 from typing import Callable, Optional
 
 INTERRUPTED = 130
@@ -47,6 +56,19 @@ def _end_while_starting(prog: str) -> Callable[[int, object], None]:
     return handler
 
 
+def _redeliver_dropped_interrupts(previous: Callable[[object], None]) -> Callable[[object], None]:
+    """An unraisable hook that hands a KeyboardInterrupt Python had to drop back to the main thread."""
+    def hook(unraisable: "sys.UnraisableHookArgs") -> None:
+        if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+            # (not from here: this hook runs inside the callback that dropped it)
+            again = threading.Timer(0.01, _thread.interrupt_main)
+            again.daemon = True
+            again.start()
+            return
+        previous(unraisable)
+    return hook
+
+
 def launch(prog: str, target: str, argv: Optional[list[str]] = None) -> int:
     """Import ``target`` (``"package.module:function"``) and run it; a Ctrl-C while importing, or
     one that escapes the function, ends with ``PROG: interrupted`` and :data:`INTERRUPTED`."""
@@ -58,6 +80,7 @@ def launch(prog: str, target: str, argv: Optional[list[str]] = None) -> int:
         command = getattr(importlib.import_module(module_name), function_name or "main")
         if interruptible:
             signal.signal(signal.SIGINT, signal.default_int_handler)
+            sys.unraisablehook = _redeliver_dropped_interrupts(sys.unraisablehook)
         return command(argv) if argv is not None else command()
     except KeyboardInterrupt:
         _say_interrupted(prog)
