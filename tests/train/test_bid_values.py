@@ -183,3 +183,42 @@ def test_bid_value_rounds_run_in_training_and_are_not_repeated_on_resume(tmp_pat
     logs.clear()
     Trainer(config_from_dict({**config.to_dict(), "max_updates": 2}), resume=True, log=logs.append).train()
     assert not any(line.startswith("bid values") for line in logs)
+
+
+def test_bids_valued_by_the_game_in_training_are_the_tools_win_values(tmp_path, monkeypatch):
+    """``bid_value_objective: win``: the bidding head is fitted to the values ``python -m
+    train.bids.game_bid_values fit --objective win`` computes from the same collection (the win
+    table built from the hands played with the policy's own bids), not to the hands' points."""
+    import train.bids.bid_values
+    from spades_env.rules import make_rules
+    from train.bids.game_bid_values import WinTable, played_changes, win_values
+    seen = {}
+    collect, fit = train.bids.bid_values.collect_bid_values, train.bids.bid_values.fit_bid_head
+
+    def collect_spy(*args, **kwargs):
+        seen["collected"] = dict(collect(*args, **kwargs))
+        return dict(seen["collected"])
+
+    def fit_spy(policy, data, *args, **kwargs):
+        raw = seen["collected"]
+        table = WinTable(played_changes(raw, policy), make_rules("standard"))
+        expected, _ = win_values(raw, table, 10.0)
+        assert torch.equal(torch.isnan(data["values"]), torch.isnan(raw["values"]))
+        assert torch.allclose(data["values"].nan_to_num(), expected.nan_to_num())
+        assert not torch.allclose(data["values"].nan_to_num(), raw["values"].nan_to_num())    # not the points
+        seen["fitted"] = True
+        return fit(policy, data, *args, **kwargs)
+
+    monkeypatch.setattr(train.bids.bid_values, "collect_bid_values", collect_spy)
+    monkeypatch.setattr(train.bids.bid_values, "fit_bid_head", fit_spy)
+    config = tiny(tmp_path, "winbids", "imitation_decisions=0", "bid_value_deals=48", "bid_value_epochs=1",
+                  "bid_value_objective=win", "bag_cost=10", "start=real", "varied_start_share=1.0",
+                  "max_updates=0", "eval_every=0")
+    result = Trainer(config, log=lambda line: None).value_bids()
+    assert seen["fitted"] and result["bid_value_win_table"]["step"] == 10
+
+
+def test_a_bid_objective_that_does_not_exist_is_refused(tmp_path):
+    from train.ppo.config import ConfigError
+    with pytest.raises(ConfigError, match="bid_value_objective='wins': expected 'points' or 'win'"):
+        tiny(tmp_path, "badbids", "bid_value_objective=wins")

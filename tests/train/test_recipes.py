@@ -205,6 +205,28 @@ def test_a_state_of_the_older_fingerprint_is_reused_and_upgraded(tmp_path):
     assert runner.decide(step).action == "resume"
 
 
+def test_a_field_added_to_spades_train_leaves_a_finished_step_as_it_was(tmp_path, monkeypatch):
+    """A new spades-train field at its default (which keeps what training did) is no change to a
+    step: the fingerprint counts settings that differ from the defaults, and a state written by the
+    runner that counted every field (before the field existed) is reused and upgraded."""
+    from train.ppo import config as train_config
+    from train.recipes import runner as runner_module
+    runner, step, outputs = _done_train_step(tmp_path, "total_decisions: 100000\n")
+    runner.state.record("a", {"kind": "train", "fingerprint": runner.fingerprint(step, form="all_fields"),
+                              "status": "done", "outputs": outputs, "length": runner.length(step)})
+    planned = runner.decide(step)
+    assert planned.action == "reuse" and planned.upgrade
+    before = runner.fingerprint(step)
+    assert "bid_value_objective" in runner_module.FIELDS_ADDED_SINCE
+    defaults = train_config.TrainConfig().to_dict()
+    original = train_config.TrainConfig.to_dict
+    monkeypatch.setattr(train_config.TrainConfig, "to_dict", lambda self: {**original(self), "a_field_added_later": 1})
+    assert set(train_config.TrainConfig().to_dict()) - set(defaults) == {"a_field_added_later"}
+    assert runner.fingerprint(step) == before        # at its default in the step and in spades-train alike
+    (tmp_path / "step.yaml").write_text("total_decisions: 100000\nbid_value_objective: win\n")
+    assert runner.fingerprint(step) != before and runner.decide(step).action == "run"
+
+
 # -------------------------------------------------------------------------------------- --from
 
 def test_from_takes_a_shipped_model_and_skips_what_only_fed_it(tmp_path, write_kind):
@@ -344,7 +366,9 @@ def test_the_beat_heuristic_recipe_is_a_prefix_of_the_lineage(tmp_path, monkeypa
 def test_the_expert_loop_starts_from_imitation_and_is_taught_by_the_new_search(tmp_path, monkeypatch):
     """Issue 72's recipe: no shipped model as an input, the loop's teacher is ``search`` (not
     search_v1) keeping every candidate, the bids are fitted to its values (no bid tilt, no second
-    head), and the judging matches read the loop's model."""
+    head); then the heuristic's blind-nil hands are fitted (their card passes), the bidding head
+    is refitted to the policy's own play-outs valued by the game, and the judging matches read
+    that model."""
     from train.ppo.config import load_config
     monkeypatch.chdir(tmp_path)
     recipe = load_recipe(EXPERT_LOOP)
@@ -358,8 +382,18 @@ def test_the_expert_loop_starts_from_imitation_and_is_taught_by_the_new_search(t
     assert loop.expert_rounds >= 1 and loop.max_updates == 0 and not loop.expert_bid_values
     assert loop.init_from is None                                # the recipe fills it from the imitation step
     assert loop.expert_eval_start == "real"                       # the rounds see blind nil offered
+    assert list(recipe.steps)[2:4] == ["blind_nil_labels", "bids"]
+    assert "init_from=runs/recipes/expert_loop/loop/checkpoints/last.pt" in commands
+    labels = recipe.steps["blind_nil_labels"]         # the card passes the imitation from 0-0 never met
+    assert labels.kind.name == "label" and labels.config["teacher"] == "heuristic" and labels.config["only"] == "blind-nil"
+    assert "distill_data=runs/recipes/expert_loop/blind_nil_labels" in commands
+    bids = load_config(recipe.steps["bids"].config_file, [])      # the bids valued by the loop's own play
+    assert bids.bid_value_deals > 0 and bids.bid_value_objective == "win" and bids.bag_cost == 10
+    assert bids.max_updates == 0 and bids.expert_rounds == 0 and bids.imitation_decisions == 0
+    assert (bids.hidden, bids.layers, bids.head_hidden, bids.card_features) == \
+        (loop.hidden, loop.layers, loop.head_hidden, loop.card_features)
     for team_b in ("search_v1", "neural:model=neural_v7", "heuristic"):
-        assert f"--team-b {team_b} " in commands and "--team-a neural:checkpoint=runs/recipes/expert_loop/loop/model.pt" in commands
+        assert f"--team-b {team_b} " in commands and "--team-a neural:checkpoint=runs/recipes/expert_loop/bids/model.pt" in commands
 
 
 def test_a_run_folder_over_the_working_folder_is_refused(tmp_path, monkeypatch, capsys):

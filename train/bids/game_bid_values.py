@@ -62,8 +62,9 @@ def played_changes(data: dict[str, torch.Tensor], policy) -> np.ndarray:
     """The (bidder's side, other side) bag-priced score changes of the hands played with the
     policy's own choice at the tried turn: the hands the game goes on with."""
     from spades_env.game import BID_ACTION_BASE
+    device = next(policy.parameters()).device
     with torch.no_grad():
-        chosen = torch.cat([policy(o.float(), m).argmax(1) for o, m in
+        chosen = torch.cat([policy(o.to(device).float(), m.to(device)).argmax(1).cpu() for o, m in
                             zip(data["obs"].split(8192), data["mask"].split(8192))])
     own = (chosen - BID_ACTION_BASE).clamp(0, NUM_CANDIDATES - 1)
     rows = torch.arange(len(own))

@@ -302,7 +302,15 @@ def value_bids(policy, cfg, rules, heuristic, starts: StartingScores, round_: in
                               start=start, progress=progress, opponent=heuristic,
                               opponent_share=cfg.bid_value_heuristic_share, bag_cost=cfg.bag_cost)
     bar.close()
+    extra = {}
+    if cfg.bid_value_objective == "win":        # the hands' results as the game sees them (module doc there)
+        from train.bids.game_bid_values import WinTable, played_changes, win_values
+        table = WinTable(played_changes(data, policy), rules)
+        data["values"], slope = win_values(data, table, cfg.bag_cost)
+        extra = {"bid_value_win_table": {**table.describe(), "mean_slope_per_point": slope}}
+        log(f"bid values, round {round_}: valued by the game (win table {table.describe()}; mean slope "
+            f"{slope:.5f} a point)")
     result = fit_bid_head(policy, data, cfg.bid_value_temperature, cfg.bid_value_epochs,
                           cfg.bid_value_learning_rate, min(cfg.minibatch_size, 1024), generator, log)
-    return result
+    return {**result, **extra}
 

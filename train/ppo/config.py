@@ -372,6 +372,10 @@ class WarmStartsSection:
                                                 "are valued against its play; on the rest the policy plays all seats")
     bid_value_temperature: float = _f(10.0, "points per unit of bidding logit: the fitted policy is the softmax of "
                                             "the bids' values over this")
+    bid_value_objective: str = _f("points", "what a played-out bid is worth: 'points' (the hand's points, each "
+                                            "carried bag at bag_cost) or 'win' (the probability of winning the game "
+                                            "from the score the hand leaves, in points of equal worth: "
+                                            "train/bids/game_bid_values.py; set bag_cost 10 with it)")
 
 
 @dataclass
@@ -627,6 +631,8 @@ class TrainConfig:
             raise ConfigError(f"expert_follow_teacher={self.expert_follow_teacher!r}: expected a number in [0, 1]")
         if self.expert_eval_start not in ("zero", "real"):
             raise ConfigError(f"expert_eval_start={self.expert_eval_start!r}: expected 'zero' or 'real'")
+        if self.bid_value_objective not in ("points", "win"):
+            raise ConfigError(f"bid_value_objective={self.bid_value_objective!r}: expected 'points' or 'win'")
         if self.expert_target not in ("completed_q", "best"):
             raise ConfigError(f"expert_target={self.expert_target!r}: expected 'completed_q' or 'best'")
         self._check_expert_specs()

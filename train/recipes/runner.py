@@ -39,6 +39,9 @@ STATE_FORMAT = "spades-recipe-state"
 STATE_NAME = "state.json"
 LOCK_NAME = ".recipe.lock"
 SKIPPED_FILES = {LOCK_NAME, ".lock"}
+FIELDS_ADDED_SINCE = frozenset({"bid_value_objective"})
+"""spades-train fields added after the runners that counted every field in a train step's
+fingerprint (2026-12-02): left out when such a fingerprint is recomputed (``form="all_fields"``)."""
 
 
 def _now() -> str:
@@ -224,18 +227,28 @@ class Runner:
             inputs[parameter] = hashes
         return inputs
 
-    def fingerprint(self, step: Step) -> Optional[str]:
+    def fingerprint(self, step: Step, form: str = "current") -> Optional[str]:
         """What a step's outputs depend on: its kind, command, config and the hashes of its
         inputs (None while an input is not made). A train step's settings count without the
         fields a resumed run may change (how long it lasts, what it measures on the way), so
-        that raising ``expert_rounds`` or ``total_decisions`` continues the step, not restarts it."""
+        that raising ``expert_rounds`` or ``total_decisions`` continues the step, not restarts it,
+        and only where they differ from spades-train's defaults, so that a field added to
+        spades-train later (at a default that keeps what it did) leaves every step as it was.
+
+        ``form="all_fields"``: the fingerprint of the runners of 2026-12-02, which counted every
+        field (:data:`FIELDS_ADDED_SINCE` left out, as those runners did not know them)."""
         inputs = self.input_hashes(step)
         if inputs is None:
             return None
         if step.kind.name != "train":
             return self.legacy_fingerprint(step, inputs)
-        from train.ppo.config import RESUMABLE_CHANGES
+        from train.ppo.config import RESUMABLE_CHANGES, TrainConfig
         settings = {k: v for k, v in train_settings(step).items() if k not in RESUMABLE_CHANGES}
+        if form == "all_fields":
+            settings = {k: v for k, v in settings.items() if k not in FIELDS_ADDED_SINCE}
+        else:
+            defaults = TrainConfig().to_dict()
+            settings = {k: v for k, v in settings.items() if k not in defaults or v != defaults[k]}
         command, args = [], iter(self.command(step))
         for arg in args:                     # leave out `--set FIELD=...` of a resumable field
             if arg == "--set":
@@ -246,6 +259,13 @@ class Runner:
                 command.append(arg)
         body = {"kind": step.kind.name, "command": command, "settings": settings, "inputs": inputs}
         return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+
+    def older_fingerprints(self, step: Step) -> list[Optional[str]]:
+        """The fingerprints earlier runners recorded for this step as it stands: a state they wrote
+        is reused (and its fingerprint upgraded) while the step is unchanged."""
+        if step.kind.name != "train":
+            return []
+        return [self.legacy_fingerprint(step), self.fingerprint(step, form="all_fields")]
 
     def legacy_fingerprint(self, step: Step, inputs: Optional[dict] = None) -> Optional[str]:
         """The fingerprint of every step before train steps left out their resumable fields (the
@@ -284,7 +304,7 @@ class Runner:
         argv = self.command(step)
         if fingerprint is None:
             return Planned(step, "run", "after the steps it reads", argv)
-        upgrade = entry.get("fingerprint") != fingerprint and entry.get("fingerprint") == self.legacy_fingerprint(step)
+        upgrade = entry.get("fingerprint") != fingerprint and entry.get("fingerprint") in self.older_fingerprints(step)
         if entry.get("fingerprint") == fingerprint or upgrade:
             if entry.get("status") == "done":
                 if not self.outputs_intact(step, entry):
