@@ -499,3 +499,9 @@ def test_a_ctrl_c_python_had_to_drop_still_ends_the_command(tmp_path):
     assert done.stdout == "dropped\n", done
     assert done.returncode == 130 and done.stderr == "drops: interrupted\n", done
     assert time.monotonic() - started < 20
+
+
+def test_a_second_launch_in_one_process_does_not_wrap_the_interrupt_hook_again():
+    from train.interrupt import _redeliver_dropped_interrupts
+    once = _redeliver_dropped_interrupts(sys.__unraisablehook__)
+    assert once is not sys.__unraisablehook__ and _redeliver_dropped_interrupts(once) is once

@@ -57,7 +57,11 @@ def _end_while_starting(prog: str) -> Callable[[int, object], None]:
 
 
 def _redeliver_dropped_interrupts(previous: Callable[[object], None]) -> Callable[[object], None]:
-    """An unraisable hook that hands a KeyboardInterrupt Python had to drop back to the main thread."""
+    """An unraisable hook that hands a KeyboardInterrupt Python had to drop back to the main thread
+    (``previous`` itself when it is such a hook already: a second launch in one process)."""
+    if getattr(previous, "redelivers_interrupts", False):
+        return previous
+
     def hook(unraisable: "sys.UnraisableHookArgs") -> None:
         if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
             # (not from here: this hook runs inside the callback that dropped it)
@@ -66,6 +70,7 @@ def _redeliver_dropped_interrupts(previous: Callable[[object], None]) -> Callabl
             again.start()
             return
         previous(unraisable)
+    hook.redelivers_interrupts = True
     return hook
 
 

@@ -86,6 +86,16 @@ def win_values(data: dict[str, torch.Tensor], table: WinTable, bag_cost: float) 
     return torch.where(torch.isnan(data["values"]), data["values"], values), slope
 
 
+def valued_by_the_game(data: dict[str, torch.Tensor], policy, rules, bag_cost: float,
+                       step: int = 10) -> tuple[torch.Tensor, dict]:
+    """A collection's values by the game (:func:`win_values`), the win table built from the hands
+    the policy's own bids played (:func:`played_changes`); and what describes that table. What
+    ``fit --objective win`` and spades-train's ``bid_value_objective: win`` both fit to."""
+    table = WinTable(played_changes(data, policy), rules, step=step)
+    values, slope = win_values(data, table, bag_cost)
+    return values, {**table.describe(), "mean_slope_per_point": slope}
+
+
 # ---------------------------------------------------------------------------------------------
 # collect
 # ---------------------------------------------------------------------------------------------
@@ -227,10 +237,8 @@ def fit(args) -> int:
               "learning_rate": args.learning_rate, "collection": settings,
               "student_sha256": student_hash}
     if args.objective == "win":
-        table = WinTable(played_changes(data, policy), rules, step=args.step)
-        values, slope = win_values(data, table, bag_cost)
-        record["win_table"] = {**table.describe(), "mean_slope_per_point": slope}
-        print(f"win table: {table.describe()}; mean slope {slope:.5f} a point at the collection's scores", flush=True)
+        values, record["win_table"] = valued_by_the_game(data, policy, rules, bag_cost, step=args.step)
+        print(f"win table (its mean slope at the collection's scores): {record['win_table']}", flush=True)
         data = {**data, "values": values}
     prior = None
     if args.from_policy:                                  # the bids as the policy makes them, score rule included

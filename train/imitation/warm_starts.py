@@ -304,12 +304,10 @@ def value_bids(policy, cfg, rules, heuristic, starts: StartingScores, round_: in
     bar.close()
     extra = {}
     if cfg.bid_value_objective == "win":        # the hands' results as the game sees them (module doc there)
-        from train.bids.game_bid_values import WinTable, played_changes, win_values
-        table = WinTable(played_changes(data, policy), rules)
-        data["values"], slope = win_values(data, table, cfg.bag_cost)
-        extra = {"bid_value_win_table": {**table.describe(), "mean_slope_per_point": slope}}
-        log(f"bid values, round {round_}: valued by the game (win table {table.describe()}; mean slope "
-            f"{slope:.5f} a point)")
+        from train.bids.game_bid_values import valued_by_the_game
+        data["values"], table = valued_by_the_game(data, policy, rules, cfg.bag_cost)
+        extra = {"bid_value_win_table": table}
+        log(f"bid values, round {round_}: valued by the game (win table {table})")
     result = fit_bid_head(policy, data, cfg.bid_value_temperature, cfg.bid_value_epochs,
                           cfg.bid_value_learning_rate, min(cfg.minibatch_size, 1024), generator, log)
     return {**result, **extra}
