@@ -77,10 +77,11 @@ class EndgameSearchAgent(SearchAgent):
         r = g.rules
         if not self.endgame_tricks or r.players != 4 or not r.partnerships:
             return super()._play_out_value(g, played, voids)
+        cost = self.bag_cost_for(r)
         play_until(g, self.endgame_tricks, played, voids)
         if g.phase != PHASE_PLAY:
-            return hand_value(g, 0)
-        value = position_value(g, "points")          # for the side to act
+            return hand_value(g, 0, cost)
+        value = position_value(g, "points", bag_cost=cost)          # for the side to act
         return float(value if g.side_of[g.to_act] == g.side_of[0] else -value)
 
 

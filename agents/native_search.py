@@ -50,7 +50,7 @@ def _library() -> ctypes.CDLL:
         lib = load()
         counts = (ctypes.c_int64 * 2)()
         lib.spades_search_counts(counts)
-        if tuple(counts) != (len(RULE_FIELDS), POSITION_SIZE):
+        if tuple(counts) != (len(RULE_FIELDS) + 1, POSITION_SIZE):
             raise NativeEngineError(f"the compiled search's layout {tuple(counts)} does not match the Python side's")
         p = ctypes.c_void_p
         lib.spades_search_sample.argtypes = [p, p, ctypes.c_int64, ctypes.c_int64, p, p, p, p, ctypes.c_int64,
@@ -72,10 +72,12 @@ def _ptr(array: np.ndarray) -> int:
     return array.ctypes.data
 
 
-def rules_array(rules: Rules) -> np.ndarray:
+def rules_array(rules: Rules, bag_cost: int = 0) -> np.ndarray:
+    """search.c's rule parameters: ``RULE_FIELDS`` from ``rules``, then ``bag_cost`` (whole points a
+    carried bag costs in the play-outs' hand values and the endgame tables; 0: the game's points)."""
     values = {name: getattr(rules, name) for name in RULE_FIELDS if name != "spades_lead"}
     values["spades_lead"] = SPADES_LEAD[rules.spades_lead]
-    return np.array([int(values[name]) for name in RULE_FIELDS], dtype=np.int64)
+    return np.array([int(values[name]) for name in RULE_FIELDS] + [int(bag_cost)], dtype=np.int64)
 
 
 def position_array(view: ObservationView, rules: Rules, opponents_passed: tuple[int, int] = (0, 0)) -> np.ndarray:
@@ -105,7 +107,7 @@ def position_array(view: ObservationView, rules: Rules, opponents_passed: tuple[
     return pos
 
 
-def _table_arrays(game, seat: int, cards: list[int]):
+def _table_arrays(game, seat: int, cards: list[int], bag_cost: int = 0):
     """The C arguments of one true table seen from ``seat`` (to play): rules, position, the one
     world's hands in relative seats, the candidates; and the relative-to-absolute seat order."""
     from spades_env.observation import view_from_game
@@ -114,18 +116,20 @@ def _table_arrays(game, seat: int, cards: list[int]):
     view = view_from_game(game, seat)
     rel = [(seat + k) % n for k in range(n)]
     passed = (game.passed[rel[1]], game.passed[rel[3]]) if game.rules.partnerships else (0, 0)
-    rules_np, position = rules_array(game.rules), position_array(view, game.rules, passed)
+    rules_np, position = rules_array(game.rules, bag_cost), position_array(view, game.rules, passed)
     hands = np.array([[game.hands[s] for s in rel] + [0] * (4 - n)], dtype=np.int64)
     return rules_np, position, hands, np.array(cards, dtype=np.int64), rel
 
 
-def table_values(game, seat: int, cards: list[int], threads: int = 1, endgame: int = 0) -> list[float]:
+def table_values(game, seat: int, cards: list[int], threads: int = 1, endgame: int = 0,
+                 bag_cost: int = 0) -> list[float]:
     """The value of each of ``cards`` for ``seat`` (to play) on the true table ``game``: the card
     played and the hand played out by the heuristic on every seat, scored as the hand's score
     difference for the seat's side. Exactly :func:`agents.search.play_out` and
     :func:`~agents.search.hand_value` on copies of the table, in C. ``endgame`` >= 1 (partnership
-    rules): the last ``endgame`` tricks solved exactly instead (agents/endgame_search.py)."""
-    rules_np, position, hands, chosen, _ = _table_arrays(game, seat, cards)
+    rules): the last ``endgame`` tricks solved exactly instead (agents/endgame_search.py).
+    ``bag_cost``: carried bags priced in the hand values (:func:`~agents.search.hand_value`)."""
+    rules_np, position, hands, chosen, _ = _table_arrays(game, seat, cards, bag_cost)
     out = np.zeros((1, len(cards)), dtype=np.float64)
     if endgame and game.rules.players == 4 and game.rules.partnerships:
         status = _library().spades_search_playouts_endgame(_ptr(rules_np), _ptr(position), _ptr(hands), 1,
@@ -208,7 +212,7 @@ def search_card(agent: Any, view: ObservationView, rules: Rules, fallback: int,
         affordable = math.ceil(agent.max_steps / (per_playout * k_est))
         n_worlds = min(n_worlds, max(agent.min_worlds, affordable))
     lib = _library()
-    rules_np = rules_array(rules)
+    rules_np = rules_array(rules, agent.bag_cost_for(rules))
     position = position_array(view, rules)
     seats = knowledge.hidden_seats
     free = knowledge.free()

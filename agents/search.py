@@ -38,7 +38,7 @@ from spades_env.game import (BID_ACTION_BASE, BLIND_NIL_ACTION, LOOK_ACTION, NUM
                              PHASE_BLIND_DECISION, PHASE_PLAY, PHASE_SIGNAL, SpadesGame)
 from spades_env.observation import ObservationView, view_from_game
 from spades_env.rules import Rules, make_rules
-from spades_env.scoring import game_winner, score_hand
+from spades_env.scoring import bag_priced_points, game_bag_cost, game_winner, score_hand
 
 from .heuristic import choose_action as heuristic_action
 from .heuristic import choose_bid as heuristic_bid
@@ -180,14 +180,18 @@ def play_out(g: SpadesGame, played: Optional[list[list[int]]] = None, voids: Opt
         played[seat].append(card)
 
 
-def hand_value(g: SpadesGame, seat: int = 0) -> float:
+def hand_value(g: SpadesGame, seat: int = 0, bag_cost: float = 0) -> float:
     """A finished hand's score difference for ``seat``: its side's score change minus the other
-    side's (cutthroat: minus the mean of the other players')."""
-    results = g.last_results
-    own = g.side_of[seat]
-    mine = results[own].points
-    others = [res.points for side, res in enumerate(results) if side != own]
-    return mine - sum(others) / len(others)
+    side's (cutthroat: minus the mean of the other players'); ``bag_cost``: each side's carried
+    bags priced at that many points (:func:`spades_env.scoring.bag_priced_points`)."""
+    return results_value(g.rules, g.last_results, g.side_of[seat], bag_cost)
+
+
+def results_value(rules: Rules, results, own: int, bag_cost: float = 0) -> float:
+    """:func:`hand_value` from a hand's scored results (one per side) for side ``own``."""
+    points = [bag_priced_points(rules, res, bag_cost) for res in results]
+    others = [p for side, p in enumerate(points) if side != own]
+    return points[own] - sum(others) / len(others)
 
 
 # ====================================================================== move pruning
@@ -237,7 +241,11 @@ class SearchAgent(Agent):
     (try nil, default True), ``bid_objective`` (``"points"``, the default: each world's hand
     score difference; ``"game"``: the probability of winning the game from the scores the hand
     leaves, carried bags priced, in points of equal worth at 0-0: agents/game_value.py; two
-    partnerships only, elsewhere points).
+    partnerships only, elsewhere points). ``bag_cost`` (whole points, default 0; ``"game"``: the
+    penalty shared by the bags that bring it, 10 in the standard rules, rounded) prices the bags
+    each side carries into later hands in every hand value the search computes, card play and
+    points-valued bids alike (the rewards' ``bag_cost``: an overtrick nets +1 - 10), so the search
+    sheds tricks it does not need; 0 values a hand by its points as the game scores them.
     Guide: ``guide`` (None, the default; a shipped model's name: ``"neural"`` for the shipped
     model, ``"neural_v7"`` for one version whatever ``neural`` later means; or the path of a
     model or checkpoint) puts a policy network in the heuristic's place: its bids and blind-nil
@@ -266,7 +274,7 @@ class SearchAgent(Agent):
                  bid_down: int = 0, bid_up: int = 1, bid_nil: bool = True, backend: Optional[str] = None,
                  threads: int = 1, budget: str = "default", guide: Optional[str] = None,
                  guide_weight: float = 0.0, guide_bids: bool = True, guide_base: bool = True,
-                 bid_objective: str = "points") -> None:
+                 bid_objective: str = "points", bag_cost: int | str = 0) -> None:
         super().__init__(seed)
         from spades_env.native import unavailable_reason
         if backend is None:
@@ -307,6 +315,8 @@ class SearchAgent(Agent):
         if bid_objective not in BID_OBJECTIVES:
             raise ValueError(f"search: bid_objective={bid_objective!r}: expected one of {', '.join(BID_OBJECTIVES)}")
         self.bid_objective = bid_objective
+        self.bag_cost = bag_cost if bag_cost == "game" else whole_option("search", "bag_cost", bag_cost, least=0,
+                                                                           most=1000)
         self._game_values: dict = {}       # rules -> GameValue, built at the first searched bid
         self.guide = None if guide is None else str(guide)
         self.guide_weight = float(guide_weight)
@@ -328,9 +338,15 @@ class SearchAgent(Agent):
         return (f"SearchAgent(seed={self.seed!r}, backend={self.backend!r}, worlds={self.worlds}, "
                 f"max_steps={self.max_steps}, "
                 f"bid_worlds={self.bid_worlds}, search_bids={self.search_bids}, bid_objective={self.bid_objective!r}, "
-                f"max_time={self.max_time!r}, "
+                f"max_time={self.max_time!r}, " + (f"bag_cost={self.bag_cost!r}, " if self.bag_cost else "") +
                 f"rules={self.rules_option!r}" + (f", guide={self.guide!r}, guide_weight={self.guide_weight:g}"
                                                    if self.guide is not None else "") + ")")
+
+    def bag_cost_for(self, rules: Rules) -> int:
+        """The whole points a carried bag costs in this search's hand values under ``rules``."""
+        if self.bag_cost == "game":
+            return round(game_bag_cost(rules))
+        return self.bag_cost
 
     def _guide_needed(self, view, obs: dict) -> bool:
         """Whether the guide is asked at this decision: only where its network reads this table's
@@ -535,14 +551,15 @@ class SearchAgent(Agent):
         by the heuristic on every seat and scored by the hand's points, or by ``game_value``
         (:class:`agents.game_value.GameValue`). The native backend plays the cards in C
         (``table_tricks``: the same heuristic, so the same tricks) and scores them here."""
+        cost = self.bag_cost_for(g.rules)
         if self.backend != "native":
             play_out(g)
-            return hand_value(g, 0) if game_value is None else game_value.of_game(g, 0)
+            return hand_value(g, 0, cost) if game_value is None else game_value.of_game(g, 0)
         from .native_search import table_tricks
         while g.phase < PHASE_PLAY or g.phase == PHASE_SIGNAL:    # the other bids, blind nil, passing
             g.apply(heuristic_action(view_from_game(g, g.to_act), g.legal_mask()))
         if g.phase != PHASE_PLAY:
-            return hand_value(g, 0) if game_value is None else game_value.of_game(g, 0)
+            return hand_value(g, 0, cost) if game_value is None else game_value.of_game(g, 0)
         seat, legal = g.to_act, g.legal_mask()
         card = legal.bit_length() - 1 if legal & (legal - 1) == 0 else heuristic_action(view_from_game(g, seat), legal)
         tricks = table_tricks(g, seat, [card])[0]
@@ -550,8 +567,7 @@ class SearchAgent(Agent):
         results = score_hand(r, g.bids, g.blind, tricks, g.scores, g.bags)
         own = g.side_of[0]
         if game_value is None:
-            others = [res.points for side, res in enumerate(results) if side != own]
-            return results[own].points - sum(others) / len(others)
+            return results_value(r, results, own, cost)
         scores = [score + res.points for score, res in zip(g.scores, results)]
         over = game_winner(r, scores) is not None or (r.max_hands is not None and g.hand_number >= r.max_hands)
         return game_value.of_scores(scores, [res.bags_after for res in results], own, over)
@@ -568,7 +584,7 @@ class SearchAgent(Agent):
         """One world's value of the card just played in ``g``: the heuristic plays the hand out
         (``search``'s exact endgames override this, agents/endgame_search.py)."""
         play_out(g, played, voids)
-        return hand_value(g, 0)
+        return hand_value(g, 0, self.bag_cost_for(g.rules))
 
     # ------------------------------------------------------------------ worlds
     def draw_worlds(self, view: ObservationView, rules: Rules, n_worlds: int,

@@ -42,6 +42,7 @@ from typing import Sequence
 
 from .game import SpadesGame
 from .rules import Rules
+from .scoring import bag_priced_points, game_bag_cost
 
 REWARD_SCHEMES = ("team_score", "team_diff", "win")
 
@@ -90,17 +91,12 @@ class RewardScheme:
     def game_bag_cost(rules: Rules) -> float:
         """What a carried bag costs over a game under ``rules``: the penalty shared by the bags that
         bring it (10 points in the standard rules); 0 where bags are not counted."""
-        if not rules.bags or not rules.bag_limit:
-            return 0.0
-        return rules.bag_penalty / rules.bag_limit
+        return game_bag_cost(rules)
 
     def hand_points(self, result) -> float:
         """A side's reward points for a scored hand (a :class:`spades_env.scoring.SideResult`): its
         score change, less ``bag_cost`` per bag added to (or plus per bag cleared from) its counter."""
-        if not self.bag_cost:
-            return float(result.points)
-        carried = result.bags_taken - result.bag_penalties * self.rules.bag_limit
-        return result.points - self.bag_cost * carried
+        return bag_priced_points(self.rules, result, self.bag_cost)
 
     # ------------------------------------------------------------------ per side -> per seat
     def _per_seat(self, side_values: Sequence[float]) -> list[float]:

@@ -95,6 +95,32 @@ def score_side(rules: Rules, bids: Sequence[int], blind: Sequence[bool], tricks:
                       bags_taken, penalties, points, bags_after)
 
 
+def carried_bags(rules: Rules, result: SideResult) -> int:
+    """The change a scored hand made to its side's carried bag counter: the bags it added, less
+    the ones a penalty cleared (``bag_limit`` each; ten where the score's last digit keeps them)."""
+    limit = 10 if rules.bags_from_score_digit else rules.bag_limit
+    return result.bags_taken - result.bag_penalties * limit
+
+
+def bag_priced_points(rules: Rules, result: SideResult, bag_cost: float) -> float:
+    """A side's score change with its carried bags priced at ``bag_cost`` points each: the score
+    change less ``bag_cost`` per bag added to the counter (plus per bag a penalty cleared). With
+    :func:`game_bag_cost` every bag costs its share of the penalty wherever the counter stands,
+    so the cliff at the limit disappears: an overtrick nets +1 - 10. The rewards' ``bag_cost``,
+    the search's and the solver's all mean this."""
+    if not bag_cost:
+        return float(result.points)
+    return result.points - bag_cost * carried_bags(rules, result)
+
+
+def game_bag_cost(rules: Rules) -> float:
+    """What a carried bag costs over a game under ``rules``: the penalty shared by the bags that
+    bring it (10 points in the standard rules); 0 where bags are not counted."""
+    if not rules.bags or not rules.bag_limit:
+        return 0.0
+    return rules.bag_penalty / rules.bag_limit
+
+
 def score_hand(rules: Rules, bids: Sequence[int], blind: Sequence[bool], tricks: Sequence[int],
                scores: Sequence[int], bags: Sequence[int]) -> list[SideResult]:
     """Score a hand for every side. ``bids``, ``blind``, ``tricks`` are per seat; ``scores`` and

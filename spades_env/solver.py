@@ -11,7 +11,11 @@ seat's side under optimal play by all four seats (a "double dummy" solve):
 - ``"tricks"``: the tricks the side takes from now to the end of the hand;
 - ``"points"``: the side's score change for the hand minus the other side's, by the rules' own
   scoring (:func:`spades_env.scoring.score_side`: contracts, nil and blind nil made or broken,
-  bags with the counters carried into the hand, and their penalty).
+  bags with the counters carried into the hand, and their penalty). ``bag_cost`` (points, 0
+  by default; ``"game"``: the penalty shared by the bags that bring it, 10 in the standard rules)
+  prices the bags each side carries into later hands as the rewards' ``bag_cost`` does
+  (:func:`spades_env.scoring.bag_priced_points`), so an overtrick is worth +1 - 10 wherever the
+  counter stands.
 
 Both objectives are one payoff table per side over its members' final tricks, built here from
 ``scoring.py`` (so the scoring is never written twice); the search maximises the side to act's
@@ -37,7 +41,7 @@ import numpy as np
 
 from .cards import NON_SPADES_MASK, SUIT_MASKS, mask_to_cards
 from .game import PHASE_NAMES, PHASE_PLAY, SpadesGame
-from .scoring import score_side
+from .scoring import bag_priced_points, game_bag_cost, score_side
 
 OBJECTIVES = ("points", "tricks")
 BACKENDS = ("native", "python")
@@ -78,12 +82,28 @@ def check_position(game: SpadesGame, objective: str = "points") -> None:
         seen |= hand
 
 
-def payoff_tables(game: SpadesGame, objective: str, side: int) -> np.ndarray:
+def check_bag_cost(game: SpadesGame, objective: str, bag_cost) -> int:
+    """``bag_cost`` as the whole number of points the tables charge a carried bag (``"game"``: the
+    rules' own price), or a :class:`SolverError` naming what is wrong."""
+    if isinstance(bag_cost, str):
+        if bag_cost != "game":
+            raise SolverError(f"solve: bag_cost={bag_cost!r}: expected a whole number of points >= 0 or 'game'")
+        bag_cost = game_bag_cost(game.rules)
+    if isinstance(bag_cost, bool) or not isinstance(bag_cost, (int, float, np.integer, np.floating)) or \
+            not float(bag_cost).is_integer() or not 0 <= bag_cost <= 1000:
+        raise SolverError(f"solve: bag_cost={bag_cost!r}: expected a whole number of points from 0 to 1000 "
+                          "(the payoff tables are integers) or 'game'")
+    if bag_cost and objective != "points":
+        raise SolverError(f"solve: bag_cost prices bags in points; objective={objective!r} counts tricks")
+    return int(bag_cost)
+
+
+def payoff_tables(game: SpadesGame, objective: str, side: int, bag_cost: int = 0) -> np.ndarray:
     """(2, 14, 14) int64: ``[s][a][b]`` the value side ``s`` counts when the hand ends with its
     first member (seat ``s``) on ``a`` tricks and its second (seat ``s + 2``) on ``b``; the
     solver's value for ``side`` is its entry minus the other side's. ``"points"``: the side's
-    score change (:func:`spades_env.scoring.score_side`); ``"tricks"``: ``side``'s tricks from
-    now on (the other side's table is zero)."""
+    score change (:func:`spades_env.scoring.score_side`), less ``bag_cost`` a carried bag;
+    ``"tricks"``: ``side``'s tricks from now on (the other side's table is zero)."""
     tables = np.zeros((2, TABLE, TABLE), dtype=np.int64)
     r = game.rules
     if objective == "tricks":
@@ -95,7 +115,8 @@ def payoff_tables(game: SpadesGame, objective: str, side: int) -> np.ndarray:
         blind = [game.blind[s], game.blind[s + 2]]
         for a in range(TABLE):
             for b in range(TABLE - a):
-                tables[s, a, b] = score_side(r, bids, blind, [a, b], game.scores[s], game.bags[s]).points
+                result = score_side(r, bids, blind, [a, b], game.scores[s], game.bags[s])
+                tables[s, a, b] = round(bag_priced_points(r, result, bag_cost))
     return tables
 
 
@@ -104,42 +125,49 @@ def _legal(game: SpadesGame) -> list[int]:
 
 
 # ====================================================================== the public entry points
-def solve(game: SpadesGame, objective: str = "points", backend: Optional[str] = None) -> dict[int, int]:
+def solve(game: SpadesGame, objective: str = "points", backend: Optional[str] = None,
+          bag_cost: int | str = 0) -> dict[int, int]:
     """``{card id: value}`` for every legal card of the seat to act (module doc). ``backend``:
     ``"native"`` (the C solver, the default where the library builds) or ``"python"`` (the
-    reference)."""
+    reference); ``bag_cost``: points a carried bag costs (``"points"`` only; module doc)."""
     check_position(game, objective)
+    cost = check_bag_cost(game, objective, bag_cost)
     backend = _backend(backend)
     side = game.side_of[game.to_act]
-    tables = payoff_tables(game, objective, side)
+    tables = payoff_tables(game, objective, side, cost)
     cards = _legal(game)
     if backend == "python":
         return reference_values(game, tables, side, cards)
     return dict(zip(cards, native_values(game, tables, side, cards)))
 
 
-def position_value(game: SpadesGame, objective: str = "points", backend: Optional[str] = None) -> int:
+def position_value(game: SpadesGame, objective: str = "points", backend: Optional[str] = None,
+                   bag_cost: int | str = 0) -> int:
     """The value of the position for the side of the seat to act: the best of :func:`solve`'s
     values (one solve, cheaper than asking for every card)."""
     check_position(game, objective)
+    cost = check_bag_cost(game, objective, bag_cost)
     side = game.side_of[game.to_act]
-    tables = payoff_tables(game, objective, side)
+    tables = payoff_tables(game, objective, side, cost)
     if _backend(backend) == "python":
         return max(reference_values(game, tables, side, _legal(game)).values())
     return native_values(game, tables, side, [])[0]
 
 
-def principal_line(game: SpadesGame, objective: str = "points", backend: Optional[str] = None) -> dict:
+def principal_line(game: SpadesGame, objective: str = "points", backend: Optional[str] = None,
+                   bag_cost: int | str = 0) -> dict:
     """The hand played to its end under optimal play from ``game`` (ties: the lowest card id),
     with the tricks already taken counted: ``{"cards": [...], "tricks_taken": per seat at the end,
-    "score_change": per side, "value": the first seat's side's value}``. ``game`` is not changed."""
+    "score_change": per side (the game's points, bags unpriced), "value": the first seat's side's
+    value}``. ``game`` is not changed."""
     check_position(game, objective)
+    check_bag_cost(game, objective, bag_cost)
     g = game.copy()
     first_side = g.side_of[g.to_act]
     cards = []
     value = None
     while g.phase == PHASE_PLAY:
-        values = solve(g, objective, backend)
+        values = solve(g, objective, backend, bag_cost)
         best = max(values.values())
         if value is None:
             value = best

@@ -38,10 +38,12 @@ enum { NCARDS = 52, SPADE0 = 39, PLAY_PHASE = 3, BIDDING_PHASE = 1, BID_ACTION0 
 #define SUIT(s) ((uint64_t)0x1FFF << (13 * (s)))
 #define NON_SPADES (DECK & ~SUIT(3))
 
-/* Rule parameters (int64), in agents/native_search.py RULE_FIELDS order. */
+/* Rule parameters (int64), in agents/native_search.py RULE_FIELDS order, then the search's own
+ * price of a carried bag (R_BAG_COST, points; 0: the hand's points as the game scores them). */
 enum {
     R_PLAYERS, R_PARTNERSHIPS, R_NO_SPADES_FIRST_TRICK, R_SPADES_LEAD, R_NIL_TRICKS_COUNT_FOR_PARTNER,
-    R_NIL_BONUS, R_BLIND_NIL_BONUS, R_BAGS, R_BAG_LIMIT, R_BAG_PENALTY, R_BAGS_FROM_SCORE_DIGIT, R_DECK_RANKS, R_COUNT
+    R_NIL_BONUS, R_BLIND_NIL_BONUS, R_BAGS, R_BAG_LIMIT, R_BAG_PENALTY, R_BAGS_FROM_SCORE_DIGIT, R_DECK_RANKS,
+    R_BAG_COST, R_COUNT
 };
 enum { LEAD_BROKEN = 0, LEAD_ANY = 1, LEAD_FORCED_ONLY = 2 };
 /* The position (int64), in agents/native_search.py POSITION_FIELDS order; per-seat entries
@@ -376,8 +378,9 @@ static void seat_view(const Game *g, int seat, SeatView *v) {
  * (the batched C step); tests/test_scoring_twins.py drives all four over the same hands. */
 static i64 cpp_remainder(i64 value, i64 divisor) { return value - divisor * (value / divisor); }
 
-static i64 side_points(const i64 *rules, const int *bids, const int *blind, const int *tricks, int members,
-                       i64 score_before, i64 bags_before) {
+static i64 scored_points(const i64 *rules, const int *bids, const int *blind, const int *tricks, int members,
+                         i64 score_before, i64 bags_before, i64 *carried) {
+    *carried = 0;
     i64 contract = 0, nil_points = 0, counted = 0, nil_bags = 0;
     for (int m = 0; m < members; m++) if (bids[m] > 0) contract += bids[m];
     for (int m = 0; m < members; m++) {
@@ -397,10 +400,27 @@ static i64 side_points(const i64 *rules, const int *bids, const int *blind, cons
     if (rules[R_BAGS_FROM_SCORE_DIGIT]) {
         i64 counter = cpp_remainder(score_before, 10) + bags_taken;
         penalties = counter > 0 ? counter / 10 : 0;
+        *carried = bags_taken - 10 * penalties;
     } else {
         penalties = (bags_before + bags_taken) / rules[R_BAG_LIMIT];
+        *carried = bags_taken - rules[R_BAG_LIMIT] * penalties;
     }
     return contract_points + overtricks + nil_points - rules[R_BAG_PENALTY] * penalties;
+}
+
+/* The hand's points for one side as the game scores them. */
+static i64 side_points(const i64 *rules, const int *bids, const int *blind, const int *tricks, int members,
+                       i64 score_before, i64 bags_before) {
+    i64 carried;
+    return scored_points(rules, bids, blind, tricks, members, score_before, bags_before, &carried);
+}
+
+/* What the search counts for one side: the hand's points less R_BAG_COST a bag added to the
+ * carried counter (plus one a penalty cleared): spades_env/scoring.py bag_priced_points. */
+static i64 valued_points(const i64 *rules, const int *bids, const int *blind, const int *tricks, int members,
+                         i64 score_before, i64 bags_before) {
+    i64 carried, points = scored_points(rules, bids, blind, tricks, members, score_before, bags_before, &carried);
+    return points - rules[R_BAG_COST] * carried;
 }
 
 /* side_points for a test harness (spades_env.native.search_side_points): one side of `members`
@@ -431,14 +451,15 @@ static double hand_value(const Game *g, const i64 *rules, const i64 *position) {
         for (int side = 0; side < 2; side++) {
             int bids[2] = {g->bids[side], g->bids[side + 2]}, blind[2] = {g->blind[side], g->blind[side + 2]};
             int tricks[2] = {g->tricks_taken[side], g->tricks_taken[side + 2]};
-            points[side] = side_points(rules, bids, blind, tricks, 2, position[P_SCORES + side], position[P_BAGS + side]);
+            points[side] = valued_points(rules, bids, blind, tricks, 2, position[P_SCORES + side],
+                                         position[P_BAGS + side]);
         }
         return (double)points[0] - (double)points[1];
     }
     double others = 0.0;
     for (int s = 0; s < g->n; s++) {
-        points[s] = side_points(rules, &g->bids[s], &g->blind[s], &g->tricks_taken[s], 1, position[P_SCORES + s],
-                                position[P_BAGS + s]);
+        points[s] = valued_points(rules, &g->bids[s], &g->blind[s], &g->tricks_taken[s], 1, position[P_SCORES + s],
+                                  position[P_BAGS + s]);
         if (s) others += (double)points[s];
     }
     return (double)points[0] - others / (double)(g->n - 1);
@@ -535,6 +556,7 @@ static int playout_args_ok(const i64 *rules, i64 count, const i64 *candidates, i
     int n = (int)rules[R_PLAYERS];
     if ((n != 3 && n != 4) || count < 0 || n_candidates < 1 || n_candidates > NCARDS) return 0;
     if (rules[R_BAG_LIMIT] < 1 || rules[R_SPADES_LEAD] < 0 || rules[R_SPADES_LEAD] > 2) return 0;
+    if (rules[R_BAG_COST] < 0 || rules[R_BAG_COST] > 1000) return 0;
     for (i64 c = 0; c < n_candidates; c++) if (candidates[c] < 0 || candidates[c] >= NCARDS) return 0;
     return 1;
 }
@@ -548,9 +570,9 @@ static void endgame_tables(const Game *g, const i64 *rules, const i64 *position,
         for (int a = 0; a < SOLVER_TABLE; a++)
             for (int b = 0; b < SOLVER_TABLE; b++) {
                 int tricks[2] = {a, b};
-                tables[side][a][b] = a + b <= 13 ? (int32_t)side_points(rules, bids, blind, tricks, 2,
-                                                                       position[P_SCORES + side],
-                                                                       position[P_BAGS + side]) : 0;
+                tables[side][a][b] = a + b <= 13 ? (int32_t)valued_points(rules, bids, blind, tricks, 2,
+                                                                         position[P_SCORES + side],
+                                                                         position[P_BAGS + side]) : 0;
             }
     }
 }

@@ -178,7 +178,7 @@ def test_the_search_scoring_entry_point_checks_its_arguments():
     good = rules_array(SpadesVectorEnv(1).rules)
     assert native.search_side_points(good, [3, 0], [0, 1], [4, 0], 0, 0) == 30 + 1 + 200
     for args, message in [
-        ((good[:-1], [3], [0], [3], 0, 0), r"rules_values: expected a C-contiguous \(12,\) int64 array"),
+        ((good[:-1], [3], [0], [3], 0, 0), r"rules_values: expected a C-contiguous \(13,\) int64 array"),
         ((good.astype(np.int32), [3], [0], [3], 0, 0), r"rules_values: .*int32"),
         ((good, [3, 0, 1], [0, 0, 0], [3, 0, 0], 0, 0), r"bids: expected one or two integers 0..13"),
         ((good, [14], [0], [3], 0, 0), r"bids: expected one or two integers 0..13"),
@@ -187,7 +187,7 @@ def test_the_search_scoring_entry_point_checks_its_arguments():
         ((good, [3, 1], [0, 0], [3], 0, 0), r"bids, blind, tricks: expected one entry per member"),
         ((good, [3], [0], [3], 10 ** 12, 0), r"score_before: expected an integer within"),
         ((good, [3], [0], [3], 0, 1.5), r"bags_before: expected an integer within"),
-        ((np.where(np.arange(12) == 8, 0, good), [3], [0], [3], 0, 0), r"rules_values: expected the search's rule"),
+        ((np.where(np.arange(13) == 8, 0, good), [3], [0], [3], 0, 0), r"rules_values: expected the search's rule"),
     ]:
         with pytest.raises(native.NativeEngineError, match="search_side_points: " + message):
             native.search_side_points(*args)
