@@ -127,6 +127,28 @@ def test_a_rerun_reuses_what_is_unchanged_and_reruns_what_changed(tmp_path, writ
     assert (tmp_path / "run" / "first" / "model.pt").read_text() == "one|"
 
 
+def test_outputs_deleted_after_what_reads_them_finished_are_not_made_again(tmp_path, write_kind):
+    import shutil
+    path = write_recipe(tmp_path, CHAIN)
+    assert run_quietly(path)[0] == 0
+    shutil.rmtree(tmp_path / "run" / "second")            # e.g. label shards, deleted once fitted
+    _, lines = run_quietly(path, "--dry-run")
+    assert "[reuse]" in lines[2] and "deleted after every step that reads them" in lines[2]
+    assert lines[-1] == "would reuse 3"
+    assert run_quietly(path)[0] == 0 and len(runs_log(tmp_path)) == 3          # nothing ran again
+
+    path.write_text(path.read_text().replace("{text: three}", "{text: THREE}"))   # a reader must run again:
+    _, lines = run_quietly(path, "--dry-run")                                  # the deleted step is needed
+    assert "[run]" in lines[2] and "outputs changed" in lines[2] and "after the steps it reads" in lines[3]
+    assert run_quietly(path)[0] == 0
+    assert runs_log(tmp_path)[3:] == ["second fresh", "third fresh"]
+
+    (tmp_path / "run" / "first" / "model.pt").unlink()     # deleted, but one of its readers is not finished:
+    (tmp_path / "run" / "third" / "model.pt").unlink()     # third's output (read by none) is gone too
+    _, lines = run_quietly(path, "--dry-run")
+    assert "[run]" in lines[1] and "[run]" in lines[3]
+
+
 def test_a_killed_recipe_resumes_the_step_it_was_in(tmp_path):
     """The step kills the runner half-way (SIGKILL: no clean-up); the rerun resumes that step,
     its partial output kept, and reuses the one before."""
@@ -367,8 +389,8 @@ def test_the_expert_loop_starts_from_imitation_and_is_taught_by_the_new_search(t
     """Issue 72's recipe: no shipped model as an input, the loop's teacher is ``search`` (not
     search_v1) keeping every candidate, the bids are fitted to its values (no bid tilt, no second
     head); then the heuristic's blind-nil hands are fitted (their card passes), the bidding head
-    is refitted to the policy's own play-outs valued by the game, and the judging matches read
-    that model."""
+    is refitted to the policy's own play-outs valued by the game; rounds taught by a search that
+    prices carried bags follow, and the judging matches read their model."""
     from train.ppo.config import load_config
     monkeypatch.chdir(tmp_path)
     recipe = load_recipe(EXPERT_LOOP)
@@ -392,8 +414,15 @@ def test_the_expert_loop_starts_from_imitation_and_is_taught_by_the_new_search(t
     assert bids.max_updates == 0 and bids.expert_rounds == 0 and bids.imitation_decisions == 0
     assert (bids.hidden, bids.layers, bids.head_hidden, bids.card_features) == \
         (loop.hidden, loop.layers, loop.head_hidden, loop.card_features)
+    priced = load_config(recipe.steps["priced_rounds"].config_file, [])   # then rounds with bags priced
+    assert list(recipe.steps)[4] == "priced_rounds" and "init_from=runs/recipes/expert_loop/bids/checkpoints/last.pt" in commands
+    assert priced.expert_teacher.split(":")[0] == "search" and "bag_cost=game" in priced.expert_teacher
+    assert priced.expert_bid_values and priced.bid_value_objective == "win" and priced.max_updates == 0
+    assert (priced.hidden, priced.layers, priced.head_hidden, priced.card_features) == \
+        (loop.hidden, loop.layers, loop.head_hidden, loop.card_features)
     for team_b in ("search_v1", "neural:model=neural_v7", "heuristic"):
-        assert f"--team-b {team_b} " in commands and "--team-a neural:checkpoint=runs/recipes/expert_loop/bids/model.pt" in commands
+        assert f"--team-b {team_b} " in commands
+        assert "--team-a neural:checkpoint=runs/recipes/expert_loop/priced_rounds/model.pt" in commands
 
 
 def test_a_run_folder_over_the_working_folder_is_refused(tmp_path, monkeypatch, capsys):

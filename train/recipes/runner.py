@@ -293,6 +293,27 @@ class Runner:
                 return False
         return True
 
+    def consumed(self, step: Step) -> bool:
+        """Whether a finished step's outputs are gone (deleted, not changed) and every step that
+        reads them is finished with them: done, its outputs intact and its fingerprint, made from
+        the hashes recorded for what it read, unchanged. Label shards run to gigabytes and are
+        often deleted once fitted: making them again would rerun what reads them for nothing."""
+        if any(path.exists() for path in step.kind.output_paths(self.folder(step.name)).values()):
+            return False
+        readers = [other for other in self.recipe.steps.values()
+                   if any(ref.step == step.name for refs in other.inputs.values() for ref in refs)]
+        if not readers:
+            return False
+        for reader in readers:
+            entry = self.state.step(reader.name)
+            if entry.get("status") != "done" or not self.outputs_intact(reader, entry):
+                return False
+            fingerprint = self.fingerprint(reader)
+            if fingerprint is None or (entry.get("fingerprint") != fingerprint and
+                                       entry.get("fingerprint") not in self.older_fingerprints(reader)):
+                return False
+        return True
+
     def decide(self, step: Step) -> Planned:
         """What this step needs now, from the state as it stands."""
         if step.name in self.given:
@@ -308,6 +329,9 @@ class Runner:
         if entry.get("fingerprint") == fingerprint or upgrade:
             if entry.get("status") == "done":
                 if not self.outputs_intact(step, entry):
+                    if self.consumed(step):
+                        return Planned(step, "reuse", "its outputs were deleted after every step that reads them "
+                                       "had finished with them", argv, fingerprint, upgrade=upgrade)
                     return Planned(step, "run", "its outputs changed since they were recorded", argv, fingerprint)
                 raised = _raised(entry.get("length"), self.length(step))
                 if raised and (self.folder(step.name) / "checkpoints" / "last.pt").is_file():
