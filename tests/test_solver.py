@@ -201,6 +201,48 @@ def test_native_equals_reference_where_the_leader_can_cash(objective):
             assert native_values == brute_values(g, objective), seed
 
 
+def with_top_spades(g: SpadesGame, rng: random.Random) -> SpadesGame:
+    """``with_winners``'s position with the leader also given the top live spades (as many as the
+    longest other hand's spades, or one fewer), by the same swaps, and spades broken: positions
+    where the leader can draw the other seats' spades and then cash side-suit winners (the C
+    solver's quick tricks with trumps drawn), and near misses where it cannot."""
+    h = with_winners(g, rng)
+    hands = list(h.hands)
+    leader = h.to_act
+    longest = max((hands[s] >> 39).bit_count() for s in range(4) if s != leader)
+    for _ in range(max(0, longest - rng.randrange(2))):
+        mine = hands[leader]
+        theirs = (hands[0] | hands[1] | hands[2] | hands[3]) & ~mine
+        top = next((c for c in range(51, 38, -1) if theirs >> c & 1), None)     # their highest spade
+        spare = [c for c in range(39) if mine >> c & 1]
+        if top is None or not spare:
+            break
+        give = min(spare, key=lambda c: c % 13)
+        holder = next(s for s in range(4) if hands[s] >> top & 1)
+        hands[holder] = hands[holder] & ~(1 << top) | 1 << give
+        hands[leader] = hands[leader] & ~(1 << give) | 1 << top
+    h.hands = hands
+    h.spades_broken = True
+    h._legal = -1
+    return h
+
+
+@native
+@pytest.mark.parametrize("objective", ["points", "tricks"])
+def test_native_equals_reference_where_the_leader_can_draw_trumps(objective):
+    """The quick tricks with trumps drawn: the leader holds the top spades and top side-suit
+    cards, spades broken; C equals the Python reference at 8 to 20 cards (nils included), and
+    the brute force up to 12."""
+    rng = random.Random(7)
+    for seed in range(16):
+        g = with_top_spades(ending(7000 + seed, (2, 3, 4, 5)[seed % 4] * 4, nil_rate=0.4), rng)
+        assert g.tricks_played > 0 and not g.trick_cards
+        native_values = solve(g, objective, backend="native")
+        assert native_values == solve(g, objective, backend="python"), seed
+        if seed % 4 < 2:
+            assert native_values == brute_values(g, objective), seed
+
+
 @native
 @pytest.mark.parametrize("objective", ["points", "tricks"])
 def test_native_equals_reference_with_many_nils(objective):

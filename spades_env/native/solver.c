@@ -22,7 +22,9 @@
  *     window (a position decided already, or one that cannot reach the window, returns at
  *     once). Forced floors: top spades (a seat's above all others' are its own tricks, a
  *     side's above the opponents' its side's). The side on lead's floors (its bound only):
- *     quick tricks, the leader's winners of side suits it can cash before anyone can ruff;
+ *     quick tricks, the leader's winners of side suits it can cash before anyone can ruff, or
+ *     every one of them once it has drawn the other hands' spades (its spades above all others
+ *     at least as many as any other hand's, and spades may be led);
  *   - move ordering: the table's best card, then (leading) the last two cards that cut off a
  *     search at this trick for this seat (killers), then cheap winners where the opponents
  *     hold the trick, low cards where the partner does, top cards of a suit when leading; around a
@@ -181,7 +183,7 @@ static int cash_floors(const Ctx *c, int leader, const Floors *forced, Floors *f
     *f = *forced;
     if (c->tricks_played == 0) return 0;
     const uint64_t *h = c->hands;
-    int q = 0;
+    int q = 0, qfull = 0;
     for (int suit = 0; suit < 3; suit++) {
         uint64_t mine = h[leader] & SUITMASK(suit), rest = 0;
         if (!mine) continue;
@@ -197,11 +199,26 @@ static int cash_floors(const Ctx *c, int leader, const Floors *forced, Floors *f
             }
         }
         q += k;
+        qfull += __builtin_popcountll(mine & above);
     }
-    if (!q) return 0;
+    /* trumps drawn first: when the leader's spades above every other spade outnumber each other
+     * seat's spades and it may lead them, it draws them all, keeping the lead, and then every
+     * winner of the side suits is its own, uncapped (DDS's quick tricks with trumps drawn) */
+    int longest = 0;
+    for (int i = 1; i < 4; i++) {
+        int n = __builtin_popcountll(h[(leader + i) & 3] & SUITMASK(3));
+        if (n > longest) longest = n;
+    }
+    int drawn = 0;
+    if (qfull > q && longest <= forced->seat[leader] &&
+        (longest == 0 || c->spades_lead == 1 || (c->spades_lead == 0 && c->broken)))
+        drawn = qfull + forced->seat[leader];
+    if (!q && !drawn) return 0;
     int side = leader & 1;
     int own = q + forced->seat[leader];
     int total = q + top_spades(h[leader], h[1 - side] | h[3 - side]);
+    if (drawn > own) own = drawn;
+    if (drawn > total) total = drawn;
     if (own > f->seat[leader]) f->seat[leader] = own;
     if (total > f->side[side]) f->side[side] = total;
     return 1;
