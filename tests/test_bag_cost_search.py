@@ -10,14 +10,13 @@ import pytest
 
 import agents
 from agents.specs import AgentSpecError, make_agent
-from agents.endgame_search import play_until
 from agents.search import hand_value, play_out
-from spades_env.cards import mask_to_cards
 from spades_env.game import PHASE_PLAY
 from spades_env.native import unavailable_reason
 from spades_env.rules import make_rules
 from spades_env.scoring import bag_priced_points, carried_bags, game_bag_cost, score_side
 from spades_env.solver import SolverError, position_value, principal_line, solve
+from test_endgame_search import python_endgame_value
 from test_solver import ending
 
 native = pytest.mark.skipif(unavailable_reason() is not None, reason="the native library does not build here")
@@ -134,19 +133,7 @@ def test_c_endgame_play_outs_price_bags_as_the_python_path(k):
     for seed in range(10):
         g = ending(1500 + seed, 14 + seed % 12)
         seat, cards = g.to_act, g.legal_actions()
-        expected = []
-        for card in cards:
-            child = g.copy()
-            played = [mask_to_cards(m) for m in child.played]
-            voids = [{x for x in range(4) if child.voids[s] >> x & 1} for s in range(4)]
-            child.apply(card)
-            played[seat].append(card)
-            play_until(child, k, played, voids)
-            if child.phase != PHASE_PLAY:
-                expected.append(hand_value(child, seat, 10))
-                continue
-            value = position_value(child, "points", backend="python", bag_cost=10)
-            expected.append(float(value if child.side_of[child.to_act] == child.side_of[seat] else -value))
+        expected = [python_endgame_value(g, seat, card, k, bag_cost=10) for card in cards]
         assert table_values(g, seat, cards, endgame=k, bag_cost=10) == expected, seed
 
 

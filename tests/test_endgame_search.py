@@ -18,8 +18,9 @@ from test_solver import ending
 native = pytest.mark.skipif(unavailable_reason() is not None, reason="the native library does not build here")
 
 
-def python_endgame_value(game, seat: int, card: int, k: int) -> float:
-    """A card's value as the Python backend computes it: heuristic down to k tricks, then solved."""
+def python_endgame_value(game, seat: int, card: int, k: int, bag_cost: int = 0) -> float:
+    """A card's value as the Python backend computes it: heuristic down to k tricks, then solved
+    (carried bags priced at ``bag_cost``)."""
     g = game.copy()
     played = [mask_to_cards(m) for m in g.played]
     voids = [{x for x in range(4) if g.voids[s] >> x & 1} for s in range(4)]
@@ -27,8 +28,8 @@ def python_endgame_value(game, seat: int, card: int, k: int) -> float:
     played[seat].append(card)
     play_until(g, k, played, voids)
     if g.phase != PHASE_PLAY:
-        return hand_value(g, seat)
-    value = position_value(g, "points", backend="python")
+        return hand_value(g, seat, bag_cost)
+    value = position_value(g, "points", backend="python", bag_cost=bag_cost)
     return float(value if g.side_of[g.to_act] == g.side_of[seat] else -value)
 
 

@@ -159,6 +159,23 @@ def test_native_equals_reference_on_sampled_search_worlds():
         assert solve(world, "points", backend="python") == expected
 
 
+def give_top(hands: list[int], leader: int, suit: int) -> bool:
+    """Swap the highest card of ``suit`` another seat holds into ``leader``'s hand for the leader's
+    lowest card of another suit (every hand keeps its size); False where there is none to take
+    (the leader holds all the suit's live cards) or none to give."""
+    mine = hands[leader]
+    theirs = (hands[0] | hands[1] | hands[2] | hands[3]) & ~mine
+    top = next((c for c in range(13 * suit + 12, 13 * suit - 1, -1) if theirs >> c & 1), None)
+    spare = [c for c in range(52) if mine >> c & 1 and c // 13 != suit]
+    if top is None or not spare:
+        return False
+    give = min(spare, key=lambda c: c % 13)
+    holder = next(s for s in range(4) if hands[s] >> top & 1)
+    hands[holder] = hands[holder] & ~(1 << top) | 1 << give
+    hands[leader] = hands[leader] & ~(1 << give) | 1 << top
+    return True
+
+
 def with_winners(g: SpadesGame, rng: random.Random) -> SpadesGame:
     """``g`` (at a trick start) with the leader given the top one to three cards of some side
     suits, by swaps that keep every hand's size: positions where the leader's side can cash
@@ -168,18 +185,8 @@ def with_winners(g: SpadesGame, rng: random.Random) -> SpadesGame:
     leader = h.to_act
     for suit in rng.sample(range(3), rng.randrange(1, 4)):
         for _ in range(rng.randrange(1, 4)):
-            mine = hands[leader]
-            theirs = (hands[0] | hands[1] | hands[2] | hands[3]) & ~mine
-            top = next((c for c in range(13 * suit + 12, 13 * suit - 1, -1) if theirs >> c & 1), None)
-            if top is None:                         # the leader holds all the suit's live cards
+            if not give_top(hands, leader, suit):
                 break
-            spare = [c for c in range(52) if mine >> c & 1 and c // 13 != suit]
-            if not spare:
-                break
-            give = min(spare, key=lambda c: c % 13)
-            holder = next(s for s in range(4) if hands[s] >> top & 1)
-            hands[holder] = hands[holder] & ~(1 << top) | 1 << give
-            hands[leader] = hands[leader] & ~(1 << give) | 1 << top
     h.hands = hands
     h._legal = -1
     return h
@@ -211,16 +218,8 @@ def with_top_spades(g: SpadesGame, rng: random.Random) -> SpadesGame:
     leader = h.to_act
     longest = max((hands[s] >> 39).bit_count() for s in range(4) if s != leader)
     for _ in range(max(0, longest - rng.randrange(2))):
-        mine = hands[leader]
-        theirs = (hands[0] | hands[1] | hands[2] | hands[3]) & ~mine
-        top = next((c for c in range(51, 38, -1) if theirs >> c & 1), None)     # their highest spade
-        spare = [c for c in range(39) if mine >> c & 1]
-        if top is None or not spare:
+        if not give_top(hands, leader, 3):
             break
-        give = min(spare, key=lambda c: c % 13)
-        holder = next(s for s in range(4) if hands[s] >> top & 1)
-        hands[holder] = hands[holder] & ~(1 << top) | 1 << give
-        hands[leader] = hands[leader] & ~(1 << give) | 1 << top
     h.hands = hands
     h.spades_broken = rng.random() < 0.5        # unbroken half the time: no spade lead, no draw
     h._legal = -1

@@ -163,6 +163,10 @@ def test_bad_arguments_are_error_codes_not_crashes():
     code = ns._library().spades_search_playouts(ns._ptr(bad_rules), ns._ptr(position), ns._ptr(hands), 2,
                                                 ns._ptr(chosen), 1, ns._ptr(out), 1)
     assert code == -10
+    for cost in (-1, 1001):                                           # a bag price out of range
+        priced = ns.rules_array(rules, bag_cost=cost)
+        assert ns._library().spades_search_playouts(ns._ptr(priced), ns._ptr(position), ns._ptr(hands), 2,
+                                                    ns._ptr(chosen), 1, ns._ptr(out), 1) == -10
     # the tricks-returning play-outs share the same checks
     tricks = np.zeros((2, 1, 4), dtype=np.int64)
     lib, rules_np = ns._library(), ns.rules_array(rules)
