@@ -250,6 +250,10 @@ class NetworksSection:
     card_features: bool = _f(False, "the policy also reads derived card-counting features (unseen cards above "
                                      "and below each card, master cards, the trick's winner, voids) and scores "
                                      "each card with weights shared by all cards (agents.networks.CardFeatures)")
+    nil_features: bool = _f(False, "the card features also say where each nil stands: per card, whether it would "
+                                   "win the trick while the seat's own nil is intact, while the partner's intact nil "
+                                   "or an opponent's wins it, while an opponent's is intact; each seat's nil intact "
+                                   "and winning the trick (needs card_features; agents.networks.CardFeatures)")
     nil_defence_head: bool = _f(False, "the policy scores its cards with a second card head while an opponent's "
                                        "nil is intact (needs card_features; after init_from a policy without one it "
                                        "starts as a copy of the card head, so the play is unchanged until trained; "
@@ -694,6 +698,8 @@ class TrainConfig:
             raise ConfigError(f"policy_parts={self.policy_parts!r}: expected 'all', 'cards', 'bids' or 'nil_defence'")
         if self.policy_parts == "nil_defence" and not self.nil_defence_head:
             raise ConfigError("policy_parts: nil_defence needs nil_defence_head: true (the head it trains)")
+        if self.nil_features and not self.card_features:
+            raise ConfigError("nil_features: true needs card_features: true (it extends the card features)")
         if self.nil_defence_head and not self.card_features:
             raise ConfigError("nil_defence_head: true needs card_features: true (it scores each card as the card "
                               "head does)")

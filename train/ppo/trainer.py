@@ -126,7 +126,7 @@ class Trainer:
         # (a factory that does not hold the trainer: a trainer dropped unfinished frees its run folder at once)
         new_policy = functools.partial(PolicyNet, self.obs_size, cfg.hidden, cfg.layers, cfg.head_hidden,
                                        cfg.card_features, nil_defence_head=cfg.nil_defence_head,
-                                       signals=self.env.rules.signals)
+                                       signals=self.env.rules.signals, nil_features=cfg.nil_features)
         self.opponents = OpponentPool(cfg.opponents, cfg.pool_size, cfg.num_envs, new_policy, self.generator, dev)
         self.collector = Collector(self.env, self.opponents, self.heuristic, self.starts, cfg.rollout_steps,
                                    cfg.critic == "central", self.generator, dev,
