@@ -7,7 +7,7 @@ the hand) rates at least ``min_chance`` bids nil whatever the agent would have b
 else is the agents' own. Counted while that nil is intact: the turns where the nil seat follows
 to a trick and holds a card that would not win it (a chance to duck), and the turns it played a
 winning card anyway (a ducking error), by kind (following suit, ruffing, overtaking its partner).
-The heuristic makes no ducking errors and keeps about 87% of these nils in self-play; the
+The heuristic makes no ducking errors and keeps about 89% of these nils in self-play; the
 scratch policies of 2026-12-02 erred on 14-22% of the chances and kept under 30%
 (experiments/2026-12-01-scratch-nil/README.md, 2026-12-03).
 
