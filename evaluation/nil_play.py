@@ -24,17 +24,12 @@ from typing import Any, Optional, Sequence
 from agents.heuristic_decisions import nil_success_chance
 from agents.specs import make_agent
 from spades_env import spades_v0
-from spades_env.game import BID_ACTION_BASE, LOOK_ACTION, PHASE_BIDDING, PHASE_BLIND_DECISION
+from spades_env.game import BID_ACTION_BASE, LOOK_ACTION, PHASE_BIDDING, PHASE_BLIND_DECISION, card_beats
 
 from .cli_common import OneLineParser, check_output_file, fail_line, write_text_file
 from .outcomes import EvaluationError
 
 NIL_ACTION = BID_ACTION_BASE
-
-
-def beats(card: int, winner: int) -> bool:
-    """Whether ``card`` beats the trick's winning ``winner`` (spades trump)."""
-    return (card // 13 == winner // 13 and card > winner) or (card // 13 == 3 and winner // 13 != 3)
 
 
 def nil_play(agent: str, hands: int = 150, seed: int = 0, min_chance: float = 0.75,
@@ -84,9 +79,9 @@ def nil_play(agent: str, hands: int = 150, seed: int = 0, min_chance: float = 0.
             elif seat == 0 and action < 52 and game.bids[0] == 0 and game.tricks_taken[0] == 0 and game.trick_cards:
                 winner = game.win_card
                 legal = [c for c in range(52) if obs["action_mask"][c]]
-                if any(not beats(c, winner) for c in legal):
+                if any(not card_beats(c, winner) for c in legal):
                     counts["duck_chances"] += 1
-                    if beats(action, winner):
+                    if card_beats(action, winner):
                         counts["duck_errors"] += 1
                         led = game.trick_cards[0] // 13
                         counts["errors_following" if action // 13 == led else "errors_ruffing"] += 1

@@ -14,17 +14,14 @@ import agents
 from agents.networks import CardFeatures, PolicyNet
 from agents.neural import policy_from_checkpoint
 from spades_env import spades_v0
-from spades_env.game import BID_ACTION_BASE, PHASE_PLAY
+from spades_env.game import BID_ACTION_BASE, PHASE_PLAY, card_beats
 from train.ppo.config import ConfigError
 from train.ppo.trainer import Trainer
 
+from helpers_networks import heuristic_decisions
 from helpers_train import tiny
 
 NIL_CARD_CHANNELS = ("own_nil_must_duck", "partner_nil_winning", "opponent_nil_winning", "opponent_nil_intact")
-
-
-def beats(card: int, winner: int) -> bool:
-    return (card // 13 == winner // 13 and card > winner) or (card // 13 == 3 and winner // 13 != 3)
 
 
 def expected_nil_features(game, seat: int) -> tuple[dict[str, set[int]], list[float], list[float]]:
@@ -37,7 +34,7 @@ def expected_nil_features(game, seat: int) -> tuple[dict[str, set[int]], list[fl
         winning[(game.win_seat - seat) % 4] = 1.0
     nil_winning = [a * b for a, b in zip(intact, winning)]
     held = {c for c in range(52) if game.hands[seat] >> c & 1}
-    beating = {c for c in held if game.trick_cards and beats(c, game.win_card)}
+    beating = {c for c in held if game.trick_cards and card_beats(c, game.win_card)}
     channels = {
         "own_nil_must_duck": beating if intact[0] else set(),
         "partner_nil_winning": beating if nil_winning[2] else set(),
@@ -51,26 +48,21 @@ def nil_heavy_positions(hands: int, seed: int = 0):
     """(game, seat, observation) at every card play of ``hands`` hands of heuristic play in which
     about a third of the bids are forced to nil (and blind nil is bid where offered half the
     time), so intact and broken nils of every seat occur."""
-    env = spades_v0.raw_env(rules="standard", episode="hand")
     coins = random.Random(seed)
-    for hand_no in range(hands):
-        env.reset(seed=seed * 1000 + hand_no)
-        bots = [agents.make("heuristic", seed=s) for s in range(4)]
-        for name in env.agent_iter():
-            obs, _, term, trunc, info = env.last()
-            if term or trunc:
-                env.step(None)
-                continue
-            game, seat = env.unwrapped.game, int(name[-1])
-            action = bots[seat].act(obs, info)
-            if game.phase == PHASE_PLAY:
-                yield game, seat, obs["observation"]
-            elif obs["action_mask"][BID_ACTION_BASE] and BID_ACTION_BASE <= action < BID_ACTION_BASE + 14 \
-                    and coins.random() < 0.35:
-                action = BID_ACTION_BASE                          # a forced nil
-            elif obs["action_mask"][66] and coins.random() < 0.5:
-                action = 66                                       # blind nil
-            env.step(action)
+
+    def force_nils(game, obs, action):
+        if game.phase == PHASE_PLAY:
+            return action
+        if obs["action_mask"][BID_ACTION_BASE] and BID_ACTION_BASE <= action < BID_ACTION_BASE + 14 \
+                and coins.random() < 0.35:
+            return BID_ACTION_BASE                            # a forced nil
+        if obs["action_mask"][66] and coins.random() < 0.5:
+            return 66                                         # blind nil
+        return action
+
+    for game, seat, obs in heuristic_decisions("standard", hands, seed=seed * 1000, override=force_nils):
+        if game.phase == PHASE_PLAY:
+            yield game, seat, obs["observation"]
 
 
 def test_nil_channels_match_the_engine():
