@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from spades_env.game import BID_ACTION_BASE, BLIND_NIL_ACTION, NIL_ACTION, PHASE_BIDDING, PHASE_PLAY, SpadesGame
 from spades_env.native import unavailable_reason
 from spades_env.rules import make_rules
-from spades_env.solver import SolverError, position_value, principal_line, solve
+from spades_env.solver import SolverError, payoff_tables, position_value, principal_line, solve
 from spades_env.symmetries import symmetries
 
 native = pytest.mark.skipif(unavailable_reason() is not None, reason="the native library does not build here")
@@ -250,6 +250,55 @@ def test_native_equals_reference_with_many_nils(objective):
     for seed in range(12):
         g = ending(6000 + seed, 13 + seed % 6, nil_rate=0.8)
         assert solve(g, objective, backend="native") == solve(g, objective, backend="python"), seed
+
+
+def game_ending(seed: int, cards_left: int, bags: list[int]) -> SpadesGame:
+    """A hand as a game reaches it: level scores, the given carried bags, numbers bid (no nil),
+    played at random down to ``cards_left`` cards."""
+    rng = random.Random(seed)
+    g = SpadesGame(make_rules("standard"), rng.randrange(10 ** 9), scores=[0, 0], bags=bags)
+    while g.phase != PHASE_PLAY:
+        legal = g.legal_actions()
+        bids = [a for a in legal if a > NIL_ACTION]
+        g.apply(rng.choice(bids[:5]) if g.phase == PHASE_BIDDING and bids else legal[-1])
+    while 4 * (g.tricks_per_hand - g.tricks_played) - len(g.trick_cards) > cards_left:
+        g.apply(rng.choice(g.legal_actions()))
+    return g
+
+
+def payoff_is_monotone_in_tricks(g: SpadesGame) -> bool:
+    """Whether the points payoff for the side to act depends on its tricks alone, nondecreasing:
+    where the C solver solves trick counts and maps them back (native/solver.c's to_trick_counts)."""
+    side = g.side_of[g.to_act]
+    tables = payoff_tables(g, "points", side)
+    r, taken = g.tricks_per_hand - g.tricks_played, g.tricks_taken
+    by_total: dict[int, set[int]] = {}
+    for x0 in range(r + 1):
+        for x1 in range(r + 1 - x0):
+            for x2 in range(r + 1 - x0 - x1):
+                x = [x0, x1, x2, r - x0 - x1 - x2]
+                t = [taken[s] + x[s] for s in range(4)]
+                v = tables[side][t[side]][t[side + 2]] - tables[1 - side][t[1 - side]][t[3 - side]]
+                by_total.setdefault(x[side] + x[side + 2], set()).add(int(v))
+    if any(len(values) > 1 for values in by_total.values()):
+        return False
+    g_of = [by_total[k].pop() for k in sorted(by_total)]
+    return all(a <= b for a, b in zip(g_of, g_of[1:]))
+
+
+@native
+def test_native_equals_reference_where_points_follow_the_tricks():
+    """Game hands without a nil: from no carried bags the payoff is a nondecreasing function of
+    the side's tricks (the C solver then solves trick counts and maps them back); with 7-9 bags
+    carried a bag penalty is in reach and it may not be. Both kinds, C = the Python reference."""
+    kinds = {True: 0, False: 0}
+    for seed in range(24):
+        bags = [0, 0] if seed % 2 == 0 else [7 + seed % 3, 9 - seed % 3]
+        g = game_ending(11_000 + seed, 16 + seed % 5, bags)
+        kinds[payoff_is_monotone_in_tricks(g)] += 1
+        assert solve(g, "points", backend="native") == solve(g, "points", backend="python"), seed
+        assert position_value(g, "points", backend="native") == position_value(g, "points", backend="python"), seed
+    assert kinds[True] >= 8 and kinds[False] >= 4, kinds
 
 
 def _child_value(g: SpadesGame, card: int, objective: str) -> int:

@@ -8,8 +8,12 @@
  * the tricks the side takes.
  *
  * Method: alpha-beta over single cards, with
+ *   - payoffs that are a nondecreasing function of the max side's tricks alone (no live nil,
+ *     no bag penalty in reach or bags not priced: most game hands) solved as trick counts
+ *     and mapped back (to_trick_counts);
  *   - a transposition table at the start of every trick, keyed by the four hands with ranks
- *     renumbered among the cards still in play (rank reduction, as in DDS), the leader,
+ *     renumbered among the cards still in play (rank reduction, as in DDS), packed exactly
+ *     into two words (an entry is 32 bytes, two to a cache line), the leader,
  *     whether spades are broken and, per side, the class of its tricks taken so far: two
  *     counts are one class when the payoff of every split of the remaining tricks differs by
  *     the same constant (a side without nils: equal sums, or contracts made with no bag
@@ -24,7 +28,8 @@
  *     side's above the opponents' its side's). The side on lead's floors (its bound only):
  *     quick tricks, the leader's winners of side suits it can cash before anyone can ruff, or
  *     every one of them once it has drawn the other hands' spades (its spades above all others
- *     at least as many as any other hand's, and spades may be led);
+ *     at least as many as any other hand's, and spades may be led); the bounds are
+ *     remembered by the tricks taken and the floors (a small cache: few of those recur);
  *   - move ordering: the table's best card, then (leading) the last two cards that cut off a
  *     search at this trick for this seat (killers), then cheap winners where the opponents
  *     hold the trick, low cards where the partner does, top cards of a suit when leading; around a
@@ -34,15 +39,22 @@
  *   - at the root, each card's value tested first at the values found for the cards before it
  *     (cards mostly share a few values), the most recent first;
  *   - the last trick played out directly (every seat holds one card).
- * The table is allocated per call (calloc: its pages cost nothing until touched), so calls are
- * independent and safe on several threads at once.
+ * The table is allocated per call (zeroed pages that cost nothing until touched; huge pages for
+ * a whole hand's), so calls are independent and safe on several threads at once.
  */
+#ifndef _DEFAULT_SOURCE
+#define _DEFAULT_SOURCE         /* mmap's flags and madvise under -std=c99 */
+#endif
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "solver.h"
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #ifdef __BMI2__
 #include <immintrin.h>
@@ -54,12 +66,19 @@ typedef int64_t i64;
 #define SPADE_FIRST 39
 #define V_INF 0x3FFFFFFF
 
+/* A table entry: 32 bytes, two to a cache line (a bucket). The position at a trick start is
+ * stored exactly in two words: who holds each live card (two bits, in the order of the live
+ * cards, suit by suit from the lowest), and the suits' lengths; that is the hands with ranks
+ * renumbered among the cards still in play (see pack_position). */
 typedef struct {
-    uint64_t hands[4];
-    int32_t lower, upper;
+    uint64_t w[2];
     uint32_t key;           /* 0 = empty; else leader | broken << 2 | classes << 3 | 1 << 31 */
-    int32_t best;           /* the best card found here, or -1 */
+    int32_t lower, upper;
+    int32_t best;           /* the best card found here (renumbered), or -1 */
 } Entry;
+
+enum { BOUNDS_BITS = 13 };
+typedef struct { uint64_t key; int32_t low, high; } BoundsSlot;
 
 typedef struct {
     uint64_t hands[4];
@@ -76,6 +95,9 @@ typedef struct {
     int n_classes[2][SOLVER_TABLE];
     int32_t tab[2][SOLVER_TABLE][SOLVER_TABLE];
     Entry *tt;
+    size_t tt_bytes;
+    BoundsSlot *bounds;     /* payoff_bounds' results (key 0: empty), after the table in its memory */
+    int bounds_shift;       /* 64 - log2 of its slots (fewer for short endings) */
     uint64_t tt_mask;
     i64 nodes;
     /* last, and not cleared by setup: only the first n_classes entries are ever read */
@@ -89,10 +111,10 @@ static inline uint64_t mix64(uint64_t z) {
 }
 
 /* Rank reduction (as in bridge's DDS): at a trick start only the order of the cards still in
- * play matters, so each suit's live cards are renumbered 0, 1, ... from the lowest and the
- * table is keyed on the renumbered hands: positions that differ only in which cards are gone
- * share an entry. The first trick's rules name cards (the two of clubs), but then every card is
- * live and the renumbering changes nothing. */
+ * play matters, so the table is keyed on who holds the n-th live card of each suit
+ * (pack_position), and positions that differ only in which cards are gone share an entry. The
+ * first trick's rules name cards (the two of clubs), but then every card is live and the
+ * renumbering changes nothing. */
 static inline uint64_t compress_bits(uint64_t bits, uint64_t mask) {
 #ifdef __BMI2__
     return _pext_u64(bits, mask);
@@ -107,16 +129,6 @@ static inline uint64_t compress_bits(uint64_t bits, uint64_t mask) {
 static inline int nth_bit(uint64_t mask, int n) {
     while (n-- > 0) mask &= mask - 1;
     return __builtin_ctzll(mask);
-}
-
-static void reduce_ranks(const uint64_t *hands, uint64_t live, uint64_t *out) {
-    for (int seat = 0; seat < 4; seat++) out[seat] = 0;
-    for (int suit = 0; suit < 4; suit++) {
-        uint64_t m = live & SUITMASK(suit);
-        if (!m) continue;
-        for (int seat = 0; seat < 4; seat++)
-            out[seat] |= compress_bits(hands[seat], m) << (13 * suit);
-    }
 }
 
 /* A renumbered card back to the real card: the suit's n-th live card from the lowest. */
@@ -134,6 +146,23 @@ static inline int reduce_card(int card, uint64_t live) {
     int suit = card / 13;
     uint64_t below = live & SUITMASK(suit) & (((uint64_t)1 << card) - 1);
     return 13 * suit + __builtin_popcountll(below);
+}
+
+/* The position's two table words: bit i of the low part of w[0] (w[1]) says whether the i-th
+ * live card from the lowest (clubs first) is held by seat 1 or 3 (seat 2 or 3); the top bits
+ * hold the lengths of clubs, diamonds and hearts (w[0]) and of spades (w[1]). Only the order
+ * of the live cards matters, so positions that differ only in which cards are gone share
+ * their words (rank reduction, as in bridge's DDS). At most 52 live cards: 52 + 12 bits. */
+static inline void pack_position(const uint64_t *hands, uint64_t live, uint64_t *w) {
+    uint64_t lengths = 0;
+    for (int suit = 0; suit < 4; suit++)
+        lengths |= (uint64_t)__builtin_popcountll(live & SUITMASK(suit)) << (4 * suit);
+    w[0] = compress_bits(hands[1] | hands[3], live) | (lengths & 0xFFF) << 52;
+    w[1] = compress_bits(hands[2] | hands[3], live) | (lengths >> 12) << 52;
+}
+
+static inline int packed_cards(const uint64_t *w) {
+    return (int)((w[0] >> 52 & 15) + (w[0] >> 56 & 15) + (w[0] >> 60 & 15) + (w[1] >> 52 & 15));
 }
 
 static inline int beats(int card, int win_card) {
@@ -179,8 +208,7 @@ static void forced_floors(const Ctx *c, Floors *f) {
  * them); those tricks are the leader's, and its spades above the others' (forced) come on top,
  * in other tricks. Side suits can always be led after the first trick. Returns whether the
  * floors rose. */
-static int cash_floors(const Ctx *c, int leader, const Floors *forced, Floors *f) {
-    *f = *forced;
+static int cash_floors(const Ctx *c, int leader, const Floors *forced, int *own_floor, int *side_floor) {
     if (c->tricks_played == 0) return 0;
     const uint64_t *h = c->hands;
     int q = 0, qfull = 0;
@@ -219,8 +247,8 @@ static int cash_floors(const Ctx *c, int leader, const Floors *forced, Floors *f
     int total = q + top_spades(h[leader], h[1 - side] | h[3 - side]);
     if (drawn > own) own = drawn;
     if (drawn > total) total = drawn;
-    if (own > f->seat[leader]) f->seat[leader] = own;
-    if (total > f->side[side]) f->side[side] = total;
+    *own_floor = own > forced->seat[leader] ? own : forced->seat[leader];
+    *side_floor = total > forced->side[side] ? total : forced->side[side];
     return 1;
 }
 
@@ -246,8 +274,22 @@ static void side_range(const Ctx *c, int side, int r, const Floors *f, int32_t *
 static void payoff_bounds(const Ctx *c, int r, int leader, int32_t *low, int32_t *high) {
     Floors forced, cash;
     forced_floors(c, &forced);
-    int cashes = cash_floors(c, leader, &forced, &cash);
-    int m = c->max_side, o = 1 - m, lead_max = (leader & 1) == m;
+    int own_floor = 0, side_floor = 0;
+    int cashes = cash_floors(c, leader, &forced, &own_floor, &side_floor);
+    int m = c->max_side, lead_max = (leader & 1) == m;
+    /* the bounds depend only on the tricks taken and the floors: remembered by those (a small
+     * direct-mapped cache; the same few floors recur through the whole search) */
+    uint64_t key = (uint64_t)1 << 63 | (uint64_t)leader << 50 | (uint64_t)cashes << 49;
+    for (int s = 0; s < 4; s++)
+        key |= (uint64_t)c->taken[s] << (4 * s) | (uint64_t)forced.seat[s] << (16 + 4 * s);
+    key |= (uint64_t)forced.side[0] << 32 | (uint64_t)forced.side[1] << 36;
+    if (cashes) key |= (uint64_t)own_floor << 40 | (uint64_t)side_floor << 44;
+    BoundsSlot *slot = &c->bounds[(key * 0x9E3779B97F4A7C15ULL) >> c->bounds_shift];
+    if (slot->key == key) { *low = slot->low; *high = slot->high; return; }
+    cash = forced;
+    cash.seat[leader] = own_floor;
+    cash.side[leader & 1] = side_floor;
+    int o = 1 - m;
     int32_t best[2][SOLVER_TABLE], worst[2][SOLVER_TABLE], cbest[SOLVER_TABLE], cworst[SOLVER_TABLE];
     side_range(c, m, r, &forced, best[m], worst[m]);
     side_range(c, o, r, &forced, best[o], worst[o]);
@@ -268,6 +310,9 @@ static void payoff_bounds(const Ctx *c, int r, int leader, int32_t *low, int32_t
     }
     *low = lo;
     *high = hi;
+    slot->key = key;
+    slot->low = lo;
+    slot->high = hi;
 }
 
 static uint64_t legal_cards(const Ctx *c, int seat, int trick_len, int led) {
@@ -434,7 +479,7 @@ static int32_t search(Ctx *c, int seat, int trick_len, int led, int win_card, in
     uint32_t key = 0;
     int32_t base = 0;       /* the table's bounds are relative to this (taken_class) */
     int best_card = -1;
-    uint64_t live = 0, reduced[4];
+    uint64_t live = 0, packed[2];
     if (trick_len == 0) {
         int r = c->tph - c->tricks_played;
         if (r == 0) return terminal(c);
@@ -445,12 +490,10 @@ static int32_t search(Ctx *c, int seat, int trick_len, int led, int win_card, in
         key = (uint32_t)seat | (uint32_t)c->broken << 2 | (uint32_t)class_max << 3 | (uint32_t)class_min << 11 |
               (uint32_t)1 << 31;
         live = c->hands[0] | c->hands[1] | c->hands[2] | c->hands[3];
-        reduce_ranks(c->hands, live, reduced);
-        uint64_t h = mix64(reduced[0] ^ mix64(reduced[1] ^ mix64(reduced[2] ^ mix64(reduced[3] ^ key))));
+        pack_position(c->hands, live, packed);
+        uint64_t h = mix64(packed[0] ^ mix64(packed[1] ^ key));
         bucket = &c->tt[h & c->tt_mask & ~(uint64_t)1];      /* two ways: deepest kept, newest */
-        /* the table's lines are fetched while the bounds are worked out */
-        __builtin_prefetch(bucket);
-        __builtin_prefetch((const char *)bucket + 64);
+        __builtin_prefetch(bucket);          /* its line is fetched while the bounds are worked out */
         int32_t low, high;
         payoff_bounds(c, r, seat, &low, &high);
         if (low == high || high <= alpha) return high;
@@ -458,7 +501,7 @@ static int32_t search(Ctx *c, int seat, int trick_len, int led, int win_card, in
         if (low > alpha) alpha = low;
         if (high < beta) beta = high;
         for (int way = 0; way < 2; way++)
-            if (bucket[way].key == key && !memcmp(bucket[way].hands, reduced, sizeof reduced)) e = &bucket[way];
+            if (bucket[way].key == key && bucket[way].w[0] == packed[0] && bucket[way].w[1] == packed[1]) e = &bucket[way];
         if (e) {
             int32_t lower = e->lower == -V_INF ? -V_INF : e->lower + base;
             int32_t upper = e->upper == V_INF ? V_INF : e->upper + base;
@@ -492,12 +535,12 @@ static int32_t search(Ctx *c, int seat, int trick_len, int led, int win_card, in
         }
     }
     if (bucket) {
-        if (!e || e->key != key || memcmp(e->hands, reduced, sizeof e->hands)) {
+        if (!e || e->key != key || e->w[0] != packed[0] || e->w[1] != packed[1]) {
             int r = c->tph - c->tricks_played;
-            int deep = bucket[0].key ? __builtin_popcountll(bucket[0].hands[0] | bucket[0].hands[1] |
-                                                            bucket[0].hands[2] | bucket[0].hands[3]) : 0;
+            int deep = bucket[0].key ? packed_cards(bucket[0].w) : 0;
             e = deep <= 4 * r ? &bucket[0] : &bucket[1];
-            memcpy(e->hands, reduced, sizeof e->hands);
+            e->w[0] = packed[0];
+            e->w[1] = packed[1];
             e->key = key;
             e->lower = -V_INF;
             e->upper = V_INF;
@@ -509,6 +552,30 @@ static int32_t search(Ctx *c, int seat, int trick_len, int led, int win_card, in
         e->best = reduce_card(chosen, live);
     }
     return best;
+}
+
+/* The table's memory, zeroed. A large one (whole hands: 64 MB) is mapped on its own and asked
+ * for huge pages where the system offers them: every probe lands on a random line, and with
+ * 4 KB pages each one also missed the address cache (10% of a whole hand's time). */
+enum { HUGE_TABLE = 4 << 20 };
+static Entry *table_alloc(size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (bytes >= HUGE_TABLE) {
+        void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) return NULL;
+        madvise(p, bytes, MADV_HUGEPAGE);       /* advice: refused, the table still works */
+        return p;
+    }
+#endif
+    return calloc(1, bytes);
+}
+
+static void table_free(Entry *tt, size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (bytes >= HUGE_TABLE) { munmap(tt, bytes); return; }
+#endif
+    (void)bytes;
+    free(tt);
 }
 
 static int table_bits(int tricks_left) {
@@ -572,9 +639,12 @@ static int setup(Ctx *c, const SolverPosition *p, int *state) {
     }
     memset(c->class_of, 0xFF, sizeof c->class_of);
     size_t entries = (size_t)1 << table_bits(r);
-    c->tt = calloc(entries, sizeof(Entry));
-    if (!c->tt) return SOLVER_ERR_MEMORY;
+    int bounds_bits = table_bits(r) < BOUNDS_BITS ? table_bits(r) : BOUNDS_BITS;
+    c->bounds_shift = 64 - bounds_bits;
+    c->tt_bytes = entries * sizeof(Entry) + (sizeof(BoundsSlot) << bounds_bits);
+    if (!(c->tt = table_alloc(c->tt_bytes))) return SOLVER_ERR_MEMORY;
     c->tt_mask = entries - 1;
+    c->bounds = (BoundsSlot *)(c->tt + entries);
     state[0] = (p->leader + p->trick_len) & 3;
     state[1] = p->trick_len;
     state[2] = led;
@@ -601,6 +671,36 @@ static int reachable_values(const Ctx *c, int32_t *out) {
                 n++;
             }
     return n;
+}
+
+/* Whether the payoff is a nondecreasing function g of the max side's tricks alone, over every
+ * split of the tricks left (a hand without a live nil, where no side can reach a bag penalty
+ * or the bags are not priced: most game hands from the first lead). Then the position's value
+ * is g of the tricks the max side takes under optimal play for tricks (max and min commute
+ * with a nondecreasing g), so the tables become trick counts, which the search settles in
+ * fewer and cheaper tests, and the counts map back through g. g[x]: the payoff when the max
+ * side takes x of the tricks left. */
+static int to_trick_counts(Ctx *c, int32_t *g) {
+    int r = c->tph - c->tricks_played, m = c->max_side, o = 1 - m;
+    int seen[SOLVER_TABLE] = {0};
+    for (int x0 = 0; x0 <= r; x0++)
+        for (int x1 = 0; x0 + x1 <= r; x1++)
+            for (int x2 = 0; x0 + x1 + x2 <= r; x2++) {
+                int x[4] = {x0, x1, x2, r - x0 - x1 - x2}, t[4];
+                for (int s = 0; s < 4; s++) t[s] = c->taken[s] + x[s];
+                int32_t v = c->tab[m][t[m]][t[m + 2]] - c->tab[o][t[o]][t[o + 2]];
+                int mine = x[m] + x[m + 2];
+                if (!seen[mine]) { seen[mine] = 1; g[mine] = v; }
+                else if (g[mine] != v) return 0;
+            }
+    for (int x = 1; x <= r; x++)
+        if (g[x] < g[x - 1]) return 0;
+    for (int a = 0; a < SOLVER_TABLE; a++)
+        for (int b = 0; b < SOLVER_TABLE; b++) {
+            c->tab[m][a][b] = a + b;
+            c->tab[o][a][b] = 0;
+        }
+    return 1;
 }
 
 /* The exact value by null-window tests ("is it at least t?") over the reachable values: each
@@ -635,11 +735,13 @@ int spades_solver_position_value(const SolverPosition *p, int32_t *value, int64_
     if (status) { free(c); return status; }
     uint64_t trick_mask;
     memcpy(&trick_mask, &st[5], sizeof trick_mask);
-    int32_t vals[600];
+    int32_t vals[600], g[SOLVER_TABLE];
+    int counts = to_trick_counts(c, g), own = c->taken[c->max_side] + c->taken[c->max_side + 2];
     int n = reachable_values(c, vals);
     *value = exact_value(c, st, trick_mask, -1, vals, n, NULL, 0);
+    if (counts) *value = g[*value - own];
     if (nodes) *nodes += c->nodes;
-    free(c->tt);
+    table_free(c->tt, c->tt_bytes);
     free(c);
     return SOLVER_OK;
 }
@@ -657,7 +759,8 @@ int spades_solver_card_values(const SolverPosition *p, const int *cards, int n_c
     int seat = st[0];
     uint64_t legal = legal_cards(c, seat, st[1], st[2]);
     uint64_t others = (c->hands[0] | c->hands[1] | c->hands[2] | c->hands[3] | trick_mask) & ~c->hands[seat];
-    int32_t vals[600];
+    int32_t vals[600], payoff_of[SOLVER_TABLE];
+    int counts = to_trick_counts(c, payoff_of), own = c->taken[c->max_side] + c->taken[c->max_side + 2];
     int n_vals = reachable_values(c, vals);
     int reps[13], guesses[13], n_guesses = 0;     /* guesses: the values found so far, the latest first */
     int32_t rep_values[13];
@@ -684,10 +787,10 @@ int spades_solver_card_values(const SolverPosition *p, const int *cards, int n_c
             memmove(guesses + 1, guesses, (size_t)k * sizeof *guesses);       /* g moves to the front */
             guesses[0] = g;
         }
-        values[i] = rep_values[j];
+        values[i] = counts ? payoff_of[rep_values[j] - own] : rep_values[j];
     }
     if (nodes) *nodes += c->nodes;
-    free(c->tt);
+    table_free(c->tt, c->tt_bytes);
     free(c);
     return status;
 }
