@@ -330,6 +330,17 @@ def test_a_cards_value_is_the_best_reply_after_it(seed, cards, objective):
     assert position_value(g, objective) == max(values.values())
 
 
+@native
+def test_a_cards_value_is_the_best_reply_after_it_in_long_endings():
+    """At 40-41 cards the C solver's table is large enough to be mapped on its own (huge pages
+    on Linux); the same property there, with and without nils, both objectives."""
+    for seed, g in enumerate([game_ending(12_000, 40, [0, 0]), ending(12_001, 41), game_ending(12_002, 41, [8, 8])]):
+        for objective in ("points", "tricks"):
+            values = solve(g, objective, backend="native")
+            assert all(value == _child_value(g, card, objective) for card, value in values.items()), (seed, objective)
+            assert position_value(g, objective, backend="native") == max(values.values())
+
+
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 10 ** 6), cards=st.integers(2, 24), which=st.integers(1, 5))
 def test_relabelling_side_suits_changes_no_value(seed, cards, which):

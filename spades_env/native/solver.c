@@ -286,9 +286,11 @@ static void payoff_bounds(const Ctx *c, int r, int leader, int32_t *low, int32_t
     if (cashes) key |= (uint64_t)own_floor << 40 | (uint64_t)side_floor << 44;
     BoundsSlot *slot = &c->bounds[(key * 0x9E3779B97F4A7C15ULL) >> c->bounds_shift];
     if (slot->key == key) { *low = slot->low; *high = slot->high; return; }
-    cash = forced;
-    cash.seat[leader] = own_floor;
-    cash.side[leader & 1] = side_floor;
+    if (cashes) {
+        cash = forced;
+        cash.seat[leader] = own_floor;
+        cash.side[leader & 1] = side_floor;
+    }
     int o = 1 - m;
     int32_t best[2][SOLVER_TABLE], worst[2][SOLVER_TABLE], cbest[SOLVER_TABLE], cworst[SOLVER_TABLE];
     side_range(c, m, r, &forced, best[m], worst[m]);
